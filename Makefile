@@ -1,0 +1,47 @@
+# The two commands: `make demo` and `make test`. Each sets up everything it
+# needs (.venv, dependencies, code generation, build) on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BUILD := build
+OPFORGE_CUDA ?= AUTO
+JOBS ?= $(shell nproc)
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+
+.PHONY: all venv gen check build demo test bench clean
+
+all: build
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+gen: venv
+	$(PY) -m codegen gen
+
+check: venv
+	$(PY) -m codegen check
+
+$(BUILD)/build.ninja: | $(VENV)/.installed
+	$(VENV)/bin/cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV))/bin/ninja \
+	  -DPython_EXECUTABLE=$(abspath $(PY)) -DOPFORGE_CUDA=$(OPFORGE_CUDA)
+
+build: venv $(BUILD)/build.ninja
+	$(VENV)/bin/cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	$(PY) -m opforge.demo
+
+test: build
+	$(PY) -m pytest -q
+
+bench: build
+	$(PY) benchmarks/overhead.py
+
+clean:
+	rm -rf $(BUILD) opforge/_C*.so opforge/_ops.py opforge/_ops.pyi opforge/_build_config.py

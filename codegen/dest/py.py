@@ -1,0 +1,101 @@
+"""Template contexts for the generated Python wrappers, stubs, docs and CMake source list."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import groupby
+from typing import Any
+
+from codegen import rules
+from codegen.api import python
+from codegen.dest.cpp import dtype_description, sources
+from codegen.opdecl import OpDecl
+
+Context = dict[str, Any]
+
+
+def _call(op: OpDecl) -> tuple[str, str]:
+    """Argument lists for the pybind11 call (all positional) and the torch.ops call."""
+    args = op.schema.arguments
+    positional = [a.name for a in args.positional]
+    keywords = [a.name for a in args.kwarg_only + args.out]
+    pyb = ", ".join(positional + keywords)
+    ops = ", ".join(positional + [f"{k}={k}" for k in keywords])
+    return pyb, ops
+
+
+def _docstring(op: OpDecl) -> str:
+    doc = op.doc or f"opforge.{op.name}"
+    lines = [doc, "", f"Schema: ``{op.schema}``"]
+    if op.dtypes:
+        lines.append(f"Dtypes: {', '.join(op.dtypes)}.")
+    return "\n".join(lines)
+
+
+def _wrapper(name: str, group: list[OpDecl]) -> Context:
+    functional = [o for o in group if not o.schema.arguments.out]
+    outs = [o for o in group if o.schema.arguments.out]
+    if len(functional) == 1 and len(outs) <= 1:
+        op = functional[0]
+        pyb, ops_args = _call(op)
+        ctx: Context = {
+            "generic": False,
+            "name": name,
+            "params": python.parameters(op.schema),
+            "returns": python.return_hint(op.schema),
+            "doc": _docstring(op),
+            "overload": op.overload or "default",
+            "pyb_args": pyb,
+            "ops_args": ops_args,
+            "out": None,
+        }
+        if outs:
+            out_op = outs[0]
+            out_names = [a.name for a in out_op.schema.arguments.out]
+            o_pyb, o_ops = _call(out_op)
+            ctx["params"] += (", " if "*" in ctx["params"] else ", *, ") + ", ".join(
+                f"{n}: Tensor | None = None" for n in out_names)
+            ctx["out"] = {"name": out_names[0], "overload": out_op.overload, "pyb_args": o_pyb, "ops_args": o_ops}
+        return ctx
+    docs = "\n\n".join(_docstring(o) for o in group)
+    return {"generic": True, "name": name, "doc": docs}
+
+
+def wrappers(ops: Sequence[OpDecl]) -> Context:
+    fns = [_wrapper(name, list(g)) for name, g in groupby(ops, key=lambda o: o.name)]
+    table = [
+        {
+            "qualified": o.qualified,
+            "schema": str(o.schema),
+            "keys": list(o.keys),
+            "dtypes": list(o.dtypes),
+            "reference": o.reference,
+            "family": o.family,
+            "shape": str(o.shape) if o.shape is not None else None,
+        }
+        for o in ops
+    ]
+    return {"sources": sources(ops), "fns": fns, "table": table, "names": sorted({o.name for o in ops})}
+
+
+def docs(ops: Sequence[OpDecl]) -> Context:
+    entries = []
+    for o in ops:
+        meta = "generated from `shape: " + str(o.shape) + "`" if o.shape is not None and not isinstance(o.shape, rules.MetaFunction) else (
+            f"hand-written `{o.shape}`" if o.shape is not None else "none")
+        entries.append({
+            "qualified": o.qualified,
+            "schema": str(o.schema),
+            "doc": o.doc,
+            "dtypes": dtype_description(o.dtypes),
+            "keys": ", ".join(f"{k} (`{v}`)" for k, v in o.dispatch),
+            "meta": meta,
+            "reference": o.reference or "none",
+            "source": str(o.loc),
+            "tags": ", ".join(o.tags) or "none",
+        })
+    return {"sources": sources(ops), "entries": entries}
+
+
+def cmake(ops: Sequence[OpDecl]) -> Context:
+    return {"sources": sources(ops), "names": sorted({o.name for o in ops})}

@@ -1,0 +1,93 @@
+"""model -> rendered files: the whole `generated/` tree as {relative path: text}."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from codegen.dest import cpp, py
+from codegen.opdecl import OpDecl
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@functools.cache
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters["pyrepr"] = repr
+    return env
+
+
+def _render(template: str, context: dict[str, Any]) -> str:
+    return _env().get_template(template).render(**context)
+
+
+def render_all(ops: Sequence[OpDecl]) -> dict[str, str]:
+    """Every generated file, keyed by its path relative to the output folder."""
+    files: dict[str, str] = {}
+    by_name = [(name, list(g)) for name, g in groupby(ops, key=lambda o: o.name)]
+    per_op: list[tuple[str, str, Callable[[str, Sequence[OpDecl]], dict[str, Any]]]] = [
+        ("include/opforge/ops/{}.h", "kernel_header.h.j2", cpp.header),
+        ("csrc/ops/{}.cpp", "op_registration.cpp.j2", cpp.registration),
+    ]
+    for name, group in by_name:
+        for pattern, template, dest in per_op:
+            files[pattern.format(name)] = _render(template, dest(name, group))
+    whole: list[tuple[str, str, Callable[[Sequence[OpDecl]], dict[str, Any]]]] = [
+        ("csrc/library.cpp", "library.cpp.j2", cpp.library),
+        ("csrc/bindings.cpp", "bindings.cpp.j2", cpp.bindings),
+        ("python/_ops.py", "ops.py.j2", py.wrappers),
+        ("python/_ops.pyi", "ops.pyi.j2", py.wrappers),
+        ("docs/operators.md", "operators.md.j2", py.docs),
+        ("sources.cmake", "sources.cmake.j2", py.cmake),
+    ]
+    for path, template, whole_dest in whole:
+        files[path] = _render(template, whole_dest(ops))
+    return files
+
+
+def _existing(out: Path) -> set[str]:
+    if not out.is_dir():
+        return set()
+    return {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
+
+
+def stale(out: Path, files: dict[str, str]) -> list[str]:
+    """Paths that `write` would change: differing, missing, or no longer generated."""
+    problems = []
+    for rel, text in sorted(files.items()):
+        path = out / rel
+        if not path.exists():
+            problems.append(f"{rel} (missing)")
+        elif path.read_text() != text:
+            problems.append(f"{rel} (out of date)")
+    problems += [f"{rel} (no longer generated)" for rel in sorted(_existing(out) - set(files))]
+    return problems
+
+
+def write(out: Path, files: dict[str, str]) -> list[str]:
+    """Write files whose content changed (so mtimes and rebuilds stay minimal); prune orphans."""
+    changed = []
+    for rel, text in sorted(files.items()):
+        path = out / rel
+        if path.exists() and path.read_text() == text:
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        changed.append(rel)
+    for rel in sorted(_existing(out) - set(files)):
+        (out / rel).unlink()
+        changed.append(f"{rel} (removed)")
+    return changed

@@ -1,0 +1,259 @@
+"""schemas/*.yaml -> OpDecl, collecting every problem as a file:line diagnostic."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from codegen import rules, yaml_lines
+from codegen.api import cpp
+from codegen.diagnostics import CodegenError, Diagnostics, Location, did_you_mean
+from codegen.model import BaseTy, BaseType, FunctionSchema, ListType, OptionalType, SchemaError
+from codegen.opdecl import DISPATCH_KEYS, DTYPES, ENTRY_FIELDS, FLOATING_DTYPES, OpDecl, Sample
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+@functools.cache
+def known_tags() -> frozenset[str]:
+    """Tags from torch's own tags.yaml (found without importing torch), else a built-in list."""
+    spec = importlib.util.find_spec("torchgen")
+    if spec is not None and spec.origin is not None:
+        path = Path(spec.origin).parent / "packaged" / "ATen" / "native" / "tags.yaml"
+        if path.exists():
+            return frozenset(e["tag"] for e in yaml.safe_load(path.read_text()))
+    return frozenset({"core", "pointwise", "reduction", "inplace", "out", "generated"})
+
+
+class _EntryParser:
+    def __init__(self, entry: yaml_lines.LineDict, path: str, diags: Diagnostics) -> None:
+        self.e = entry
+        self.path = path
+        self.diags = diags
+
+    def loc(self, key: str | None = None) -> Location:
+        line = self.e.key_lines.get(key, self.e.line) if key else self.e.line
+        return Location(self.path, line)
+
+    def err(self, key: str | None, message: str, hint: str | None = None) -> None:
+        self.diags.error(self.loc(key), message, hint)
+
+    def string(self, key: str, default: str | None = None) -> str | None:
+        value = self.e.get(key, default)
+        if value is not None and not isinstance(value, str):
+            self.err(key, f"'{key}' must be a string, got {type(value).__name__}")
+            return default
+        return value
+
+    def string_list(self, key: str) -> list[str] | None:
+        value = self.e.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.err(key, f"'{key}' must be a list of names, e.g. {key}: [a, b]")
+            return None
+        return list(value)
+
+    def parse(self, family: str) -> OpDecl | None:
+        for key in self.e:
+            if key not in ENTRY_FIELDS:
+                self.err(key, f"unknown field '{key}'", did_you_mean(str(key), ENTRY_FIELDS))
+        func = self.string("func")
+        if func is None:
+            self.err(None, "entry has no 'func:' (the operator's schema string)")
+            return None
+        try:
+            schema = FunctionSchema.parse(func)
+        except SchemaError as e:
+            self.err("func", f"bad schema '{func}': {e}")
+            return None
+        for problem in cpp.check_supported(schema):
+            self.err("func", f"'{schema.name}': {problem}")
+        n_errors = len(self.diags.errors)
+        args = {a.name: a for a in schema.arguments.flat_all}
+        dispatch = self._dispatch()
+        dtypes = self._dtypes()
+        tags = self._tags()
+        shape = self._rule("shape", rules.parse_shape, args)
+        dtype_rule = self._rule("dtype", rules.parse_dtype, args)
+        self._check_rule_types(shape, args)
+        samples = self._samples(args)
+        reference = self.string("reference")
+        if reference is not None and not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", reference):
+            self.err("reference", f"reference '{reference}' is not a dotted Python name",
+                     "e.g. reference: torch.nn.functional.gelu")
+        if len(self.diags.errors) != n_errors:
+            return None
+        return OpDecl(
+            schema=schema,
+            loc=self.loc(),
+            family=family,
+            doc=(self.string("doc") or "").strip(),
+            dispatch=dispatch,
+            dtypes=dtypes,
+            tags=tags,
+            reference=reference,
+            shape=shape,
+            dtype_rule=dtype_rule,
+            samples=samples,
+            field_lines=tuple(sorted(self.e.key_lines.items())),
+        )
+
+    def _dispatch(self) -> tuple[tuple[str, str], ...]:
+        raw = self.e.get("dispatch")
+        if raw is None:
+            return ()
+        if not isinstance(raw, dict):
+            self.err("dispatch", "'dispatch' must map dispatch keys to kernel names, e.g. CPU: relu_cpu")
+            return ()
+        lines = getattr(raw, "key_lines", {})
+        out: dict[str, str] = {}
+        for keys, kernel in raw.items():
+            loc = Location(self.path, lines.get(keys, self.e.key_lines.get("dispatch", self.e.line)))
+            if not isinstance(kernel, str) or not _IDENT.fullmatch(kernel):
+                self.diags.error(loc, f"dispatch entry '{keys}' names no kernel function",
+                                 f"write e.g. '{keys}: my_op_{str(keys).split(',')[0].strip().lower()}'")
+                continue
+            for key in (k.strip() for k in str(keys).split(",")):
+                if key not in DISPATCH_KEYS:
+                    self.diags.error(loc, f"unknown dispatch key '{key}'",
+                                     did_you_mean(key, DISPATCH_KEYS) or f"known keys: {', '.join(DISPATCH_KEYS)}")
+                elif key in out:
+                    self.diags.error(loc, f"dispatch key '{key}' is given twice")
+                else:
+                    out[key] = kernel
+        return tuple(sorted(out.items()))
+
+    def _dtypes(self) -> tuple[str, ...]:
+        names = self.string_list("dtypes")
+        if names is None:
+            return FLOATING_DTYPES
+        for n in names:
+            if n not in DTYPES:
+                self.err("dtypes", f"unknown dtype '{n}'",
+                         did_you_mean(n, DTYPES) or f"known dtypes: {', '.join(DTYPES)}")
+        if len(set(names)) != len(names):
+            self.err("dtypes", "a dtype is listed twice")
+        return tuple(names)
+
+    def _tags(self) -> tuple[str, ...]:
+        names = self.string_list("tags") or []
+        for n in names:
+            if n not in known_tags():
+                self.err("tags", f"unknown tag '{n}'", did_you_mean(n, known_tags()))
+        return tuple(sorted(set(names)))
+
+    def _rule(self, key: str, parse: Any, args: dict[str, Any]) -> Any:
+        text = self.string(key)
+        if text is None:
+            return None
+        try:
+            rule = parse(text)
+        except rules.RuleError as e:
+            self.err(key, f"bad {key} rule: {e}")
+            return None
+        for name in rules.rule_args(rule):
+            if name not in args:
+                self.err(key, f"{key} rule '{text}' refers to '{name}', which is not an argument",
+                         did_you_mean(name, args) or f"arguments: {', '.join(args)}")
+                return None
+        return rule
+
+    def _check_rule_types(self, shape: rules.ShapeRule | None, args: dict[str, Any]) -> None:
+        tensors = [n for n in rules.rule_args(shape) if shape is not None]
+        if isinstance(shape, rules.Reduce):
+            tensors = [shape.arg]
+            dim_t = args[shape.dim].type
+            is_int_list = (isinstance(dim_t, OptionalType) and isinstance(dim_t.elem, ListType)) or isinstance(dim_t, ListType)
+            if not is_int_list:
+                self.err("shape", f"reduce(): '{shape.dim}' must be an int[] or int[]? argument, it is '{dim_t}'")
+            if args[shape.keepdim].type != BaseType(BaseTy.bool):
+                self.err("shape", f"reduce(): '{shape.keepdim}' must be a bool argument")
+        for name in tensors:
+            if args[name].type != BaseType(BaseTy.Tensor):
+                self.err("shape", f"shape rule argument '{name}' must be a Tensor, it is '{args[name].type}'")
+
+    def _samples(self, args: dict[str, Any]) -> tuple[Sample, ...]:
+        raw = self.e.get("samples")
+        if raw is None:
+            return ()
+        if not isinstance(raw, list):
+            self.err("samples", "'samples' must be a list of {argument: value} mappings")
+            return ()
+        out = []
+        for item in raw:
+            line = getattr(item, "line", self.e.key_lines.get("samples", self.e.line))
+            loc = Location(self.path, line)
+            if not isinstance(item, dict):
+                self.diags.error(loc, "a sample must be a mapping like {self: [2, 3], dim: 1}")
+                continue
+            for name in item:
+                if name not in args:
+                    self.diags.error(loc, f"sample names '{name}', which is not an argument",
+                                     did_you_mean(str(name), args))
+            for a in args.values():
+                if a.type == BaseType(BaseTy.Tensor) and not a.is_write and a.name not in item:
+                    self.diags.error(loc, f"sample gives no value for tensor argument '{a.name}'",
+                                     f"give its shape, e.g. {a.name}: [2, 3]")
+            out.append(Sample(tuple(item.items()), loc))
+        return tuple(out)
+
+
+def parse_file(path: Path, display: str, diags: Diagnostics) -> list[OpDecl]:
+    try:
+        data = yaml_lines.load(path.read_text())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        problem = getattr(e, "problem", None) or str(e)
+        diags.error(Location(display, line), f"YAML syntax error: {problem}")
+        return []
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        diags.error(Location(display, 1), "a schema file must be a YAML list of entries ('- func: ...')")
+        return []
+    ops = []
+    for entry in data:
+        if not isinstance(entry, dict):
+            line = getattr(entry, "line", 1)
+            diags.error(Location(display, line), "each entry must be a mapping starting with 'func:'")
+            continue
+        op = _EntryParser(entry, display, diags).parse(path.stem)
+        if op is not None:
+            ops.append(op)
+    return ops
+
+
+def display_path(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def parse_schemas(schema_dir: Path) -> tuple[list[OpDecl], Diagnostics]:
+    diags = Diagnostics()
+    if not schema_dir.is_dir():
+        diags.error(Location(str(schema_dir), 1), "schema folder does not exist")
+        return [], diags
+    ops: list[OpDecl] = []
+    for path in sorted(schema_dir.glob("*.yaml")):
+        ops.extend(parse_file(path, display_path(path), diags))
+    return ops, diags
+
+
+def load(schema_dir: Path) -> list[OpDecl]:
+    """Parse and validate every schema; raises CodegenError with all problems."""
+    from codegen.validate import validate
+
+    ops, diags = parse_schemas(schema_dir)
+    validate(ops, diags)
+    if diags:
+        raise CodegenError(diags)
+    return sorted(ops, key=lambda o: (o.name, o.overload))

@@ -1,0 +1,127 @@
+// CPU kernel for softmax over one dim.
+#include <opforge/ops/softmax.h>
+
+#include <opforge/dims.h>
+#include <opforge/dispatch.h>
+#include <opforge/math/functions.h>
+#include <opforge/math/opmath.h>
+
+#include <ATen/Parallel.h>
+#include <ATen/ops/empty.h>
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+namespace opforge {
+namespace {
+
+constexpr int64_t k_grain = 32768;
+// Columns handled together when the softmax dim is not innermost: wide enough
+// for unit-stride inner loops, small enough for the buffers to stay in L1.
+constexpr int64_t k_tile = 256;
+
+template <typename T>
+using acc_t = math::opmath_t<T>;
+
+// Softmax dim innermost: each row is contiguous.
+template <typename T>
+void softmax_rows(const T* x, T* y, int64_t rows, int64_t n) {
+  using A = acc_t<T>;
+  const int64_t grain = std::max<int64_t>(1, k_grain / n);
+  at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+    // exp values are kept in A so half/bf16 are rounded once, at the end.
+    std::vector<A> e(static_cast<size_t>(n));
+    for (int64_t r = begin; r < end; ++r) {
+      const T* xr = x + r * n;
+      T* yr = y + r * n;
+      A m = -std::numeric_limits<A>::infinity();
+      for (int64_t i = 0; i < n; ++i) {
+        const A v = math::cast_to<A>(xr[i]);
+        m = v > m ? v : m;
+      }
+      A s = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        e[i] = math::exp_(math::cast_to<A>(xr[i]) - m);
+        s += e[i];
+      }
+      const A inv = A(1) / s;
+      for (int64_t i = 0; i < n; ++i) {
+        yr[i] = math::cast_to<T>(e[i] * inv);
+      }
+    }
+  });
+}
+
+// Input viewed as [outer, n, inner] with inner > 1: reduce over n for a tile
+// of adjacent columns at a time so every inner loop is unit-stride.
+template <typename T>
+void softmax_columns(const T* x, T* y, const dim_split& s) {
+  using A = acc_t<T>;
+  const int64_t n = s.size;
+  const int64_t inner = s.inner;
+  const int64_t tiles = (inner + k_tile - 1) / k_tile;
+  const int64_t grain = std::max<int64_t>(1, k_grain / (n * k_tile));
+  at::parallel_for(0, s.outer * tiles, grain, [&](int64_t begin, int64_t end) {
+    A m[k_tile];
+    A sum[k_tile];
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t o = task / tiles;
+      const int64_t j0 = (task % tiles) * k_tile;
+      const int64_t w = std::min(k_tile, inner - j0);
+      const T* xb = x + o * n * inner + j0;
+      T* yb = y + o * n * inner + j0;
+      std::fill(m, m + w, -std::numeric_limits<A>::infinity());
+      std::fill(sum, sum + w, A(0));
+      for (int64_t d = 0; d < n; ++d) {
+        const T* row = xb + d * inner;
+        for (int64_t j = 0; j < w; ++j) {
+          const A v = math::cast_to<A>(row[j]);
+          m[j] = v > m[j] ? v : m[j];
+        }
+      }
+      for (int64_t d = 0; d < n; ++d) {
+        const T* row = xb + d * inner;
+        for (int64_t j = 0; j < w; ++j) {
+          sum[j] += math::exp_(math::cast_to<A>(row[j]) - m[j]);
+        }
+      }
+      for (int64_t j = 0; j < w; ++j) {
+        sum[j] = A(1) / sum[j];
+      }
+      for (int64_t d = 0; d < n; ++d) {
+        const T* row = xb + d * inner;
+        T* out = yb + d * inner;
+        for (int64_t j = 0; j < w; ++j) {
+          out[j] = math::cast_to<T>(
+              math::exp_(math::cast_to<A>(row[j]) - m[j]) * sum[j]);
+        }
+      }
+    }
+  });
+}
+
+} // namespace
+
+at::Tensor softmax_cpu(const at::Tensor& self, int64_t dim) {
+  const int64_t d = wrap_dim("opforge.softmax", "dim", dim, self.dim());
+  const at::Tensor in = self.contiguous();
+  at::Tensor out = at::empty(in.sizes(), in.options());
+  if (in.numel() == 0) {
+    return out;
+  }
+  // A 0-d tensor is one row of length 1.
+  const dim_split s = in.dim() == 0 ? dim_split{} : split_at_dim(in.sizes(), d);
+  OPFORGE_DISPATCH_FLOATING(in.scalar_type(), "opforge.softmax", [&] {
+    const scalar_t* x = in.const_data_ptr<scalar_t>();
+    scalar_t* y = out.mutable_data_ptr<scalar_t>();
+    if (s.inner == 1) {
+      softmax_rows(x, y, s.outer, s.size);
+    } else {
+      softmax_columns(x, y, s);
+    }
+  });
+  return out;
+}
+
+} // namespace opforge

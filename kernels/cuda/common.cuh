@@ -1,0 +1,89 @@
+#pragma once
+// Launch configuration and block reductions shared by the .cu files. Device
+// code only; no torch headers (see DESIGN.md section 4).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace opforge::cuda {
+
+constexpr int k_threads = 256;
+// Grid-stride loops cover the rest; more blocks than this only add launch
+// overhead.
+constexpr int64_t k_max_blocks = int64_t{1} << 16;
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+inline unsigned elementwise_blocks(int64_t n) {
+  const int64_t b = ceil_div(n, k_threads);
+  return static_cast<unsigned>(b < k_max_blocks ? b : k_max_blocks);
+}
+
+// Threads for one-block-per-row kernels: a multiple of the warp size, no more
+// than the row needs.
+inline int row_threads(int64_t n, int max_threads) {
+  int t = 32;
+  while (t < max_threads && t < n) {
+    t *= 2;
+  }
+  return t;
+}
+
+// Index of this thread in a grid-stride loop, and the stride, in 64 bits.
+__device__ inline int64_t global_thread() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline int64_t grid_threads() {
+  return static_cast<int64_t>(gridDim.x) * blockDim.x;
+}
+
+struct sum_op {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+
+struct max_op {
+  // NaN in `a` wins; NaN in `b` is dropped, but the caller's later sum of
+  // exp(x - max) still turns the row to NaN, as in torch.
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return b > a ? b : a;
+  }
+};
+
+template <typename T, typename Op>
+__device__ T warp_reduce(T v, Op op) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    v = op(v, __shfl_down_sync(0xffffffffu, v, offset));
+  }
+  return v;
+}
+
+// Reduces one value per thread over the block and returns the result to every
+// thread. blockDim.x must be a multiple of 32; `shared` holds 32 values. Ends
+// with a barrier so `shared` can be reused by the next call.
+template <typename T, typename Op>
+__device__ T block_reduce(T v, Op op, T identity, T* shared) {
+  const unsigned lane = threadIdx.x & 31u;
+  const unsigned warp = threadIdx.x >> 5;
+  v = warp_reduce(v, op);
+  if (lane == 0) {
+    shared[warp] = v;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    v = threadIdx.x < (blockDim.x >> 5) ? shared[lane] : identity;
+    v = warp_reduce(v, op);
+    if (lane == 0) {
+      shared[0] = v;
+    }
+  }
+  __syncthreads();
+  const T result = shared[0];
+  __syncthreads();
+  return result;
+}
+
+} // namespace opforge::cuda

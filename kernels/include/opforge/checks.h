@@ -1,0 +1,71 @@
+#pragma once
+// Argument checks the generated wrappers run before a kernel (see
+// codegen/dest/cpp.py). Messages name the op and the argument; dtype errors
+// raise TypeError in Python, the rest RuntimeError.
+#include <ATen/core/Tensor.h>
+#include <ATen/native/TypeProperties.h>
+#include <c10/core/ScalarType.h>
+#include <c10/util/Exception.h>
+
+#include <initializer_list>
+#include <optional>
+
+namespace opforge::check {
+
+inline void device_type(const char* op, const char* arg, const at::Tensor& t, c10::DeviceType type) {
+  TORCH_CHECK(t.device().type() == type, op, ": expected '", arg, "' on a ", c10::DeviceTypeName(type, true),
+              " device, got ", t.device());
+}
+
+inline void device_type(const char* op, const char* arg, const std::optional<at::Tensor>& t,
+                        c10::DeviceType type) {
+  if (t.has_value() && t->defined()) {
+    device_type(op, arg, *t, type);
+  }
+}
+
+inline void same_device(const char* op, const char* arg, const at::Tensor& t, const char* ref_arg,
+                        const at::Tensor& ref) {
+  TORCH_CHECK(t.device() == ref.device(), op, ": expected '", arg, "' on ", ref.device(), " like '", ref_arg,
+              "', got ", t.device());
+}
+
+inline void same_device(const char* op, const char* arg, const std::optional<at::Tensor>& t,
+                        const char* ref_arg, const at::Tensor& ref) {
+  if (t.has_value() && t->defined()) {
+    same_device(op, arg, *t, ref_arg, ref);
+  }
+}
+
+inline void dtype(const char* op, const char* args, at::ScalarType got,
+                  std::initializer_list<at::ScalarType> allowed, const char* expected) {
+  for (const at::ScalarType a : allowed) {
+    if (a == got) {
+      return;
+    }
+  }
+  TORCH_CHECK_TYPE(false, op, ": expected ", expected, " for ", args, ", got ", c10::getDtypeNames(got).first);
+}
+
+inline void dtype(const char* op, const char* args, const at::Tensor& t,
+                  std::initializer_list<at::ScalarType> allowed, const char* expected) {
+  dtype(op, args, t.scalar_type(), allowed, expected);
+}
+
+inline void dtype(const char* op, const char* args, const std::optional<at::Tensor>& t,
+                  std::initializer_list<at::ScalarType> allowed, const char* expected) {
+  if (t.has_value() && t->defined()) {
+    dtype(op, args, t->scalar_type(), allowed, expected);
+  }
+}
+
+// torch's type promotion across tensors (0-d tensors count less, as in torch.add).
+inline at::ScalarType promote(std::initializer_list<at::Tensor> tensors) {
+  at::native::ResultTypeState state;
+  for (const at::Tensor& t : tensors) {
+    state = at::native::update_result_type_state(t, state);
+  }
+  return at::native::result_type(state);
+}
+
+}  // namespace opforge::check

@@ -1,0 +1,71 @@
+#pragma once
+// Output-shape rules behind the generated Meta kernels (see codegen/rules.py).
+// Templated over the size type so the same rule serves concrete sizes
+// (int64_t, in kernels) and symbolic ones (c10::SymInt, under torch.compile).
+#include <c10/core/SymInt.h>
+#include <c10/util/ArrayRef.h>
+#include <c10/util/Exception.h>
+#include <c10/util/OptionalArrayRef.h>
+#include <c10/util/SmallVector.h>
+
+#include <algorithm>
+#include <initializer_list>
+#include <string_view>
+#include <utility>
+
+#include <opforge/dims.h>
+
+namespace opforge::shape {
+
+template <typename Size>
+using sizes_t = c10::SmallVector<Size, 8>;
+
+// One named input of a broadcast: {"self", self.sym_sizes()}.
+template <typename Size>
+using named_sizes = std::pair<std::string_view, c10::ArrayRef<Size>>;
+
+// NumPy-style broadcast of several inputs; the error names both offending inputs.
+template <typename Size>
+sizes_t<Size> broadcast(std::string_view op, std::initializer_list<named_sizes<Size>> inputs) {
+  size_t ndim = 0;
+  for (const auto& in : inputs) {
+    ndim = std::max(ndim, in.second.size());
+  }
+  sizes_t<Size> out(ndim, Size(1));
+  const named_sizes<Size>* owner = nullptr;  // the input that set out[i] > 1, for messages
+  for (const auto& in : inputs) {
+    const size_t offset = ndim - in.second.size();
+    for (size_t i = 0; i < in.second.size(); ++i) {
+      const Size& s = in.second[i];
+      Size& o = out[offset + i];
+      if (s == 1 || s == o) {
+        continue;
+      }
+      TORCH_CHECK(o == 1, op, ": the shapes of '", owner ? owner->first : in.first, "' ",
+                  owner ? owner->second : in.second, " and '", in.first, "' ", in.second,
+                  " are not broadcastable");
+      o = s;
+      owner = &in;
+    }
+  }
+  return out;
+}
+
+// `sizes` with `dims` reduced (all dims when None or empty, as torch.sum does).
+template <typename Size>
+sizes_t<Size> reduce(std::string_view op, std::string_view arg, c10::ArrayRef<Size> sizes,
+                     at::OptionalIntArrayRef dims, bool keepdim) {
+  const auto ndim = static_cast<int64_t>(sizes.size());
+  const dim_mask mask = reduced_dims(op, arg, dims, ndim);
+  sizes_t<Size> out;
+  for (int64_t d = 0; d < ndim; ++d) {
+    if (!mask.test(static_cast<size_t>(d))) {
+      out.push_back(sizes[d]);
+    } else if (keepdim) {
+      out.push_back(Size(1));
+    }
+  }
+  return out;
+}
+
+}  // namespace opforge::shape

@@ -1,0 +1,48 @@
+"""opforge: PyTorch operators declared once in YAML, with generated registration.
+
+Every operator is reachable as ``opforge.<name>(...)`` (fast eager path) and as
+``torch.ops.opforge.<name>`` (the dispatcher; works under autograd and
+torch.compile). See ``generated/docs/operators.md`` for the operator reference.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# torch must be loaded first: the extension has no RUNPATH to torch's libraries.
+import torch
+
+try:
+    from opforge import _build_config
+except ImportError as e:  # pragma: no cover - only when the package was never built
+    raise ImportError("opforge is not built; run `make build` (or `make test`) in the checkout") from e
+
+if torch.__version__ != _build_config.TORCH_VERSION:
+    raise ImportError(
+        f"opforge was built against torch {_build_config.TORCH_VERSION}, but torch {torch.__version__} "
+        "is installed; rebuild it (`make build`, or `pip install --no-build-isolation .`)"
+    )
+
+from opforge import _C  # noqa: E402  (registers the operators with the dispatcher)
+from opforge._ops import *  # noqa: E402, F403
+from opforge._ops import OP_TABLE, __all__ as _op_names  # noqa: E402
+
+__all__ = [*_op_names, "build_info"]
+
+_KEYS = ("CPU", "CUDA", "Meta", "CompositeExplicitAutograd", "CompositeImplicitAutograd", "Autograd")
+
+
+def build_info() -> dict[str, Any]:
+    """Facts about this build: torch it was built against, CUDA, and per op the registered keys."""
+    ops = {}
+    for row in OP_TABLE:
+        name = f"opforge::{row['qualified']}"
+        ops[row["qualified"]] = [
+            k for k in _KEYS if torch._C._dispatch_has_kernel_for_dispatch_key(name, k)
+        ]
+    return {
+        "torch_version": _build_config.TORCH_VERSION,
+        "cuda_compiled": bool(_build_config.CUDA_COMPILED),
+        "cuda_archs": [a for a in _build_config.CUDA_ARCHS.split(";") if a],
+        "ops": ops,
+    }
