@@ -16,6 +16,8 @@ $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
+	# The checkout itself is on the venv's path: `import opforge` / `codegen` work from anywhere.
+	$(PY) -c "import site, pathlib; pathlib.Path(site.getsitepackages()[0], 'opforge-checkout.pth').write_text('$(CURDIR)\n')"
 	touch $@
 
 venv: $(VENV)/.installed

@@ -200,8 +200,17 @@ class _EntryParser:
                 if a.type == BaseType(BaseTy.Tensor) and not a.is_write and a.name not in item:
                     self.diags.error(loc, f"sample gives no value for tensor argument '{a.name}'",
                                      f"give its shape, e.g. {a.name}: [2, 3]")
-            out.append(Sample(tuple(item.items()), loc))
+            out.append(Sample(tuple((k, _plain(v)) for k, v in item.items()), loc))
         return tuple(out)
+
+
+def _plain(value: Any) -> Any:
+    """Line-tracking YAML containers -> plain lists and dicts."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
 
 
 def parse_file(path: Path, display: str, diags: Diagnostics) -> list[OpDecl]:

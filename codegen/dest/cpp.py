@@ -69,6 +69,14 @@ def _checks(op: OpDecl, key: str) -> tuple[list[str], dict[str, str]]:
     return lines, renames
 
 
+def _same_device_checks(op: OpDecl) -> list[str]:
+    """Meta kernels see mixed devices too (a meta tensor routes there); reject them likewise."""
+    tensors = tensor_args(op)
+    ref = next((a.name for a, k in tensors if k == "tensor"), None)
+    return [f'opforge::check::same_device(kOp, "{a.name}", {a.name}, "{ref}", {ref});'
+            for a, _ in tensors if ref is not None and a.name != ref]
+
+
 def _call_args(op: OpDecl, renames: dict[str, str]) -> str:
     return ", ".join(renames.get(a.name, a.name) for a in op.schema.arguments.flat_all)
 
@@ -135,7 +143,7 @@ def registration(name: str, ops: Sequence[OpDecl]) -> Context:
                     "key": "Meta",
                     "signature": cpp.signature(op.schema, target),
                     "op_label": f"opforge.{op.name}",
-                    "lines": [],
+                    "lines": _same_device_checks(op),
                     "call": _meta_body(op)[0],
                 })
             impls.setdefault("Meta", []).append({"qualified": op.qualified, "fn": target})

@@ -5,6 +5,7 @@
 #include <opforge/dispatch.h>
 #include <opforge/math/opmath.h>
 #include <opforge/reduction.h>
+#include <opforge/shape_rules.h>
 
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
@@ -121,8 +122,11 @@ at::Tensor sum_cpu(const at::Tensor& self, at::OptionalIntArrayRef dim,
   const dim_mask mask = reduced_dims("opforge.sum", "dim", dim, self.dim());
   // sum_columns handles any [outer, n, inner] shape well.
   const reduce_plan plan = plan_reduction(
-      self, mask, keepdim, [](int64_t, int64_t) { return true; });
-  at::Tensor out = at::empty(plan.out_shape, self.options());
+      self, mask, [](int64_t, int64_t) { return true; });
+  // The same shape rule as the generated Meta kernel.
+  at::Tensor out = at::empty(
+      shape::reduce<int64_t>("opforge.sum", "dim", self.sizes(), dim, keepdim),
+      self.options());
   if (out.numel() == 0) {
     return out;
   }

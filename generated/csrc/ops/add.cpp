@@ -35,6 +35,7 @@ at::Tensor add_Tensor_cuda_checked(const at::Tensor& self, const at::Tensor& oth
 #endif  // OPFORGE_WITH_CUDA
 at::Tensor add_Tensor_meta(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add";
+  opforge::check::same_device(kOp, "other", other, "self", self);
   return at::empty_symint(opforge::shape::broadcast<c10::SymInt>(kOp, {{"self", self.sym_sizes()}, {"other", other.sym_sizes()}}), self.options().dtype(opforge::check::promote({self, other})));
 }
 }  // namespace

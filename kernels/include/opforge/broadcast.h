@@ -1,34 +1,23 @@
 #pragma once
 // Broadcasting helpers shared by the CPU and CUDA binary entry points.
+#include <opforge/shape_rules.h>
+
 #include <ATen/core/TensorBase.h>
-#include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string_view>
 
 namespace opforge {
 
-inline c10::SmallVector<int64_t, 8> broadcast_shape(std::string_view op,
-                                                    const at::TensorBase& self,
-                                                    const at::TensorBase& other) {
-  const int64_t a_dim = self.dim();
-  const int64_t b_dim = other.dim();
-  const int64_t ndim = std::max(a_dim, b_dim);
-  c10::SmallVector<int64_t, 8> shape(static_cast<size_t>(ndim));
-  for (int64_t i = 0; i < ndim; ++i) {
-    const int64_t ia = i - (ndim - a_dim);
-    const int64_t ib = i - (ndim - b_dim);
-    const int64_t sa = ia >= 0 ? self.size(ia) : 1;
-    const int64_t sb = ib >= 0 ? other.size(ib) : 1;
-    TORCH_CHECK(sa == sb || sa == 1 || sb == 1, op, ": the shapes of 'self' ",
-                self.sizes(), " and 'other' ", other.sizes(),
-                " are not broadcastable");
-    shape[static_cast<size_t>(i)] = sa == 1 ? sb : sa;
-  }
-  return shape;
+// The output shape of self op other; the rule itself is the one the generated
+// Meta kernels use, so eager and fake shapes cannot disagree.
+inline shape::sizes_t<int64_t> broadcast_shape(std::string_view op,
+                                               const at::TensorBase& self,
+                                               const at::TensorBase& other) {
+  return shape::broadcast<int64_t>(
+      op, {{"self", self.sizes()}, {"other", other.sizes()}});
 }
 
 // Element strides of two inputs against a contiguous output, with size-1 dims

@@ -19,12 +19,11 @@ struct reduce_plan {
   int64_t outer = 1;
   int64_t reduced = 1;
   int64_t inner = 1;
-  c10::SmallVector<int64_t, 8> out_shape;
 };
 
 template <typename InnerOk>
 reduce_plan plan_reduction(const at::Tensor& self, const dim_mask& mask,
-                           bool keepdim, InnerOk inner_ok) {
+                           InnerOk inner_ok) {
   reduce_plan plan;
   const int64_t ndim = self.dim();
   // Runs of kept/reduced dims in order, e.g. [K, R, K]; at most 3 are usable.
@@ -36,9 +35,6 @@ reduce_plan plan_reduction(const at::Tensor& self, const dim_mask& mask,
   for (int64_t d = 0; d < ndim; ++d) {
     const bool red = mask.test(static_cast<size_t>(d));
     const int64_t size = self.size(d);
-    if (!red || keepdim) {
-      plan.out_shape.push_back(red ? 1 : size);
-    }
     if (size == 1) {
       continue;
     }

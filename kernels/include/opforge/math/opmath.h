@@ -44,7 +44,8 @@ template <typename T>
 using sum_acc_t = typename sum_acc<T>::type;
 
 // Explicit conversions: implicit ones between Half/BFloat16 and arithmetic
-// types are ambiguous in device code.
+// types are ambiguous in device code. Not named `convert`: argument-dependent
+// lookup would also find c10::convert for c10 types and make calls ambiguous.
 template <typename To, typename From>
 C10_HOST_DEVICE inline To cast_to(From v) {
   return static_cast<To>(v);

@@ -1,0 +1,130 @@
+"""The op database the generated test battery runs over: schemas/ parsed by codegen,
+with each declared sample turned into real arguments."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from codegen import parse
+from codegen.model import BaseTy, BaseType
+from codegen.opdecl import OpDecl
+
+ROOT = Path(__file__).resolve().parents[2]
+TORCH_DTYPES = {
+    "float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+    "bfloat16": torch.bfloat16, "int32": torch.int32, "int64": torch.int64,
+    "int8": torch.int8, "int16": torch.int16, "uint8": torch.uint8, "bool": torch.bool,
+}
+TENSOR = BaseType(BaseTy.Tensor)
+
+
+@functools.cache
+def ops() -> tuple[OpDecl, ...]:
+    return tuple(parse.load(ROOT / "schemas"))
+
+
+def functional_ops() -> list[OpDecl]:
+    return [o for o in ops() if not o.schema.arguments.out]
+
+
+def reference(op: OpDecl) -> Callable[..., Any]:
+    assert op.reference is not None, f"{op.qualified} declares no reference"
+    module, _, attr = op.reference.rpartition(".")
+    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+
+def make_tensor(spec: Any, dtype: torch.dtype, device: str, gen: torch.Generator, *,
+                noncontiguous: bool = False) -> torch.Tensor:
+    """A random tensor from a sample spec: a shape list, or {shape, low, high}."""
+    shape = list(spec["shape"] if isinstance(spec, dict) else spec)
+    low = spec.get("low", -3.0) if isinstance(spec, dict) else -3.0
+    high = spec.get("high", 3.0) if isinstance(spec, dict) else 3.0
+    alloc = list(shape)
+    if noncontiguous and shape:
+        alloc[-1] *= 2  # then take every other element of the last dim
+    if dtype.is_floating_point:
+        t = torch.rand(alloc, generator=gen, dtype=torch.float64) * (high - low) + low
+    else:
+        t = torch.randint(int(low) * 3, int(high) * 3 + 1, alloc, generator=gen, dtype=torch.int64)
+    t = t.to(dtype)
+    if noncontiguous and shape:
+        t = t[..., ::2]
+    return t.to(device)
+
+
+@dataclass
+class Call:
+    """One call of an op: positional and keyword arguments, in schema order."""
+
+    args: list[Any]
+    kwargs: dict[str, Any]
+    label: str
+
+    def tensors(self) -> list[torch.Tensor]:
+        return [a for a in [*self.args, *self.kwargs.values()] if isinstance(a, torch.Tensor)]
+
+    def map_tensors(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> Call:
+        conv = lambda v: fn(v) if isinstance(v, torch.Tensor) else v  # noqa: E731
+        return Call([conv(a) for a in self.args], {k: conv(v) for k, v in self.kwargs.items()}, self.label)
+
+
+def calls(op: OpDecl, dtype: torch.dtype, device: str, *, variants: bool = True) -> list[Call]:
+    """Every sample of `op`, plus non-contiguous and empty variants."""
+    out = []
+    for i, sample in enumerate(op.samples):
+        for variant in ("plain", "noncontiguous", "empty") if variants else ("plain",):
+            call = _build(op, sample.get, dtype, device, variant, seed=i)
+            if call is not None:
+                out.append(Call(call.args, call.kwargs, f"sample{i}-{variant}"))
+    return out
+
+
+def _build(op: OpDecl, get: Callable[[str], Any], dtype: torch.dtype, device: str,
+           variant: str, seed: int) -> Call | None:
+    gen = torch.Generator().manual_seed(1234 + seed)
+    schema_args = op.schema.arguments
+    tensor_shapes = [get(a.name) for a in schema_args.flat_non_out if a.type == TENSOR]
+    if variant == "noncontiguous" and not any(_shape(s) for s in tensor_shapes):
+        return None
+    if variant == "empty":
+        shapes = [tuple(_shape(s)) for s in tensor_shapes]
+        if not shapes or not shapes[0] or len(set(shapes)) != 1:
+            return None  # only where every tensor has the same, non-0-d shape
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    skipped = False  # after an omitted positional argument, later ones go by keyword
+    for a in schema_args.flat_non_out:
+        value = get(a.name)
+        if a.type == TENSOR:
+            spec = value
+            if variant == "empty":
+                spec = [0, *_shape(value)[1:]]
+            value = make_tensor(spec, dtype, device, gen, noncontiguous=variant == "noncontiguous")
+        elif value is None:
+            skipped = True
+            continue  # the schema's default applies
+        if a in schema_args.positional and not skipped:
+            args.append(value)
+        else:
+            kwargs[a.name] = value
+    return Call(args, kwargs, variant)
+
+
+def _shape(spec: Any) -> list[int]:
+    return list(spec["shape"] if isinstance(spec, dict) else spec)
+
+
+def tolerances(dtype: torch.dtype) -> dict[str, float]:
+    return {
+        torch.float16: {"atol": 2e-3, "rtol": 2e-3},
+        torch.bfloat16: {"atol": 2e-2, "rtol": 1.6e-2},
+        torch.float32: {"atol": 1e-5, "rtol": 1.3e-5},
+        torch.float64: {"atol": 1e-10, "rtol": 1e-9},
+    }.get(dtype, {"atol": 0.0, "rtol": 0.0})
