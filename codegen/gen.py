@@ -37,6 +37,7 @@ def _render(template: str, context: dict[str, Any]) -> str:
 def render_all(ops: Sequence[OpDecl]) -> dict[str, str]:
     """Every generated file, keyed by its path relative to the output folder."""
     files: dict[str, str] = {}
+    ops = sorted(ops, key=lambda o: (o.name, o.overload))
     by_name = [(name, list(g)) for name, g in groupby(ops, key=lambda o: o.name)]
     per_op: list[tuple[str, str, Callable[[str, Sequence[OpDecl]], dict[str, Any]]]] = [
         ("include/opforge/ops/{}.h", "kernel_header.h.j2", cpp.header),

@@ -70,7 +70,7 @@ class _EntryParser:
         try:
             schema = FunctionSchema.parse(func)
         except SchemaError as e:
-            self.err("func", f"bad schema '{func}': {e}")
+            self.err("func", f"bad schema: {e}")
             return None
         for problem in cpp.check_supported(schema):
             self.err("func", f"'{schema.name}': {problem}")

@@ -88,7 +88,7 @@ def docs(ops: Sequence[OpDecl]) -> Context:
             "schema": str(o.schema),
             "doc": o.doc,
             "dtypes": dtype_description(o.dtypes),
-            "keys": ", ".join(f"{k} (`{v}`)" for k, v in o.dispatch),
+            "kernels": ", ".join(f"{k} (`{v}`)" for k, v in o.dispatch),
             "meta": meta,
             "reference": o.reference or "none",
             "source": str(o.loc),
