@@ -72,6 +72,7 @@ def wrappers(ops: Sequence[OpDecl]) -> Context:
             "reference": o.reference,
             "family": o.family,
             "shape": str(o.shape) if o.shape is not None else None,
+            "samples": [dict(sample.values) for sample in o.samples],
         }
         for o in ops
     ]

@@ -25,11 +25,11 @@ __all__ = ["add", "gelu", "relu", "softmax", "sum", ]
 
 # One row per operator overload, as declared in schemas/ (used by build_info and the tests).
 OP_TABLE: tuple[dict[str, Any], ...] = (
-    {'qualified': 'add.Tensor', 'schema': 'add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int64'], 'reference': 'torch.add', 'family': 'binary', 'shape': 'broadcast(self, other)'},
-    {'qualified': 'gelu', 'schema': "gelu(Tensor self, *, str approximate='none') -> Tensor", 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.nn.functional.gelu', 'family': 'activation', 'shape': 'like(self)'},
-    {'qualified': 'relu', 'schema': 'relu(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.relu', 'family': 'activation', 'shape': 'like(self)'},
-    {'qualified': 'softmax', 'schema': 'softmax(Tensor self, int dim) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.softmax', 'family': 'softmax', 'shape': 'like(self)'},
-    {'qualified': 'sum', 'schema': 'sum(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.sum', 'family': 'reduction', 'shape': 'reduce(self, dim, keepdim)'},
+    {'qualified': 'add.Tensor', 'schema': 'add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int64'], 'reference': 'torch.add', 'family': 'binary', 'shape': 'broadcast(self, other)', 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': 2}, {'self': [3, 1, 6], 'other': [4, 1], 'alpha': -2}, {'self': [], 'other': [2, 3]}]},
+    {'qualified': 'gelu', 'schema': "gelu(Tensor self, *, str approximate='none') -> Tensor", 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.nn.functional.gelu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [8, 17]}, {'self': [8, 17], 'approximate': 'tanh'}]},
+    {'qualified': 'relu', 'schema': 'relu(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.relu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': []}]},
+    {'qualified': 'softmax', 'schema': 'softmax(Tensor self, int dim) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.softmax', 'family': 'softmax', 'shape': 'like(self)', 'samples': [{'self': [4, 10], 'dim': 1}, {'self': [3, 5, 7], 'dim': 1}, {'self': [3, 5, 7], 'dim': -3}, {'self': [], 'dim': 0}]},
+    {'qualified': 'sum', 'schema': 'sum(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.sum', 'family': 'reduction', 'shape': 'reduce(self, dim, keepdim)', 'samples': [{'self': [5, 6]}, {'self': [5, 6], 'dim': [1]}, {'self': [3, 4, 5], 'dim': [0, 2], 'keepdim': True}, {'self': [3, 4, 5], 'dim': [-1]}, {'self': []}]},
 )
 
 

@@ -1,0 +1,64 @@
+"""The importable module: build facts, torch.ops reachability, the torch-mismatch guard."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import torch
+
+import opforge
+
+
+def test_build_info_reports_torch_cuda_and_keys() -> None:
+    info = opforge.build_info()
+    assert info["torch_version"] == torch.__version__
+    assert isinstance(info["cuda_compiled"], bool)
+    assert all(isinstance(a, str) for a in info["cuda_archs"])
+    assert info["cuda_compiled"] == bool(info["cuda_archs"])
+    expected = {row["qualified"] for row in opforge.OP_TABLE}
+    assert set(info["ops"]) == expected
+    for qualified, keys in info["ops"].items():
+        assert "CPU" in keys and "Meta" in keys, qualified
+        assert ("CUDA" in keys) == info["cuda_compiled"], qualified
+
+
+def test_every_op_is_reachable_both_ways() -> None:
+    for row in opforge.OP_TABLE:
+        name = row["qualified"].split(".")[0]
+        assert callable(getattr(opforge, name))
+        assert hasattr(torch.ops.opforge, name)
+        assert name in opforge.__all__
+
+
+def test_wrapper_carries_signature_and_docstring() -> None:
+    import inspect
+
+    sig = inspect.signature(opforge.gelu)
+    assert str(sig) == "(self: 'Tensor', *, approximate: 'str' = 'none') -> 'Tensor'"
+    assert "Gaussian Error Linear Unit" in (opforge.gelu.__doc__ or "")
+    assert "gelu(Tensor self, *, str approximate='none') -> Tensor" in (opforge.gelu.__doc__ or "")
+
+
+def test_import_against_another_torch_is_a_clear_error() -> None:
+    code = "import torch; torch.__version__ = '0.0.1'; import opforge"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode != 0
+    assert "ImportError: opforge was built against torch" in proc.stderr
+    assert "but torch 0.0.1 is installed; rebuild it" in proc.stderr
+
+
+def test_int_list_arguments_take_an_int_or_a_sequence() -> None:
+    x = torch.randn(2, 3, 4)
+    torch.testing.assert_close(opforge.sum(x, 1), x.sum(1))
+    torch.testing.assert_close(opforge.sum(x, (0, 2)), x.sum((0, 2)))
+    torch.testing.assert_close(opforge.sum(x, [-1], keepdim=True), x.sum([-1], keepdim=True))
+
+
+def test_non_int_list_argument_names_op_and_argument() -> None:
+    import pytest
+
+    with pytest.raises(TypeError, match=r"opforge\.sum: 'dim' must contain only ints, got float"):
+        opforge.sum(torch.randn(3), [0.5])
+    with pytest.raises(TypeError, match=r"opforge\.add: 'alpha' must be a number, got str"):
+        opforge.add(torch.randn(3), torch.randn(3), alpha="2")
