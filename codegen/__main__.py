@@ -45,8 +45,18 @@ def main(argv: list[str] | None = None) -> int:
         ("check", _cmd_check, "validate schemas/ and fail if generated/ is stale; writes nothing"),
     ):
         p = sub.add_parser(name, help=help_text)
-        p.add_argument("--schemas", type=Path, default=Path("schemas"), help="folder of *.yaml (default: schemas/)")
-        p.add_argument("--out", type=Path, default=Path("generated"), help="output folder (default: generated/)")
+        p.add_argument(
+            "--schemas",
+            type=Path,
+            default=Path("schemas"),
+            help="folder of *.yaml (default: schemas/)",
+        )
+        p.add_argument(
+            "--out",
+            type=Path,
+            default=Path("generated"),
+            help="output folder (default: generated/)",
+        )
         p.add_argument("--quiet", action="store_true")
         p.set_defaults(fn=fn)
     args = parser.parse_args(argv)

@@ -30,7 +30,17 @@ FLOATING_DTYPES = ("float32", "float64", "float16", "bfloat16")
 DISPATCH_KEYS = ("CPU", "CUDA", "Meta", "CompositeExplicitAutograd", "CompositeImplicitAutograd")
 BACKEND_KEYS = ("CPU", "CUDA")
 
-ENTRY_FIELDS = ("func", "doc", "dispatch", "dtypes", "tags", "reference", "shape", "dtype", "samples")
+ENTRY_FIELDS = (
+    "func",
+    "doc",
+    "dispatch",
+    "dtypes",
+    "tags",
+    "reference",
+    "shape",
+    "dtype",
+    "samples",
+)
 
 
 @dataclass(frozen=True)

@@ -85,8 +85,11 @@ class _EntryParser:
         samples = self._samples(args)
         reference = self.string("reference")
         if reference is not None and not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", reference):
-            self.err("reference", f"reference '{reference}' is not a dotted Python name",
-                     "e.g. reference: torch.nn.functional.gelu")
+            self.err(
+                "reference",
+                f"reference '{reference}' is not a dotted Python name",
+                "e.g. reference: torch.nn.functional.gelu",
+            )
         if len(self.diags.errors) != n_errors:
             return None
         return OpDecl(
@@ -109,20 +112,31 @@ class _EntryParser:
         if raw is None:
             return ()
         if not isinstance(raw, dict):
-            self.err("dispatch", "'dispatch' must map dispatch keys to kernel names, e.g. CPU: relu_cpu")
+            self.err(
+                "dispatch", "'dispatch' must map dispatch keys to kernel names, e.g. CPU: relu_cpu"
+            )
             return ()
         lines = getattr(raw, "key_lines", {})
         out: dict[str, str] = {}
         for keys, kernel in raw.items():
-            loc = Location(self.path, lines.get(keys, self.e.key_lines.get("dispatch", self.e.line)))
+            loc = Location(
+                self.path, lines.get(keys, self.e.key_lines.get("dispatch", self.e.line))
+            )
             if not isinstance(kernel, str) or not _IDENT.fullmatch(kernel):
-                self.diags.error(loc, f"dispatch entry '{keys}' names no kernel function",
-                                 f"write e.g. '{keys}: my_op_{str(keys).split(',')[0].strip().lower()}'")
+                self.diags.error(
+                    loc,
+                    f"dispatch entry '{keys}' names no kernel function",
+                    f"write e.g. '{keys}: my_op_{str(keys).split(',')[0].strip().lower()}'",
+                )
                 continue
             for key in (k.strip() for k in str(keys).split(",")):
                 if key not in DISPATCH_KEYS:
-                    self.diags.error(loc, f"unknown dispatch key '{key}'",
-                                     did_you_mean(key, DISPATCH_KEYS) or f"known keys: {', '.join(DISPATCH_KEYS)}")
+                    self.diags.error(
+                        loc,
+                        f"unknown dispatch key '{key}'",
+                        did_you_mean(key, DISPATCH_KEYS)
+                        or f"known keys: {', '.join(DISPATCH_KEYS)}",
+                    )
                 elif key in out:
                     self.diags.error(loc, f"dispatch key '{key}' is given twice")
                 else:
@@ -135,8 +149,11 @@ class _EntryParser:
             return FLOATING_DTYPES
         for n in names:
             if n not in DTYPES:
-                self.err("dtypes", f"unknown dtype '{n}'",
-                         did_you_mean(n, DTYPES) or f"known dtypes: {', '.join(DTYPES)}")
+                self.err(
+                    "dtypes",
+                    f"unknown dtype '{n}'",
+                    did_you_mean(n, DTYPES) or f"known dtypes: {', '.join(DTYPES)}",
+                )
         if len(set(names)) != len(names):
             self.err("dtypes", "a dtype is listed twice")
         return tuple(names)
@@ -159,24 +176,35 @@ class _EntryParser:
             return None
         for name in rules.rule_args(rule):
             if name not in args:
-                self.err(key, f"{key} rule '{text}' refers to '{name}', which is not an argument",
-                         did_you_mean(name, args) or f"arguments: {', '.join(args)}")
+                self.err(
+                    key,
+                    f"{key} rule '{text}' refers to '{name}', which is not an argument",
+                    did_you_mean(name, args) or f"arguments: {', '.join(args)}",
+                )
                 return None
         return rule
 
     def _check_rule_types(self, shape: rules.ShapeRule | None, args: dict[str, Any]) -> None:
-        tensors = [n for n in rules.rule_args(shape) if shape is not None]
+        tensors = list(rules.rule_args(shape)) if shape is not None else []
         if isinstance(shape, rules.Reduce):
             tensors = [shape.arg]
             dim_t = args[shape.dim].type
-            is_int_list = (isinstance(dim_t, OptionalType) and isinstance(dim_t.elem, ListType)) or isinstance(dim_t, ListType)
+            is_int_list = (
+                isinstance(dim_t, OptionalType) and isinstance(dim_t.elem, ListType)
+            ) or isinstance(dim_t, ListType)
             if not is_int_list:
-                self.err("shape", f"reduce(): '{shape.dim}' must be an int[] or int[]? argument, it is '{dim_t}'")
+                self.err(
+                    "shape",
+                    f"reduce(): '{shape.dim}' must be an int[] or int[]? argument, it is '{dim_t}'",
+                )
             if args[shape.keepdim].type != BaseType(BaseTy.bool):
                 self.err("shape", f"reduce(): '{shape.keepdim}' must be a bool argument")
         for name in tensors:
             if args[name].type != BaseType(BaseTy.Tensor):
-                self.err("shape", f"shape rule argument '{name}' must be a Tensor, it is '{args[name].type}'")
+                self.err(
+                    "shape",
+                    f"shape rule argument '{name}' must be a Tensor, it is '{args[name].type}'",
+                )
 
     def _samples(self, args: dict[str, Any]) -> tuple[Sample, ...]:
         raw = self.e.get("samples")
@@ -194,12 +222,18 @@ class _EntryParser:
                 continue
             for name in item:
                 if name not in args:
-                    self.diags.error(loc, f"sample names '{name}', which is not an argument",
-                                     did_you_mean(str(name), args))
+                    self.diags.error(
+                        loc,
+                        f"sample names '{name}', which is not an argument",
+                        did_you_mean(str(name), args),
+                    )
             for a in args.values():
                 if a.type == BaseType(BaseTy.Tensor) and not a.is_write and a.name not in item:
-                    self.diags.error(loc, f"sample gives no value for tensor argument '{a.name}'",
-                                     f"give its shape, e.g. {a.name}: [2, 3]")
+                    self.diags.error(
+                        loc,
+                        f"sample gives no value for tensor argument '{a.name}'",
+                        f"give its shape, e.g. {a.name}: [2, 3]",
+                    )
             out.append(Sample(tuple((k, _plain(v)) for k, v in item.items()), loc))
         return tuple(out)
 
@@ -225,14 +259,19 @@ def parse_file(path: Path, display: str, diags: Diagnostics) -> list[OpDecl]:
     if data is None:
         return []
     if not isinstance(data, list):
-        diags.error(Location(display, 1), "a schema file must be a YAML list of entries ('- func: ...')")
+        diags.error(
+            Location(display, 1), "a schema file must be a YAML list of entries ('- func: ...')"
+        )
         return []
     ops = []
     for entry in data:
         if not isinstance(entry, dict):
             line = getattr(entry, "line", 1)
-            diags.error(Location(display, line), "each entry must be a mapping starting with 'func:'")
+            diags.error(
+                Location(display, line), "each entry must be a mapping starting with 'func:'"
+            )
             continue
+        assert isinstance(entry, yaml_lines.LineDict)
         op = _EntryParser(entry, display, diags).parse(path.stem)
         if op is not None:
             ops.append(op)

@@ -20,7 +20,7 @@ class LineList(list[Any]):
     line: int
 
 
-class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+class _Loader(_BaseLoader):  # type: ignore[misc]
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> LineDict:
         result = LineDict()
         result.line = node.start_mark.line + 1

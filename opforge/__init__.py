@@ -15,7 +15,9 @@ import torch
 try:
     from opforge import _build_config
 except ImportError as e:  # pragma: no cover - only when the package was never built
-    raise ImportError("opforge is not built; run `make build` (or `make test`) in the checkout") from e
+    raise ImportError(
+        "opforge is not built; run `make build` (or `make test`) in the checkout"
+    ) from e
 
 if torch.__version__ != _build_config.TORCH_VERSION:
     raise ImportError(
@@ -23,13 +25,21 @@ if torch.__version__ != _build_config.TORCH_VERSION:
         "is installed; rebuild it (`make build`, or `pip install --no-build-isolation .`)"
     )
 
-from opforge import _C  # noqa: E402  (registers the operators with the dispatcher)
+from opforge import _C  # noqa: E402, F401  (registers the operators with the dispatcher)
 from opforge._ops import *  # noqa: E402, F403
-from opforge._ops import OP_TABLE, __all__ as _op_names  # noqa: E402
+from opforge._ops import OP_TABLE  # noqa: E402
+from opforge._ops import __all__ as _op_names
 
 __all__ = [*_op_names, "build_info"]
 
-_KEYS = ("CPU", "CUDA", "Meta", "CompositeExplicitAutograd", "CompositeImplicitAutograd", "Autograd")
+_KEYS = (
+    "CPU",
+    "CUDA",
+    "Meta",
+    "CompositeExplicitAutograd",
+    "CompositeImplicitAutograd",
+    "Autograd",
+)
 
 
 def build_info() -> dict[str, Any]:

@@ -31,7 +31,9 @@ def _scaled_call(row: dict[str, Any], schema: Any) -> tuple[list[Any], dict[str,
     sample = row["samples"][0]
     tensor_args = [a for a in schema.arguments.flat_non_out if str(a.type) == "Tensor"]
     largest = max(math.prod(sample[a.name]) for a in tensor_args) or 1
-    factor = max(1.0, (TARGET_NUMEL / largest) ** (1 / max(1, max(len(sample[a.name]) for a in tensor_args))))
+    factor = max(
+        1.0, (TARGET_NUMEL / largest) ** (1 / max(1, max(len(sample[a.name]) for a in tensor_args)))
+    )
     gen = torch.Generator().manual_seed(0)
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
@@ -42,7 +44,11 @@ def _scaled_call(row: dict[str, Any], schema: Any) -> tuple[list[Any], dict[str,
         if a in tensor_args:
             shape = [s if s <= 1 else int(s * factor) for s in value]
             value = torch.randn(shape, generator=gen)
-        (args.append(value) if a in schema.arguments.positional else kwargs.__setitem__(a.name, value))
+        (
+            args.append(value)
+            if a in schema.arguments.positional
+            else kwargs.__setitem__(a.name, value)
+        )
     return args, kwargs
 
 
@@ -60,26 +66,34 @@ def main() -> None:
     from codegen.model import FunctionSchema
 
     info = opforge.build_info()
-    print(f"opforge built against torch {info['torch_version']}; CUDA kernels compiled: "
-          f"{info['cuda_compiled']} {' '.join(info['cuda_archs'])}")
+    print(
+        f"opforge built against torch {info['torch_version']}; CUDA kernels compiled: "
+        f"{info['cuda_compiled']} {' '.join(info['cuda_archs'])}"
+    )
     print(f"{torch.get_num_threads()} CPU threads; CUDA available: {torch.cuda.is_available()}\n")
     print(f"{'op':12s} {'registered keys':28s} {'dtypes':40s} schema")
     for row in opforge.OP_TABLE:
         keys = ",".join(info["ops"][row["qualified"]])
         print(f"{row['qualified']:12s} {keys:28s} {','.join(row['dtypes']):40s} {row['schema']}")
 
-    print(f"\n{'op':12s} {'input shapes':28s} {'max abs err':>12s} {'opforge ms':>11s} {'ATen ms':>9s} {'ratio':>6s}")
+    print(
+        f"\n{'op':12s} {'input shapes':28s} {'max abs err':>12s} {'opforge ms':>11s} {'ATen ms':>9s} {'ratio':>6s}"
+    )
     for row in opforge.OP_TABLE:
         schema = FunctionSchema.parse(row["schema"])
         args, kwargs = _scaled_call(row, schema)
         ours = getattr(opforge, schema.name.name)
         ref = _reference(row["reference"])
         err = (ours(*args, **kwargs).double() - ref(*args, **kwargs).double()).abs().max().item()
-        t_ours = _time(lambda: ours(*args, **kwargs))
-        t_ref = _time(lambda: ref(*args, **kwargs))
-        shapes = " ".join("x".join(map(str, a.shape)) or "0-d" for a in args if isinstance(a, torch.Tensor))
-        print(f"{row['qualified']:12s} {shapes:28s} {err:12.2e} {t_ours * 1e3:11.3f} {t_ref * 1e3:9.3f} "
-              f"{t_ours / t_ref:6.2f}")
+        t_ours = _time(lambda: ours(*args, **kwargs))  # noqa: B023 - called within the iteration
+        t_ref = _time(lambda: ref(*args, **kwargs))  # noqa: B023
+        shapes = " ".join(
+            "x".join(map(str, a.shape)) or "0-d" for a in args if isinstance(a, torch.Tensor)
+        )
+        print(
+            f"{row['qualified']:12s} {shapes:28s} {err:12.2e} {t_ours * 1e3:11.3f} {t_ref * 1e3:9.3f} "
+            f"{t_ours / t_ref:6.2f}"
+        )
 
 
 if __name__ == "__main__":

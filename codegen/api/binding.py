@@ -39,7 +39,11 @@ def bind(op: str, a: Argument) -> BoundArg:
     """How argument `a` of operator `op` (e.g. "opforge.sum") crosses from Python."""
     t = a.type
     dispatcher = cpp.argument_type(a)
-    if isinstance(t, ListType) and isinstance(t.elem, BaseType) and t.elem.name in (BaseTy.int, BaseTy.SymInt):
+    if (
+        isinstance(t, ListType)
+        and isinstance(t.elem, BaseType)
+        and t.elem.name in (BaseTy.int, BaseTy.SymInt)
+    ):
         return _int_list(op, a, t, optional=False)
     if isinstance(t, OptionalType) and isinstance(t.elem, ListType):
         return _int_list(op, a, t.elem, optional=True)

@@ -86,7 +86,7 @@ def argument_type(arg: Argument) -> str:
         if elem_base is BaseTy.bool and t.size is not None:
             return f"std::array<bool,{t.size}>"
         if elem_base in _LISTS:
-            return _LISTS[elem_base]  # type: ignore[index]
+            return _LISTS[elem_base]
         if isinstance(t.elem, OptionalType) and _base(t.elem.elem) is BaseTy.Tensor:
             return "const c10::List<std::optional<at::Tensor>>&"
     raise UnsupportedType(f"type '{t}' is not supported by opforge's code generator")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from codegen.model import Argument, BaseTy, BaseType, FunctionSchema, ListType, OptionalType, Type
+from codegen.model import Argument, BaseTy, BaseType, FunctionSchema, OptionalType, Type
 
 _HINTS: dict[BaseTy, str] = {
     BaseTy.Tensor: "Tensor",
@@ -30,7 +30,7 @@ def type_hint(t: Type) -> str:
     elem = type_hint(t.elem)
     # int[2] stride=1 takes a single int too, as in PyTorch.
     if isinstance(t.elem, BaseType) and t.elem.name in (BaseTy.int, BaseTy.SymInt):
-        return f"int | Sequence[int]"
+        return "int | Sequence[int]"
     return f"Sequence[{elem}]"
 
 

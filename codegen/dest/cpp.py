@@ -43,13 +43,17 @@ def _checks(op: OpDecl, key: str) -> tuple[list[str], dict[str, str]]:
     renames: dict[str, str] = {}
     tensors = tensor_args(op)
     dtypes = ", ".join(f"at::ScalarType::{DTYPES[d]}" for d in op.dtypes)
-    allowed = f"{{{dtypes}}}, \"{dtype_description(op.dtypes)}\""
+    allowed = f'{{{dtypes}}}, "{dtype_description(op.dtypes)}"'
     ref = next((a.name for a, k in tensors if k == "tensor"), None)
-    for a, kind in tensors:
+    for a, _ in tensors:
         if key == "CPU":
-            lines.append(f'opforge::check::device_type(kOp, "{a.name}", {a.name}, c10::DeviceType::CPU);')
+            lines.append(
+                f'opforge::check::device_type(kOp, "{a.name}", {a.name}, c10::DeviceType::CPU);'
+            )
         elif ref is not None and a.name == ref:
-            lines.append(f'opforge::check::device_type(kOp, "{a.name}", {a.name}, c10::DeviceType::CUDA);')
+            lines.append(
+                f'opforge::check::device_type(kOp, "{a.name}", {a.name}, c10::DeviceType::CUDA);'
+            )
         elif ref is not None:
             lines.append(f'opforge::check::same_device(kOp, "{a.name}", {a.name}, "{ref}", {ref});')
     promoted = op.dtype_rule.args if isinstance(op.dtype_rule, rules.Promote) else ()
@@ -63,7 +67,7 @@ def _checks(op: OpDecl, key: str) -> tuple[list[str], dict[str, str]]:
             renames[n] = f"{n}_p"
     for a, _ in tensors:
         if a.name not in promoted:
-            lines.append(f'opforge::check::dtype(kOp, "\'{a.name}\'", {a.name}, {allowed});')
+            lines.append(f"opforge::check::dtype(kOp, \"'{a.name}'\", {a.name}, {allowed});")
     if key == "CUDA" and ref is not None:
         lines.append(f"const c10::OptionalDeviceGuard device_guard(c10::device_of({ref}));")
     return lines, renames
@@ -73,8 +77,11 @@ def _same_device_checks(op: OpDecl) -> list[str]:
     """Meta kernels see mixed devices too (a meta tensor routes there); reject them likewise."""
     tensors = tensor_args(op)
     ref = next((a.name for a, k in tensors if k == "tensor"), None)
-    return [f'opforge::check::same_device(kOp, "{a.name}", {a.name}, "{ref}", {ref});'
-            for a, _ in tensors if ref is not None and a.name != ref]
+    return [
+        f'opforge::check::same_device(kOp, "{a.name}", {a.name}, "{ref}", {ref});'
+        for a, _ in tensors
+        if ref is not None and a.name != ref
+    ]
 
 
 def _call_args(op: OpDecl, renames: dict[str, str]) -> str:
@@ -106,9 +113,19 @@ def header(name: str, ops: Sequence[OpDecl]) -> Context:
     decls = []
     for op in ops:
         for key, kernel in op.dispatch:
-            decls.append({"comment": f"{op.qualified} [{key}]", "signature": cpp.signature(op.schema, kernel)})
+            decls.append(
+                {
+                    "comment": f"{op.qualified} [{key}]",
+                    "signature": cpp.signature(op.schema, kernel),
+                }
+            )
         if isinstance(op.shape, rules.MetaFunction):
-            decls.append({"comment": f"{op.qualified} [Meta, shape rule]", "signature": cpp.signature(op.schema, op.shape.name)})
+            decls.append(
+                {
+                    "comment": f"{op.qualified} [Meta, shape rule]",
+                    "signature": cpp.signature(op.schema, op.shape.name),
+                }
+            )
     return {"sources": sources(ops), "name": name, "decls": _unique(decls)}
 
 
@@ -127,25 +144,33 @@ def registration(name: str, ops: Sequence[OpDecl]) -> Context:
             if key in BACKEND_KEYS:
                 lines, renames = _checks(op, key)
                 fn = f"{op.cpp_id}_{key.lower()}_checked"
-                wrappers.append({
-                    "key": key,
-                    "signature": cpp.signature(op.schema, fn),
-                    "op_label": f"opforge.{op.name}",
-                    "lines": lines,
-                    "call": f"return opforge::{kernel}({_call_args(op, renames)});",
-                })
+                wrappers.append(
+                    {
+                        "key": key,
+                        "signature": cpp.signature(op.schema, fn),
+                        "op_label": f"opforge.{op.name}",
+                        "lines": lines,
+                        "call": f"return opforge::{kernel}({_call_args(op, renames)});",
+                    }
+                )
                 target = fn
             impls.setdefault(key, []).append({"qualified": op.qualified, "fn": target})
         if op.shape is not None and "Meta" not in op.keys:
-            target = f"opforge::{op.shape.name}" if isinstance(op.shape, rules.MetaFunction) else f"{op.cpp_id}_meta"
+            target = (
+                f"opforge::{op.shape.name}"
+                if isinstance(op.shape, rules.MetaFunction)
+                else f"{op.cpp_id}_meta"
+            )
             if not isinstance(op.shape, rules.MetaFunction):
-                wrappers.append({
-                    "key": "Meta",
-                    "signature": cpp.signature(op.schema, target),
-                    "op_label": f"opforge.{op.name}",
-                    "lines": _same_device_checks(op),
-                    "call": _meta_body(op)[0],
-                })
+                wrappers.append(
+                    {
+                        "key": "Meta",
+                        "signature": cpp.signature(op.schema, target),
+                        "op_label": f"opforge.{op.name}",
+                        "lines": _same_device_checks(op),
+                        "call": _meta_body(op)[0],
+                    }
+                )
             impls.setdefault("Meta", []).append({"qualified": op.qualified, "fn": target})
     blocks = [{"key": k, "cuda": k == "CUDA", "impls": v} for k, v in sorted(impls.items())]
     return {"sources": sources(ops), "name": name, "wrappers": wrappers, "blocks": blocks}
@@ -163,17 +188,19 @@ def bindings(ops: Sequence[OpDecl]) -> Context:
     fns = []
     for op in ops:
         bound = [binding.bind(f"opforge.{op.name}", a) for a in op.schema.arguments.flat_all]
-        fns.append({
-            "py_name": op.name,
-            "qualified": op.qualified,
-            "name": op.name,
-            "overload": op.overload,
-            "params": ", ".join(b.param for b in bound),
-            "preludes": [b.prelude for b in bound if b.prelude],
-            "exprs": ", ".join(b.expr for b in bound),
-            "fn_type": cpp.function_type(op.schema),
-            "return_type": cpp.return_type(op.schema).replace("at::Tensor&", "at::Tensor"),
-            "arg_names": [b.name for b in bound],
-            "doc": op.doc,
-        })
+        fns.append(
+            {
+                "py_name": op.name,
+                "qualified": op.qualified,
+                "name": op.name,
+                "overload": op.overload,
+                "params": ", ".join(b.param for b in bound),
+                "preludes": [b.prelude for b in bound if b.prelude],
+                "exprs": ", ".join(b.expr for b in bound),
+                "fn_type": cpp.function_type(op.schema),
+                "return_type": cpp.return_type(op.schema).replace("at::Tensor&", "at::Tensor"),
+                "arg_names": [b.name for b in bound],
+                "doc": op.doc,
+            }
+        )
     return {"sources": sources(ops), "fns": fns}

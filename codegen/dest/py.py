@@ -54,8 +54,14 @@ def _wrapper(name: str, group: list[OpDecl]) -> Context:
             out_names = [a.name for a in out_op.schema.arguments.out]
             o_pyb, o_ops = _call(out_op)
             ctx["params"] += (", " if "*" in ctx["params"] else ", *, ") + ", ".join(
-                f"{n}: Tensor | None = None" for n in out_names)
-            ctx["out"] = {"name": out_names[0], "overload": out_op.overload, "pyb_args": o_pyb, "ops_args": o_ops}
+                f"{n}: Tensor | None = None" for n in out_names
+            )
+            ctx["out"] = {
+                "name": out_names[0],
+                "overload": out_op.overload,
+                "pyb_args": o_pyb,
+                "ops_args": o_ops,
+            }
         return ctx
     docs = "\n\n".join(_docstring(o) for o in group)
     return {"generic": True, "name": name, "doc": docs}
@@ -76,25 +82,35 @@ def wrappers(ops: Sequence[OpDecl]) -> Context:
         }
         for o in ops
     ]
-    return {"sources": sources(ops), "fns": fns, "table": table, "names": sorted({o.name for o in ops})}
+    return {
+        "sources": sources(ops),
+        "fns": fns,
+        "table": table,
+        "names": sorted({o.name for o in ops}),
+    }
 
 
 def docs(ops: Sequence[OpDecl]) -> Context:
     entries = []
     for o in ops:
-        meta = "generated from `shape: " + str(o.shape) + "`" if o.shape is not None and not isinstance(o.shape, rules.MetaFunction) else (
-            f"hand-written `{o.shape}`" if o.shape is not None else "none")
-        entries.append({
-            "qualified": o.qualified,
-            "schema": str(o.schema),
-            "doc": o.doc,
-            "dtypes": dtype_description(o.dtypes),
-            "kernels": ", ".join(f"{k} (`{v}`)" for k, v in o.dispatch),
-            "meta": meta,
-            "reference": o.reference or "none",
-            "source": str(o.loc),
-            "tags": ", ".join(o.tags) or "none",
-        })
+        meta = (
+            "generated from `shape: " + str(o.shape) + "`"
+            if o.shape is not None and not isinstance(o.shape, rules.MetaFunction)
+            else (f"hand-written `{o.shape}`" if o.shape is not None else "none")
+        )
+        entries.append(
+            {
+                "qualified": o.qualified,
+                "schema": str(o.schema),
+                "doc": o.doc,
+                "dtypes": dtype_description(o.dtypes),
+                "kernels": ", ".join(f"{k} (`{v}`)" for k, v in o.dispatch),
+                "meta": meta,
+                "reference": o.reference or "none",
+                "source": str(o.loc),
+                "tags": ", ".join(o.tags) or "none",
+            }
+        )
     return {"sources": sources(ops), "entries": entries}
 
 

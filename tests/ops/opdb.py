@@ -18,9 +18,16 @@ from codegen.opdecl import OpDecl
 
 ROOT = Path(__file__).resolve().parents[2]
 TORCH_DTYPES = {
-    "float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
-    "bfloat16": torch.bfloat16, "int32": torch.int32, "int64": torch.int64,
-    "int8": torch.int8, "int16": torch.int16, "uint8": torch.uint8, "bool": torch.bool,
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "int8": torch.int8,
+    "int16": torch.int16,
+    "uint8": torch.uint8,
+    "bool": torch.bool,
 }
 TENSOR = BaseType(BaseTy.Tensor)
 
@@ -40,8 +47,9 @@ def reference(op: OpDecl) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
 
 
-def make_tensor(spec: Any, dtype: torch.dtype, device: str, gen: torch.Generator, *,
-                noncontiguous: bool = False) -> torch.Tensor:
+def make_tensor(
+    spec: Any, dtype: torch.dtype, device: str, gen: torch.Generator, *, noncontiguous: bool = False
+) -> torch.Tensor:
     """A random tensor from a sample spec: a shape list, or {shape, low, high}."""
     shape = list(spec["shape"] if isinstance(spec, dict) else spec)
     low = spec.get("low", -3.0) if isinstance(spec, dict) else -3.0
@@ -72,7 +80,9 @@ class Call:
 
     def map_tensors(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> Call:
         conv = lambda v: fn(v) if isinstance(v, torch.Tensor) else v  # noqa: E731
-        return Call([conv(a) for a in self.args], {k: conv(v) for k, v in self.kwargs.items()}, self.label)
+        return Call(
+            [conv(a) for a in self.args], {k: conv(v) for k, v in self.kwargs.items()}, self.label
+        )
 
 
 def calls(op: OpDecl, dtype: torch.dtype, device: str, *, variants: bool = True) -> list[Call]:
@@ -86,8 +96,9 @@ def calls(op: OpDecl, dtype: torch.dtype, device: str, *, variants: bool = True)
     return out
 
 
-def _build(op: OpDecl, get: Callable[[str], Any], dtype: torch.dtype, device: str,
-           variant: str, seed: int) -> Call | None:
+def _build(
+    op: OpDecl, get: Callable[[str], Any], dtype: torch.dtype, device: str, variant: str, seed: int
+) -> Call | None:
     gen = torch.Generator().manual_seed(1234 + seed)
     schema_args = op.schema.arguments
     tensor_shapes = [get(a.name) for a in schema_args.flat_non_out if a.type == TENSOR]

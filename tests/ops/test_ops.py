@@ -52,7 +52,9 @@ def test_matches_reference(op: OpDecl, dtype: torch.dtype, device: str) -> None:
         got = _opforge_fn(op)(*call.args, **call.kwargs)
         expected = _reference_out(op, call, dtype)
         assert got.device.type == device
-        torch.testing.assert_close(got, expected, **opdb.tolerances(dtype), msg=lambda m: f"{call.label}: {m}")
+        torch.testing.assert_close(
+            got, expected, **opdb.tolerances(dtype), msg=lambda m, label=call.label: f"{label}: {m}"
+        )
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -60,7 +62,9 @@ def test_matches_reference(op: OpDecl, dtype: torch.dtype, device: str) -> None:
 def test_torch_ops_path_matches_wrapper(op: OpDecl, device: str) -> None:
     overload = getattr(getattr(torch.ops.opforge, op.name), op.overload or "default")
     for call in opdb.calls(op, torch.float64, device, variants=False):
-        torch.testing.assert_close(overload(*call.args, **call.kwargs), _opforge_fn(op)(*call.args, **call.kwargs))
+        torch.testing.assert_close(
+            overload(*call.args, **call.kwargs), _opforge_fn(op)(*call.args, **call.kwargs)
+        )
 
 
 @pytest.mark.parametrize("op", _op_params())
@@ -84,21 +88,36 @@ def test_meta_matches_real(op: OpDecl) -> None:
 def test_compile_fullgraph_dynamic(op: OpDecl) -> None:
     torch._dynamo.reset()
     fn = _opforge_fn(op)
-    compiled = torch.compile(lambda *a, **k: fn(*a, **k), fullgraph=True, dynamic=True, backend="aot_eager")
+    compiled = torch.compile(
+        lambda *a, **k: fn(*a, **k), fullgraph=True, dynamic=True, backend="aot_eager"
+    )
     for call in opdb.calls(op, torch.float32, "cpu", variants=False)[:2]:
-        torch.testing.assert_close(compiled(*call.args, **call.kwargs), fn(*call.args, **call.kwargs))
+        torch.testing.assert_close(
+            compiled(*call.args, **call.kwargs), fn(*call.args, **call.kwargs)
+        )
 
 
 @pytest.mark.parametrize("op", _op_params())
 def test_wrong_dtype_names_op_and_argument(op: OpDecl) -> None:
-    bad = next(d for d in (torch.int32, torch.complex64, torch.bool) if str(d).split(".")[1] not in op.dtypes)
+    bad = next(
+        d
+        for d in (torch.int32, torch.complex64, torch.bool)
+        if str(d).split(".")[1] not in op.dtypes
+    )
     call = opdb.calls(op, torch.float32, "cpu", variants=False)[0].map_tensors(lambda t: t.to(bad))
-    with pytest.raises(TypeError, match=rf"opforge\.{op.name}: expected .* for .*'self'.*, got {str(bad).split('.')[1]}"):
+    with pytest.raises(
+        TypeError,
+        match=rf"opforge\.{op.name}: expected .* for .*'self'.*, got {str(bad).split('.')[1]}",
+    ):
         _opforge_fn(op)(*call.args, **call.kwargs)
 
 
 def _multi_tensor_op_params() -> list[Any]:
-    return [p for p in _op_params() if len(opdb.calls(p.values[0], torch.float32, "cpu", variants=False)[0].tensors()) > 1]
+    return [
+        p
+        for p in _op_params()
+        if len(opdb.calls(p.values[0], torch.float32, "cpu", variants=False)[0].tensors()) > 1
+    ]
 
 
 @pytest.mark.parametrize("op", _multi_tensor_op_params())
