@@ -21,31 +21,12 @@ from opforge import _C
 Number = Union[int, float, bool]
 _ops = torch.ops.opforge
 
-__all__ = [
-    "scale_add",
-    "total",
-]
+__all__ = ["scale_add", "total", ]
 
 # One row per operator overload, as declared in schemas/ (used by build_info and the tests).
 OP_TABLE: tuple[dict[str, Any], ...] = (
-    {
-        "qualified": "scale_add.Tensor",
-        "schema": "scale_add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
-        "keys": ["CPU", "CUDA"],
-        "dtypes": ["float32", "float64", "int64"],
-        "reference": "torch.add",
-        "family": "two_ops",
-        "shape": "broadcast(self, other)",
-    },
-    {
-        "qualified": "total",
-        "schema": "total(Tensor self, int[1]? dim=None, bool keepdim=False, *, str mode='sum') -> Tensor",
-        "keys": ["CPU"],
-        "dtypes": ["float32", "float64", "float16", "bfloat16"],
-        "reference": "torch.sum",
-        "family": "two_ops",
-        "shape": "reduce(self, dim, keepdim)",
-    },
+    {'qualified': 'scale_add.Tensor', 'schema': 'scale_add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'int64'], 'reference': 'torch.add', 'family': 'two_ops', 'shape': 'broadcast(self, other)', 'samples': []},
+    {'qualified': 'total', 'schema': "total(Tensor self, int[1]? dim=None, bool keepdim=False, *, str mode='sum') -> Tensor", 'keys': ['CPU'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.sum', 'family': 'two_ops', 'shape': 'reduce(self, dim, keepdim)', 'samples': []},
 )
 
 
@@ -60,13 +41,7 @@ def scale_add(self: Tensor, other: Tensor, *, alpha: Number = 1) -> Tensor:
     return _C.scale_add(self, other, alpha)
 
 
-def total(
-    self: Tensor,
-    dim: int | Sequence[int] | None = None,
-    keepdim: bool = False,
-    *,
-    mode: str = "sum",
-) -> Tensor:
+def total(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, mode: str = 'sum') -> Tensor:
     """A reduction.
 
     Schema: ``total(Tensor self, int[1]? dim=None, bool keepdim=False, *, str mode='sum') -> Tensor``

@@ -2,16 +2,12 @@
 from collections.abc import Sequence
 from typing import Any, Union
 
+import torch
 from torch import Tensor
 
 Number = Union[int, float, bool]
 OP_TABLE: tuple[dict[str, Any], ...]
 
 def scale_add(self: Tensor, other: Tensor, *, alpha: Number = 1) -> Tensor: ...
-def total(
-    self: Tensor,
-    dim: int | Sequence[int] | None = None,
-    keepdim: bool = False,
-    *,
-    mode: str = "sum",
-) -> Tensor: ...
+
+def total(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, mode: str = 'sum') -> Tensor: ...
