@@ -53,6 +53,6 @@ def build_info() -> dict[str, Any]:
     return {
         "torch_version": _build_config.TORCH_VERSION,
         "cuda_compiled": bool(_build_config.CUDA_COMPILED),
-        "cuda_archs": [a for a in _build_config.CUDA_ARCHS.split(";") if a],
+        "cuda_archs": _build_config.CUDA_ARCHS.split(),
         "ops": ops,
     }

@@ -69,7 +69,7 @@ def _checks(op: OpDecl, key: str) -> tuple[list[str], dict[str, str]]:
         if a.name not in promoted:
             lines.append(f"opforge::check::dtype(kOp, \"'{a.name}'\", {a.name}, {allowed});")
     if key == "CUDA" and ref is not None:
-        lines.append(f"const c10::OptionalDeviceGuard device_guard(c10::device_of({ref}));")
+        lines.append(f"const c10::DeviceGuard device_guard({ref}.device());")
     return lines, renames
 
 

@@ -29,7 +29,7 @@ at::Tensor add_Tensor_cuda_checked(const at::Tensor& self, const at::Tensor& oth
   opforge::check::dtype(kOp, "'self'/'other'", promoted, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Long}, "a tensor of dtype (float32, float64, float16, bfloat16, int64)");
   const at::Tensor self_p = self.to(promoted);
   const at::Tensor other_p = other.to(promoted);
-  const c10::OptionalDeviceGuard device_guard(c10::device_of(self));
+  const c10::DeviceGuard device_guard(self.device());
   return opforge::add_cuda(self_p, other_p, alpha);
 }
 #endif  // OPFORGE_WITH_CUDA

@@ -21,7 +21,7 @@ at::Tensor softmax_cuda_checked(const at::Tensor& self, int64_t dim) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softmax";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  const c10::OptionalDeviceGuard device_guard(c10::device_of(self));
+  const c10::DeviceGuard device_guard(self.device());
   return opforge::softmax_cuda(self, dim);
 }
 #endif  // OPFORGE_WITH_CUDA
