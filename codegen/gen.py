@@ -37,11 +37,11 @@ def _render(template: str, context: dict[str, Any]) -> str:
 def render_all(ops: Sequence[OpDecl]) -> dict[str, str]:
     """Every generated file, keyed by its path relative to the output folder."""
     files: dict[str, str] = {}
-    ops = sorted(ops, key=lambda o: (o.name, o.overload))
-    by_name = [(name, list(g)) for name, g in groupby(ops, key=lambda o: o.name)]
+    ops = sorted(ops, key=lambda o: (o.file_stem, o.name, o.overload))
+    by_name = [(stem, list(g)) for stem, g in groupby(ops, key=lambda o: o.file_stem)]
     per_op: list[tuple[str, str, Callable[[str, Sequence[OpDecl]], dict[str, Any]]]] = [
         ("include/opforge/ops/{}.h", "kernel_header.h.j2", cpp.header),
-        ("csrc/ops/{}.cpp", "op_registration.cpp.j2", cpp.registration),
+        ("csrc/ops/{}.cpp", "op_registration.cpp.j2", lambda n, g: cpp.registration(n, g, ops)),
     ]
     for name, group in by_name:
         for pattern, template, dest in per_op:

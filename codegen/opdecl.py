@@ -23,8 +23,35 @@ DTYPES: dict[str, str] = {
     "bool": "Bool",
     "complex64": "ComplexFloat",
     "complex128": "ComplexDouble",
+    "float8_e4m3fn": "Float8_e4m3fn",
+    "float8_e5m2": "Float8_e5m2",
 }
 FLOATING_DTYPES = ("float32", "float64", "float16", "bfloat16")
+# YAML dtype name -> the C++ type a `kernel<scalar_t>` template is instantiated with.
+CPP_SCALAR: dict[str, str] = {
+    "float32": "float",
+    "float64": "double",
+    "float16": "c10::Half",
+    "bfloat16": "c10::BFloat16",
+    "int8": "int8_t",
+    "int16": "int16_t",
+    "int32": "int32_t",
+    "int64": "int64_t",
+    "uint8": "uint8_t",
+    "bool": "bool",
+    "complex64": "c10::complex<float>",
+    "complex128": "c10::complex<double>",
+}
+TEMPLATE_SUFFIX = "<scalar_t>"
+
+
+def kernel_name(kernel: str) -> str:
+    """`relu_cpu` for both `relu_cpu` and the template kernel `relu_cpu<scalar_t>`."""
+    return kernel.removesuffix(TEMPLATE_SUFFIX)
+
+
+def is_template(kernel: str) -> bool:
+    return kernel.endswith(TEMPLATE_SUFFIX)
 
 # Keys an entry may name under `dispatch`; backend keys get checked wrappers.
 DISPATCH_KEYS = ("CPU", "CUDA", "Meta", "CompositeExplicitAutograd", "CompositeImplicitAutograd")
@@ -40,7 +67,20 @@ ENTRY_FIELDS = (
     "shape",
     "dtype",
     "samples",
+    "derivatives",
+    "variants",
 )
+VARIANT_KINDS = ("inplace", "out")
+
+
+@dataclass(frozen=True)
+class Derivative:
+    """`inputs: formula`, e.g. `self: relu_backward(grad, result)`; several inputs share a
+    formula returning a tuple (`input, weight: conv_backward(..., grad_input_mask)`)."""
+
+    inputs: tuple[str, ...]
+    formula: str
+    loc: Location
 
 
 @dataclass(frozen=True)
@@ -68,6 +108,21 @@ class OpDecl:
     dtype_rule: DtypeRule | None
     samples: tuple[Sample, ...]
     field_lines: tuple[tuple[str, int], ...] = ()
+    derivatives: tuple[Derivative, ...] = ()
+    variants: tuple[str, ...] = ()  # variants to generate from this functional op
+    variant_of: str | None = None  # for a generated variant: the functional op's qualified name
+    api_name: str = ""  # C++ `opforge::ops::<api_name>` and formula name; set by parse.load
+
+    @property
+    def generated_variant(self) -> str | None:
+        """'inplace' or 'out' for a variant generated from a functional op, else None."""
+        if self.variant_of is None:
+            return None
+        return "out" if self.schema.arguments.out else "inplace"
+
+    @property
+    def differentiable_inputs(self) -> tuple[str, ...]:
+        return tuple(i for d in self.derivatives for i in d.inputs)
 
     def loc_of(self, key: str) -> Location:
         """Where field `key` is written, or the entry's own line."""
@@ -77,6 +132,11 @@ class OpDecl:
     def name(self) -> str:
         """Base name, e.g. `add` for `add.Tensor`."""
         return self.schema.name.name
+
+    @property
+    def file_stem(self) -> str:
+        """The generated files an op lives in: a generated variant lives with its functional op."""
+        return self.variant_of.split(".")[0] if self.variant_of else self.name
 
     @property
     def overload(self) -> str:

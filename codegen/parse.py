@@ -14,9 +14,22 @@ from codegen import rules, yaml_lines
 from codegen.api import cpp
 from codegen.diagnostics import CodegenError, Diagnostics, Location, did_you_mean
 from codegen.model import BaseTy, BaseType, FunctionSchema, ListType, OptionalType, SchemaError
-from codegen.opdecl import DISPATCH_KEYS, DTYPES, ENTRY_FIELDS, FLOATING_DTYPES, OpDecl, Sample
+from codegen.opdecl import (
+    CPP_SCALAR,
+    DISPATCH_KEYS,
+    DTYPES,
+    ENTRY_FIELDS,
+    FLOATING_DTYPES,
+    OpDecl,
+    Sample,
+    VARIANT_KINDS,
+    Derivative,
+    is_template,
+)
+from codegen.variants import api_names, expand_variants
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+_KERNEL = re.compile(r"[A-Za-z_]\w*(<scalar_t>)?")
 
 
 @functools.cache
@@ -78,11 +91,14 @@ class _EntryParser:
         args = {a.name: a for a in schema.arguments.flat_all}
         dispatch = self._dispatch()
         dtypes = self._dtypes()
+        self._check_template_dtypes(dispatch, dtypes)
         tags = self._tags()
         shape = self._rule("shape", rules.parse_shape, args)
         dtype_rule = self._rule("dtype", rules.parse_dtype, args)
         self._check_rule_types(shape, args)
         samples = self._samples(args)
+        derivatives = self._derivatives(args)
+        variants = self._variants(schema, shape)
         reference = self.string("reference")
         if reference is not None and not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", reference):
             self.err(
@@ -105,6 +121,8 @@ class _EntryParser:
             dtype_rule=dtype_rule,
             samples=samples,
             field_lines=tuple(sorted(self.e.key_lines.items())),
+            derivatives=derivatives,
+            variants=variants,
         )
 
     def _dispatch(self) -> tuple[tuple[str, str], ...]:
@@ -122,7 +140,7 @@ class _EntryParser:
             loc = Location(
                 self.path, lines.get(keys, self.e.key_lines.get("dispatch", self.e.line))
             )
-            if not isinstance(kernel, str) or not _IDENT.fullmatch(kernel):
+            if not isinstance(kernel, str) or not _KERNEL.fullmatch(kernel):
                 self.diags.error(
                     loc,
                     f"dispatch entry '{keys}' names no kernel function",
@@ -142,6 +160,16 @@ class _EntryParser:
                 else:
                     out[key] = kernel
         return tuple(sorted(out.items()))
+
+    def _check_template_dtypes(self, dispatch: tuple[tuple[str, str], ...], dtypes: tuple[str, ...]) -> None:
+        for key, kernel in dispatch:
+            if not is_template(kernel):
+                continue
+            for d in dtypes:
+                if d not in CPP_SCALAR:
+                    self.err("dtypes", f"dtype '{d}' has no C++ scalar type, so template kernel "
+                             f"'{kernel}' ({key}) cannot be instantiated for it",
+                             f"drop '{d}' or make {key} a plain (non-template) kernel")
 
     def _dtypes(self) -> tuple[str, ...]:
         names = self.string_list("dtypes")
@@ -205,6 +233,56 @@ class _EntryParser:
                     "shape",
                     f"shape rule argument '{name}' must be a Tensor, it is '{args[name].type}'",
                 )
+
+    def _derivatives(self, args: dict[str, Any]) -> tuple[Derivative, ...]:
+        raw = self.e.get("derivatives")
+        if raw is None:
+            return ()
+        if not isinstance(raw, dict):
+            self.err("derivatives", "'derivatives' must map inputs to formulas, e.g. self: grad * 2")
+            return ()
+        lines = getattr(raw, "key_lines", {})
+        out = []
+        seen: set[str] = set()
+        for inputs, formula in raw.items():
+            loc = Location(self.path, lines.get(inputs, self.e.key_lines.get("derivatives", self.e.line)))
+            names = tuple(n.strip() for n in str(inputs).split(","))
+            if not isinstance(formula, str) or not formula.strip():
+                self.diags.error(loc, f"derivative of '{inputs}' has no formula")
+                continue
+            for n in names:
+                if n not in args:
+                    self.diags.error(loc, f"derivative given for '{n}', which is not an argument",
+                                     did_you_mean(n, args) or f"arguments: {', '.join(args)}")
+                elif not args[n].type.is_tensor_like():
+                    self.diags.error(loc, f"derivative given for '{n}', which is not a Tensor ({args[n].type})")
+                elif n in seen:
+                    self.diags.error(loc, f"derivative of '{n}' is given twice")
+                seen.add(n)
+            out.append(Derivative(names, formula.strip(), loc))
+        return tuple(out)
+
+    def _variants(self, schema: FunctionSchema, shape: rules.ShapeRule | None) -> tuple[str, ...]:
+        names = self.string_list("variants") or []
+        for n in names:
+            if n not in VARIANT_KINDS:
+                self.err("variants", f"unknown variant '{n}'", did_you_mean(n, VARIANT_KINDS)
+                         or f"known variants: {', '.join(VARIANT_KINDS)}")
+        if names and (schema.arguments.out or schema.name.is_inplace):
+            self.err("variants", "variants are generated from a functional op; this one is already "
+                     f"{'an out=' if schema.arguments.out else 'an in-place'} overload")
+        if "inplace" in names:
+            first = schema.arguments.positional[0] if schema.arguments.positional else None
+            single = len(schema.returns) == 1 and schema.returns[0].type == BaseType(BaseTy.Tensor)
+            same_shape = isinstance(shape, rules.Like) and first is not None and shape.arg == first.name
+            broadcast_into = isinstance(shape, rules.Broadcast) and first is not None and shape.args[0] == first.name
+            if first is None or first.type != BaseType(BaseTy.Tensor) or not single:
+                self.err("variants", "an in-place variant needs a first Tensor argument and one Tensor result")
+            elif not (same_shape or broadcast_into):
+                self.err("variants", f"an in-place variant writes its result into '{first.name}', but the "
+                         f"output shape rule '{shape}' does not keep the shape of '{first.name}'",
+                         f"only ops with 'shape: like({first.name})' or 'broadcast({first.name}, ...)' can be in-place")
+        return tuple(n for n in VARIANT_KINDS if n in names)
 
     def _samples(self, args: dict[str, Any]) -> tuple[Sample, ...]:
         raw = self.e.get("samples")
@@ -301,6 +379,7 @@ def load(schema_dir: Path) -> list[OpDecl]:
     from codegen.validate import validate
 
     ops, diags = parse_schemas(schema_dir)
+    ops = api_names(expand_variants(ops))
     validate(ops, diags)
     if diags:
         raise CodegenError(diags)

@@ -5,7 +5,11 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/bindings.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/add.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gelu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gelu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/relu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/relu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/softmax.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/softmax_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sum.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sum_backward.cpp
 )

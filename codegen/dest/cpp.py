@@ -2,39 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from codegen import rules
 from codegen.api import binding, cpp
-from codegen.model import Argument, BaseTy, BaseType, ListType, OptionalType
-from codegen.opdecl import BACKEND_KEYS, DTYPES, FLOATING_DTYPES, OpDecl
+from codegen.dest.autograd import autograd
+from codegen.dest.common import dtype_description, sources, tensor_args
+from codegen.opdecl import BACKEND_KEYS, CPP_SCALAR, DTYPES, OpDecl, is_template, kernel_name
 
 Context = dict[str, Any]
 
 
-def sources(ops: Sequence[OpDecl]) -> str:
-    return ", ".join(sorted({o.loc.path for o in ops}))
-
-
-def _tensor_kind(a: Argument) -> str | None:
-    t = a.type
-    if t == BaseType(BaseTy.Tensor):
-        return "tensor"
-    if isinstance(t, OptionalType) and t.elem == BaseType(BaseTy.Tensor):
-        return "optional"
-    if isinstance(t, ListType) and t.elem == BaseType(BaseTy.Tensor):
-        return "list"
-    return None
-
-
-def tensor_args(op: OpDecl) -> list[tuple[Argument, str]]:
-    return [(a, k) for a in op.schema.arguments.flat_all if (k := _tensor_kind(a)) is not None]
-
-
-def dtype_description(dtypes: Sequence[str]) -> str:
-    kind = "a floating tensor" if set(dtypes) <= set(FLOATING_DTYPES) else "a tensor of dtype"
-    return f"{kind} ({', '.join(dtypes)})"
+def _first_tensor(op: OpDecl) -> str | None:
+    return next((a.name for a, k in tensor_args(op) if k == "tensor"), None)
 
 
 def _checks(op: OpDecl, key: str) -> tuple[list[str], dict[str, str]]:
@@ -44,23 +26,18 @@ def _checks(op: OpDecl, key: str) -> tuple[list[str], dict[str, str]]:
     tensors = tensor_args(op)
     dtypes = ", ".join(f"at::ScalarType::{DTYPES[d]}" for d in op.dtypes)
     allowed = f'{{{dtypes}}}, "{dtype_description(op.dtypes)}"'
-    ref = next((a.name for a, k in tensors if k == "tensor"), None)
+    ref = _first_tensor(op)
     for a, _ in tensors:
         if key == "CPU":
-            lines.append(
-                f'opforge::check::device_type(kOp, "{a.name}", {a.name}, c10::DeviceType::CPU);'
-            )
-        elif ref is not None and a.name == ref:
-            lines.append(
-                f'opforge::check::device_type(kOp, "{a.name}", {a.name}, c10::DeviceType::CUDA);'
-            )
+            lines.append(f'opforge::check::device_type(kOp, "{a.name}", {a.name}, c10::DeviceType::CPU);')
+        elif a.name == ref:
+            lines.append(f'opforge::check::device_type(kOp, "{a.name}", {a.name}, c10::DeviceType::CUDA);')
         elif ref is not None:
             lines.append(f'opforge::check::same_device(kOp, "{a.name}", {a.name}, "{ref}", {ref});')
     promoted = op.dtype_rule.args if isinstance(op.dtype_rule, rules.Promote) else ()
     if promoted:
-        names = ", ".join(promoted)
         label = "/".join(f"'{n}'" for n in promoted)
-        lines.append(f"const at::ScalarType promoted = opforge::check::promote({{{names}}});")
+        lines.append(f"const at::ScalarType promoted = opforge::check::promote({{{', '.join(promoted)}}});")
         lines.append(f'opforge::check::dtype(kOp, "{label}", promoted, {allowed});')
         for n in promoted:
             lines.append(f"const at::Tensor {n}_p = {n}.to(promoted);")
@@ -73,29 +50,42 @@ def _checks(op: OpDecl, key: str) -> tuple[list[str], dict[str, str]]:
     return lines, renames
 
 
+def _dispatch_dtype(op: OpDecl) -> str:
+    """The dtype a template kernel is instantiated for: the promoted one, else the first tensor's."""
+    if isinstance(op.dtype_rule, rules.Promote):
+        return "promoted"
+    return f"{_first_tensor(op)}.scalar_type()"
+
+
+def _kernel_call(op: OpDecl, kernel: str, renames: dict[str, str]) -> list[str]:
+    args = ", ".join(renames.get(a.name, a.name) for a in op.schema.arguments.flat_all)
+    name = kernel_name(kernel)
+    if not is_template(kernel):
+        return [f"return opforge::{name}({args});"]
+    lines = [f"switch ({_dispatch_dtype(op)}) {{"]
+    for d in op.dtypes:
+        lines.append(f"  case at::ScalarType::{DTYPES[d]}: return opforge::{name}<{CPP_SCALAR[d]}>({args});")
+    lines += ["  default: break;", "}", 'TORCH_CHECK(false, kOp, ": unreachable dtype");']
+    return lines
+
+
 def _same_device_checks(op: OpDecl) -> list[str]:
     """Meta kernels see mixed devices too (a meta tensor routes there); reject them likewise."""
-    tensors = tensor_args(op)
-    ref = next((a.name for a, k in tensors if k == "tensor"), None)
+    ref = _first_tensor(op)
     return [
         f'opforge::check::same_device(kOp, "{a.name}", {a.name}, "{ref}", {ref});'
-        for a, _ in tensors
+        for a, _ in tensor_args(op)
         if ref is not None and a.name != ref
     ]
 
 
-def _call_args(op: OpDecl, renames: dict[str, str]) -> str:
-    return ", ".join(renames.get(a.name, a.name) for a in op.schema.arguments.flat_all)
-
-
-def _meta_body(op: OpDecl) -> list[str]:
-    """Statements of the generated Meta kernel for a rule-based `shape:`."""
+def _meta_return(op: OpDecl) -> str:
+    """The return statement of the Meta kernel generated from a rule-based `shape:`."""
     shape, dtype_rule = op.shape, op.dtype_rule
-    first = tensor_args(op)[0][0].name
     if isinstance(dtype_rule, rules.Promote):
         dtype = f"opforge::check::promote({{{', '.join(dtype_rule.args)}}})"
     else:
-        dtype = f"{dtype_rule.arg if isinstance(dtype_rule, rules.Like) else first}.scalar_type()"
+        dtype = f"{dtype_rule.arg if isinstance(dtype_rule, rules.Like) else _first_tensor(op)}.scalar_type()"
     if isinstance(shape, rules.Like):
         sizes, options = f"{shape.arg}.sym_sizes()", shape.arg
     elif isinstance(shape, rules.Broadcast):
@@ -106,81 +96,122 @@ def _meta_body(op: OpDecl) -> list[str]:
         options = shape.arg
     else:
         raise AssertionError(shape)
-    return [f"return at::empty_symint({sizes}, {options}.options().dtype({dtype}));"]
+    return f"return at::empty_symint({sizes}, {options}.options().dtype({dtype}));"
+
+
+def _variant_body(op: OpDecl, functional: OpDecl) -> list[str]:
+    """The CompositeImplicitAutograd body of a generated in-place or out= variant."""
+    f_args = ", ".join(a.name for a in functional.schema.arguments.flat_all)
+    call = f"opforge::ops::{functional.api_name}({f_args})"
+    if op.generated_variant == "inplace":
+        target = op.schema.arguments.positional[0].name
+        return [
+            f"const at::Tensor result = {call};",
+            f'opforge::check::writable_result(kOp, "{target}", {target}, result);',
+            f"{target}.copy_(result);",
+            f"return {target};",
+        ]
+    outs = [a.name for a in op.schema.arguments.out]
+    if len(outs) == 1:
+        return [
+            f"const at::Tensor result = {call};",
+            f'opforge::check::resize_out(kOp, "{outs[0]}", {outs[0]}, result);',
+            f"{outs[0]}.copy_(result);",
+            f"return {outs[0]};",
+        ]
+    lines = [f"const auto result = {call};"]
+    for i, o in enumerate(outs):
+        lines += [f'opforge::check::resize_out(kOp, "{o}", {o}, std::get<{i}>(result));',
+                  f"{o}.copy_(std::get<{i}>(result));"]
+    lines.append(f"return std::forward_as_tuple({', '.join(outs)});")
+    return lines
+
+
+def _needs_autograd_kernel(op: OpDecl) -> bool:
+    """Backend and explicit-composite ops get an Autograd kernel (CompositeImplicit decomposes)."""
+    keys = set(op.keys)
+    return bool(tensor_args(op)) and bool(keys & {"CPU", "CUDA", "CompositeExplicitAutograd"})
 
 
 def header(name: str, ops: Sequence[OpDecl]) -> Context:
-    decls = []
-    for op in ops:
-        for key, kernel in op.dispatch:
-            decls.append(
-                {
-                    "comment": f"{op.qualified} [{key}]",
-                    "signature": cpp.signature(op.schema, kernel),
-                }
-            )
-        if isinstance(op.shape, rules.MetaFunction):
-            decls.append(
-                {
-                    "comment": f"{op.qualified} [Meta, shape rule]",
-                    "signature": cpp.signature(op.schema, op.shape.name),
-                }
-            )
-    return {"sources": sources(ops), "name": name, "decls": _unique(decls)}
-
-
-def _unique(decls: list[Context]) -> list[Context]:
+    decls: list[Context] = []
     seen: set[str] = set()
-    return [d for d in decls if not (d["signature"] in seen or seen.add(d["signature"]))]  # type: ignore[func-returns-value]
+    for op in ops:
+        entries = [(f"{op.qualified} [{k}]", kern) for k, kern in op.dispatch]
+        if isinstance(op.shape, rules.MetaFunction):
+            entries.append((f"{op.qualified} [Meta, shape rule]", op.shape.name))
+        for comment, kern in entries:
+            sig = cpp.signature(op.schema, kernel_name(kern))
+            if sig in seen:
+                continue
+            seen.add(sig)
+            instantiate = []
+            if is_template(kern):
+                base = kernel_name(kern)
+                instantiate = [cpp.signature(op.schema, f"{base}<{CPP_SCALAR[d]}>") for d in op.dtypes]
+            decls.append({"comment": comment, "signature": sig, "template": is_template(kern),
+                          "macro": f"OPFORGE_INSTANTIATE_{kernel_name(kern)}", "instantiate": instantiate})
+    api = [{"qualified": o.qualified, "signature": cpp.signature(o.schema, o.api_name)} for o in ops]
+    return {"sources": sources(ops), "name": name, "decls": decls, "api": api}
 
 
-def registration(name: str, ops: Sequence[OpDecl]) -> Context:
-    """Per op name: checked backend wrappers and TORCH_LIBRARY_IMPL blocks for every key."""
+def registration(name: str, ops: Sequence[OpDecl], all_ops: Sequence[OpDecl]) -> Context:
+    """Per op name: the C++ API, checked backend wrappers, Meta, autograd and variant kernels,
+    and the TORCH_LIBRARY_IMPL blocks for every key."""
+    by_qualified = {o.qualified: o for o in all_ops}
     wrappers: list[Context] = []
     impls: dict[str, list[Context]] = {}
+    autograds: list[Context] = []
+    api = []
     for op in ops:
+        api.append({
+            "signature": cpp.signature(op.schema, f"opforge::ops::{op.api_name}"),
+            "name": op.name, "overload": op.overload, "fn_type": cpp.function_type(op.schema),
+            "args": ", ".join(a.name for a in op.schema.arguments.flat_all),
+        })
+        label = f"opforge.{op.name}"
+        if op.variant_of is not None:
+            fn = f"{op.cpp_id}_composite"
+            body = _variant_body(op, by_qualified[op.variant_of])
+            wrappers.append({"key": "Composite", "signature": cpp.signature(op.schema, fn), "op_label": label,
+                             "lines": body[:-1], "call": body[-1]})
+            impls.setdefault("CompositeImplicitAutograd", []).append({"qualified": op.qualified, "fn": fn})
+            continue
         for key, kernel in op.dispatch:
-            target = f"opforge::{kernel}"
+            target = f"opforge::{kernel_name(kernel)}"
             if key in BACKEND_KEYS:
                 lines, renames = _checks(op, key)
-                fn = f"{op.cpp_id}_{key.lower()}_checked"
-                wrappers.append(
-                    {
-                        "key": key,
-                        "signature": cpp.signature(op.schema, fn),
-                        "op_label": f"opforge.{op.name}",
-                        "lines": lines,
-                        "call": f"return opforge::{kernel}({_call_args(op, renames)});",
-                    }
-                )
-                target = fn
+                call = _kernel_call(op, kernel, renames)
+                target = f"{op.cpp_id}_{key.lower()}_checked"
+                wrappers.append({"key": key, "signature": cpp.signature(op.schema, target), "op_label": label,
+                                 "lines": lines + call[:-1], "call": call[-1]})
             impls.setdefault(key, []).append({"qualified": op.qualified, "fn": target})
         if op.shape is not None and "Meta" not in op.keys:
-            target = (
-                f"opforge::{op.shape.name}"
-                if isinstance(op.shape, rules.MetaFunction)
-                else f"{op.cpp_id}_meta"
-            )
-            if not isinstance(op.shape, rules.MetaFunction):
-                wrappers.append(
-                    {
-                        "key": "Meta",
-                        "signature": cpp.signature(op.schema, target),
-                        "op_label": f"opforge.{op.name}",
-                        "lines": _same_device_checks(op),
-                        "call": _meta_body(op)[0],
-                    }
-                )
+            if isinstance(op.shape, rules.MetaFunction):
+                target = f"opforge::{op.shape.name}"
+            else:
+                target = f"{op.cpp_id}_meta"
+                wrappers.append({"key": "Meta", "signature": cpp.signature(op.schema, target), "op_label": label,
+                                 "lines": _same_device_checks(op), "call": _meta_return(op)})
             impls.setdefault("Meta", []).append({"qualified": op.qualified, "fn": target})
+        if _needs_autograd_kernel(op):
+            ag = autograd(op, {o.api_name for o in all_ops})
+            autograds.append(ag)
+            impls.setdefault("Autograd", []).append({"qualified": op.qualified, "fn": ag["kernel"]})
     blocks = [{"key": k, "cuda": k == "CUDA", "impls": v} for k, v in sorted(impls.items())]
-    return {"sources": sources(ops), "name": name, "wrappers": wrappers, "blocks": blocks}
+    return {"sources": sources(ops), "name": name, "wrappers": wrappers, "blocks": blocks,
+            "autograds": autograds, "api": api, "includes": _formula_headers(ops, all_ops, name)}
+
+
+def _formula_headers(ops: Sequence[OpDecl], all_ops: Sequence[OpDecl], own: str) -> list[str]:
+    """Headers of the opforge ops that derivative formulas call."""
+    stems = {o.api_name: o.file_stem for o in all_ops}
+    words = {w for op in ops for d in op.derivatives for w in re.findall(r"\b\w+\b", d.formula)}
+    return sorted({stems[w] for w in words if w in stems} - {own})
 
 
 def library(ops: Sequence[OpDecl]) -> Context:
-    defs = []
-    for op in ops:
-        tags = ", ".join(f"at::Tag::{t}" for t in op.tags)
-        defs.append({"schema": str(op.schema), "tags": tags})
+    defs = [{"schema": str(op.schema), "tags": ", ".join(f"at::Tag::{t}" for t in op.tags)} for op in ops]
     return {"sources": sources(ops), "defs": defs}
 
 
@@ -188,19 +219,14 @@ def bindings(ops: Sequence[OpDecl]) -> Context:
     fns = []
     for op in ops:
         bound = [binding.bind(f"opforge.{op.name}", a) for a in op.schema.arguments.flat_all]
-        fns.append(
-            {
-                "py_name": op.name,
-                "qualified": op.qualified,
-                "name": op.name,
-                "overload": op.overload,
-                "params": ", ".join(b.param for b in bound),
-                "preludes": [b.prelude for b in bound if b.prelude],
-                "exprs": ", ".join(b.expr for b in bound),
-                "fn_type": cpp.function_type(op.schema),
-                "return_type": cpp.return_type(op.schema).replace("at::Tensor&", "at::Tensor"),
-                "arg_names": [b.name for b in bound],
-                "doc": op.doc,
-            }
-        )
-    return {"sources": sources(ops), "fns": fns}
+        fns.append({
+            "py_name": op.name,
+            "api": op.api_name,
+            "params": ", ".join(b.param for b in bound),
+            "preludes": [b.prelude for b in bound if b.prelude],
+            "exprs": ", ".join(b.expr for b in bound),
+            "return_type": cpp.return_type(op.schema).replace("at::Tensor&", "at::Tensor"),
+            "arg_names": [b.name for b in bound],
+            "doc": op.doc,
+        })
+    return {"sources": sources(ops), "fns": fns, "headers": sorted({o.file_stem for o in ops})}

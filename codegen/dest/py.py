@@ -8,7 +8,7 @@ from typing import Any
 
 from codegen import rules
 from codegen.api import python
-from codegen.dest.cpp import dtype_description, sources
+from codegen.dest.common import dtype_description, sources
 from codegen.opdecl import OpDecl
 
 Context = dict[str, Any]
@@ -68,6 +68,7 @@ def _wrapper(name: str, group: list[OpDecl]) -> Context:
 
 
 def wrappers(ops: Sequence[OpDecl]) -> Context:
+    ops = sorted(ops, key=lambda o: (o.name, o.overload))
     fns = [_wrapper(name, list(g)) for name, g in groupby(ops, key=lambda o: o.name)]
     table = [
         {
@@ -115,4 +116,4 @@ def docs(ops: Sequence[OpDecl]) -> Context:
 
 
 def cmake(ops: Sequence[OpDecl]) -> Context:
-    return {"sources": sources(ops), "names": sorted({o.name for o in ops})}
+    return {"sources": sources(ops), "names": sorted({o.file_stem for o in ops})}

@@ -4,8 +4,16 @@
 
 TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor)schema", {at::Tag::pointwise});
+  m.def(R"schema(add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!))schema", {at::Tag::out});
+  m.def(R"schema(add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!))schema", {at::Tag::inplace});
   m.def(R"schema(gelu(Tensor self, *, str approximate='none') -> Tensor)schema", {at::Tag::pointwise});
+  m.def(R"schema(gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(relu(Tensor self) -> Tensor)schema", {at::Tag::pointwise});
+  m.def(R"schema(relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!))schema", {at::Tag::out});
+  m.def(R"schema(relu_(Tensor(a!) self) -> Tensor(a!))schema", {at::Tag::inplace});
+  m.def(R"schema(relu_backward(Tensor grad_output, Tensor output) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(softmax(Tensor self, int dim) -> Tensor)schema", {});
+  m.def(R"schema(softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor)schema", {});
   m.def(R"schema(sum(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor)schema", {at::Tag::reduction});
+  m.def(R"schema(sum_backward(Tensor grad_output, SymInt[] sizes, int[1]? dim=None, bool keepdim=False) -> Tensor)schema", {});
 }

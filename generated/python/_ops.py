@@ -21,27 +21,50 @@ from opforge import _C
 Number = Union[int, float, bool]
 _ops = torch.ops.opforge
 
-__all__ = ["add", "gelu", "relu", "softmax", "sum", ]
+__all__ = ["add", "add_", "gelu", "gelu_backward", "relu", "relu_", "relu_backward", "softmax", "softmax_backward", "sum", "sum_backward", ]
 
 # One row per operator overload, as declared in schemas/ (used by build_info and the tests).
 OP_TABLE: tuple[dict[str, Any], ...] = (
     {'qualified': 'add.Tensor', 'schema': 'add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int64'], 'reference': 'torch.add', 'family': 'binary', 'shape': 'broadcast(self, other)', 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': 2}, {'self': [3, 1, 6], 'other': [4, 1], 'alpha': -2}, {'self': [], 'other': [2, 3]}]},
+    {'qualified': 'add.out', 'schema': 'add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int64'], 'reference': 'torch.add', 'family': 'binary', 'shape': None, 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': 2}, {'self': [3, 1, 6], 'other': [4, 1], 'alpha': -2}, {'self': [], 'other': [2, 3]}]},
+    {'qualified': 'add_.Tensor', 'schema': 'add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int64'], 'reference': 'torch.add', 'family': 'binary', 'shape': None, 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': 2}, {'self': [3, 1, 6], 'other': [4, 1], 'alpha': -2}, {'self': [], 'other': [2, 3]}]},
     {'qualified': 'gelu', 'schema': "gelu(Tensor self, *, str approximate='none') -> Tensor", 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.nn.functional.gelu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [8, 17]}, {'self': [8, 17], 'approximate': 'tanh'}]},
+    {'qualified': 'gelu_backward', 'schema': "gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor", 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.gelu_backward', 'family': 'activation', 'shape': 'like(grad_output)', 'samples': [{'grad_output': [8, 17], 'self': [8, 17]}, {'grad_output': [8, 17], 'self': [8, 17], 'approximate': 'tanh'}]},
     {'qualified': 'relu', 'schema': 'relu(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.relu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': []}]},
+    {'qualified': 'relu.out', 'schema': 'relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.relu', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': []}]},
+    {'qualified': 'relu_', 'schema': 'relu_(Tensor(a!) self) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.relu', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': []}]},
+    {'qualified': 'relu_backward', 'schema': 'relu_backward(Tensor grad_output, Tensor output) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.relu_backward', 'family': 'activation', 'shape': 'like(grad_output)', 'samples': [{'grad_output': [16, 33], 'output': [16, 33]}, {'grad_output': [], 'output': []}]},
     {'qualified': 'softmax', 'schema': 'softmax(Tensor self, int dim) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.softmax', 'family': 'softmax', 'shape': 'like(self)', 'samples': [{'self': [4, 10], 'dim': 1}, {'self': [3, 5, 7], 'dim': 1}, {'self': [3, 5, 7], 'dim': -3}, {'self': [], 'dim': 0}]},
+    {'qualified': 'softmax_backward', 'schema': 'softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.softmax_backward', 'family': 'softmax', 'shape': 'like(grad_output)', 'samples': [{'grad_output': [4, 10], 'output': {'shape': [4, 10], 'low': 0, 'high': 1}, 'dim': 1}, {'grad_output': [3, 5, 7], 'output': {'shape': [3, 5, 7], 'low': 0, 'high': 1}, 'dim': 0}]},
     {'qualified': 'sum', 'schema': 'sum(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.sum', 'family': 'reduction', 'shape': 'reduce(self, dim, keepdim)', 'samples': [{'self': [5, 6]}, {'self': [5, 6], 'dim': [1]}, {'self': [3, 4, 5], 'dim': [0, 2], 'keepdim': True}, {'self': [3, 4, 5], 'dim': [-1]}, {'self': []}]},
+    {'qualified': 'sum_backward', 'schema': 'sum_backward(Tensor grad_output, SymInt[] sizes, int[1]? dim=None, bool keepdim=False) -> Tensor', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.sum_backward', 'family': 'reduction', 'shape': None, 'samples': [{'grad_output': [5], 'sizes': [5, 6], 'dim': [1]}, {'grad_output': [4], 'sizes': [3, 4, 5], 'dim': [0, 2]}, {'grad_output': [1, 4, 1], 'sizes': [3, 4, 5], 'dim': [0, 2], 'keepdim': True}, {'grad_output': [], 'sizes': [2, 3]}]},
 )
 
 
-def add(self: Tensor, other: Tensor, *, alpha: Number = 1) -> Tensor:
+def add(self: Tensor, other: Tensor, *, alpha: Number = 1, out: Tensor | None = None) -> Tensor:
     """Adds `other`, scaled by `alpha`, to `self`, broadcasting both to a common shape.
 
     Schema: ``add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16, int64.
     """
+    if out is not None:
+        if _compiling():
+            return _ops.add.out(self, other, alpha=alpha, out=out)
+        return _C.add(self, other, alpha, out)
     if _compiling():
         return _ops.add.Tensor(self, other, alpha=alpha)
     return _C.add(self, other, alpha)
+
+
+def add_(self: Tensor, other: Tensor, *, alpha: Number = 1) -> Tensor:
+    """In-place variant of `opforge.add`: writes the result into `self`.
+
+    Schema: ``add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)``
+    Dtypes: float32, float64, float16, bfloat16, int64.
+    """
+    if _compiling():
+        return _ops.add_.Tensor(self, other, alpha=alpha)
+    return _C.add_(self, other, alpha)
 
 
 def gelu(self: Tensor, *, approximate: str = 'none') -> Tensor:
@@ -55,15 +78,52 @@ def gelu(self: Tensor, *, approximate: str = 'none') -> Tensor:
     return _C.gelu(self, approximate)
 
 
-def relu(self: Tensor) -> Tensor:
+def gelu_backward(grad_output: Tensor, self: Tensor, *, approximate: str = 'none') -> Tensor:
+    """Gradient of gelu with respect to its input.
+
+    Schema: ``gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.gelu_backward.default(grad_output, self, approximate=approximate)
+    return _C.gelu_backward(grad_output, self, approximate)
+
+
+def relu(self: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Rectified linear unit, max(x, 0); NaN propagates.
 
     Schema: ``relu(Tensor self) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16.
     """
+    if out is not None:
+        if _compiling():
+            return _ops.relu.out(self, out=out)
+        return _C.relu(self, out)
     if _compiling():
         return _ops.relu.default(self)
     return _C.relu(self)
+
+
+def relu_(self: Tensor) -> Tensor:
+    """In-place variant of `opforge.relu`: writes the result into `self`.
+
+    Schema: ``relu_(Tensor(a!) self) -> Tensor(a!)``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.relu_.default(self)
+    return _C.relu_(self)
+
+
+def relu_backward(grad_output: Tensor, output: Tensor) -> Tensor:
+    """Gradient of relu given its output, grad_output * (output > 0).
+
+    Schema: ``relu_backward(Tensor grad_output, Tensor output) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.relu_backward.default(grad_output, output)
+    return _C.relu_backward(grad_output, output)
 
 
 def softmax(self: Tensor, dim: int) -> Tensor:
@@ -77,6 +137,17 @@ def softmax(self: Tensor, dim: int) -> Tensor:
     return _C.softmax(self, dim)
 
 
+def softmax_backward(grad_output: Tensor, output: Tensor, dim: int) -> Tensor:
+    """Gradient of softmax given its output, output * (grad_output - sum(grad_output * output, dim)).
+
+    Schema: ``softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.softmax_backward.default(grad_output, output, dim)
+    return _C.softmax_backward(grad_output, output, dim)
+
+
 def sum(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """Sum over `dim` (all dimensions when None or empty); keepdim keeps reduced dimensions as size 1.
 
@@ -86,3 +157,14 @@ def sum(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = Fa
     if _compiling():
         return _ops.sum.default(self, dim, keepdim)
     return _C.sum(self, dim, keepdim)
+
+
+def sum_backward(grad_output: Tensor, sizes: int | Sequence[int], dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """Gradient of sum, `grad_output` broadcast back to `sizes` (the reduced dims restored first unless keepdim).
+
+    Schema: ``sum_backward(Tensor grad_output, SymInt[] sizes, int[1]? dim=None, bool keepdim=False) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.sum_backward.default(grad_output, sizes, dim, keepdim)
+    return _C.sum_backward(grad_output, sizes, dim, keepdim)

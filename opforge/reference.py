@@ -1,0 +1,38 @@
+"""Reference implementations of opforge's backward ops, in terms of ATen.
+
+Tests and the demo compare each opforge op against its `reference:`; forward ops
+name torch functions directly, backward ops name these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+
+def relu_backward(grad_output: Tensor, output: Tensor) -> Tensor:
+    return torch.ops.aten.threshold_backward(grad_output, output, 0)
+
+
+def gelu_backward(grad_output: Tensor, self: Tensor, *, approximate: str = "none") -> Tensor:
+    return torch.ops.aten.gelu_backward(grad_output, self, approximate=approximate)
+
+
+def softmax_backward(grad_output: Tensor, output: Tensor, dim: int) -> Tensor:
+    return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
+def sum_backward(
+    grad_output: Tensor,
+    sizes: Sequence[int],
+    dim: int | Sequence[int] | None = None,
+    keepdim: bool = False,
+) -> Tensor:
+    grad = grad_output
+    if not keepdim and dim is not None and grad.dim() < len(sizes):
+        dims = [dim] if isinstance(dim, int) else list(dim)
+        for d in sorted(x % len(sizes) for x in dims):
+            grad = grad.unsqueeze(d)
+    return grad.expand(list(sizes))
