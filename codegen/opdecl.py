@@ -53,6 +53,7 @@ def kernel_name(kernel: str) -> str:
 def is_template(kernel: str) -> bool:
     return kernel.endswith(TEMPLATE_SUFFIX)
 
+
 # Keys an entry may name under `dispatch`; backend keys get checked wrappers.
 DISPATCH_KEYS = ("CPU", "CUDA", "Meta", "CompositeExplicitAutograd", "CompositeImplicitAutograd")
 BACKEND_KEYS = ("CPU", "CUDA")

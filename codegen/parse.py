@@ -20,10 +20,10 @@ from codegen.opdecl import (
     DTYPES,
     ENTRY_FIELDS,
     FLOATING_DTYPES,
-    OpDecl,
-    Sample,
     VARIANT_KINDS,
     Derivative,
+    OpDecl,
+    Sample,
     is_template,
 )
 from codegen.variants import api_names, expand_variants
@@ -161,15 +161,20 @@ class _EntryParser:
                     out[key] = kernel
         return tuple(sorted(out.items()))
 
-    def _check_template_dtypes(self, dispatch: tuple[tuple[str, str], ...], dtypes: tuple[str, ...]) -> None:
+    def _check_template_dtypes(
+        self, dispatch: tuple[tuple[str, str], ...], dtypes: tuple[str, ...]
+    ) -> None:
         for key, kernel in dispatch:
             if not is_template(kernel):
                 continue
             for d in dtypes:
                 if d not in CPP_SCALAR:
-                    self.err("dtypes", f"dtype '{d}' has no C++ scalar type, so template kernel "
-                             f"'{kernel}' ({key}) cannot be instantiated for it",
-                             f"drop '{d}' or make {key} a plain (non-template) kernel")
+                    self.err(
+                        "dtypes",
+                        f"dtype '{d}' has no C++ scalar type, so template kernel "
+                        f"'{kernel}' ({key}) cannot be instantiated for it",
+                        f"drop '{d}' or make {key} a plain (non-template) kernel",
+                    )
 
     def _dtypes(self) -> tuple[str, ...]:
         names = self.string_list("dtypes")
@@ -239,23 +244,32 @@ class _EntryParser:
         if raw is None:
             return ()
         if not isinstance(raw, dict):
-            self.err("derivatives", "'derivatives' must map inputs to formulas, e.g. self: grad * 2")
+            self.err(
+                "derivatives", "'derivatives' must map inputs to formulas, e.g. self: grad * 2"
+            )
             return ()
         lines = getattr(raw, "key_lines", {})
         out = []
         seen: set[str] = set()
         for inputs, formula in raw.items():
-            loc = Location(self.path, lines.get(inputs, self.e.key_lines.get("derivatives", self.e.line)))
+            loc = Location(
+                self.path, lines.get(inputs, self.e.key_lines.get("derivatives", self.e.line))
+            )
             names = tuple(n.strip() for n in str(inputs).split(","))
             if not isinstance(formula, str) or not formula.strip():
                 self.diags.error(loc, f"derivative of '{inputs}' has no formula")
                 continue
             for n in names:
                 if n not in args:
-                    self.diags.error(loc, f"derivative given for '{n}', which is not an argument",
-                                     did_you_mean(n, args) or f"arguments: {', '.join(args)}")
+                    self.diags.error(
+                        loc,
+                        f"derivative given for '{n}', which is not an argument",
+                        did_you_mean(n, args) or f"arguments: {', '.join(args)}",
+                    )
                 elif not args[n].type.is_tensor_like():
-                    self.diags.error(loc, f"derivative given for '{n}', which is not a Tensor ({args[n].type})")
+                    self.diags.error(
+                        loc, f"derivative given for '{n}', which is not a Tensor ({args[n].type})"
+                    )
                 elif n in seen:
                     self.diags.error(loc, f"derivative of '{n}' is given twice")
                 seen.add(n)
@@ -266,22 +280,40 @@ class _EntryParser:
         names = self.string_list("variants") or []
         for n in names:
             if n not in VARIANT_KINDS:
-                self.err("variants", f"unknown variant '{n}'", did_you_mean(n, VARIANT_KINDS)
-                         or f"known variants: {', '.join(VARIANT_KINDS)}")
+                self.err(
+                    "variants",
+                    f"unknown variant '{n}'",
+                    did_you_mean(n, VARIANT_KINDS) or f"known variants: {', '.join(VARIANT_KINDS)}",
+                )
         if names and (schema.arguments.out or schema.name.is_inplace):
-            self.err("variants", "variants are generated from a functional op; this one is already "
-                     f"{'an out=' if schema.arguments.out else 'an in-place'} overload")
+            self.err(
+                "variants",
+                "variants are generated from a functional op; this one is already "
+                f"{'an out=' if schema.arguments.out else 'an in-place'} overload",
+            )
         if "inplace" in names:
             first = schema.arguments.positional[0] if schema.arguments.positional else None
             single = len(schema.returns) == 1 and schema.returns[0].type == BaseType(BaseTy.Tensor)
-            same_shape = isinstance(shape, rules.Like) and first is not None and shape.arg == first.name
-            broadcast_into = isinstance(shape, rules.Broadcast) and first is not None and shape.args[0] == first.name
+            same_shape = (
+                isinstance(shape, rules.Like) and first is not None and shape.arg == first.name
+            )
+            broadcast_into = (
+                isinstance(shape, rules.Broadcast)
+                and first is not None
+                and shape.args[0] == first.name
+            )
             if first is None or first.type != BaseType(BaseTy.Tensor) or not single:
-                self.err("variants", "an in-place variant needs a first Tensor argument and one Tensor result")
+                self.err(
+                    "variants",
+                    "an in-place variant needs a first Tensor argument and one Tensor result",
+                )
             elif not (same_shape or broadcast_into):
-                self.err("variants", f"an in-place variant writes its result into '{first.name}', but the "
-                         f"output shape rule '{shape}' does not keep the shape of '{first.name}'",
-                         f"only ops with 'shape: like({first.name})' or 'broadcast({first.name}, ...)' can be in-place")
+                self.err(
+                    "variants",
+                    f"an in-place variant writes its result into '{first.name}', but the "
+                    f"output shape rule '{shape}' does not keep the shape of '{first.name}'",
+                    f"only ops with 'shape: like({first.name})' or 'broadcast({first.name}, ...)' can be in-place",
+                )
         return tuple(n for n in VARIANT_KINDS if n in names)
 
     def _samples(self, args: dict[str, Any]) -> tuple[Sample, ...]:

@@ -35,22 +35,37 @@ def _check_formulas(op: OpDecl, api: set[str], diags: Diagnostics) -> None:
     args = {a.name for a in op.schema.arguments.flat_all}
     if op.derivatives:
         for clash in sorted(args & (_FORMULA_NAMES | {"result0", "result1", "result2"})):
-            diags.error(op.loc_of("derivatives"), f"argument '{clash}' of '{op.qualified}' clashes with the "
-                        f"formula name '{clash}'", f"rename the argument, e.g. '{clash}_output'")
-    results = {f"result{i}" for i in range(len(op.schema.returns))} if len(op.schema.returns) > 1 else set()
+            diags.error(
+                op.loc_of("derivatives"),
+                f"argument '{clash}' of '{op.qualified}' clashes with the formula name '{clash}'",
+                f"rename the argument, e.g. '{clash}_output'",
+            )
+    results = (
+        {f"result{i}" for i in range(len(op.schema.returns))}
+        if len(op.schema.returns) > 1
+        else set()
+    )
     allowed = args | _FORMULA_NAMES | results | _CPP_WORDS
     for d in op.derivatives:
         text = _STRING.sub("''", d.formula)
         for m in _TOKEN.finditer(text):
             name, call = m.group(1), m.group(2)
             if call and name not in api and name not in _CPP_WORDS:
-                diags.error(d.loc, f"formula for '{', '.join(d.inputs)}' calls '{name}', which is not an "
-                            "opforge operator", did_you_mean(name, api)
-                            or "declare the backward op in schemas/, or call ATen as at::name(...)")
+                diags.error(
+                    d.loc,
+                    f"formula for '{', '.join(d.inputs)}' calls '{name}', which is not an "
+                    "opforge operator",
+                    did_you_mean(name, api)
+                    or "declare the backward op in schemas/, or call ATen as at::name(...)",
+                )
             elif not call and name not in allowed:
-                diags.error(d.loc, f"formula for '{', '.join(d.inputs)}' names '{name}', which is not an "
-                            f"argument of '{op.qualified}'", did_you_mean(name, allowed)
-                            or f"available: {', '.join(sorted(args | {'grad', 'result'}))}")
+                diags.error(
+                    d.loc,
+                    f"formula for '{', '.join(d.inputs)}' names '{name}', which is not an "
+                    f"argument of '{op.qualified}'",
+                    did_you_mean(name, allowed)
+                    or f"available: {', '.join(sorted(args | {'grad', 'result'}))}",
+                )
 
 
 def _check_out_overload(op: OpDecl, diags: Diagnostics) -> None:

@@ -65,10 +65,20 @@ def expand_variants(ops: Sequence[OpDecl]) -> list[OpDecl]:
                 schema = _out_schema(op.schema, _out_overload(op, functional_count[op.name]))
                 doc = f"out= variant of `opforge.{op.name}`: writes the result into `out` (resized if needed)."
                 tags = ("out",)
-            out.append(dataclasses.replace(
-                op, schema=schema, doc=doc, tags=tags, dispatch=(), shape=None, dtype_rule=None,
-                derivatives=(), variants=(), variant_of=op.qualified,
-            ))
+            out.append(
+                dataclasses.replace(
+                    op,
+                    schema=schema,
+                    doc=doc,
+                    tags=tags,
+                    dispatch=(),
+                    shape=None,
+                    dtype_rule=None,
+                    derivatives=(),
+                    variants=(),
+                    variant_of=op.qualified,
+                )
+            )
     return out
 
 

@@ -18,9 +18,13 @@ def test_build_info_reports_torch_cuda_and_keys() -> None:
     assert info["cuda_compiled"] == bool(info["cuda_archs"])
     expected = {row["qualified"] for row in opforge.OP_TABLE}
     assert set(info["ops"]) == expected
-    for qualified, keys in info["ops"].items():
-        assert "CPU" in keys and "Meta" in keys, qualified
-        assert ("CUDA" in keys) == info["cuda_compiled"], qualified
+    for row in opforge.OP_TABLE:
+        keys = info["ops"][row["qualified"]]
+        if "CPU" in row["keys"]:
+            assert {"CPU", "Meta", "Autograd"} <= set(keys), row["qualified"]
+            assert ("CUDA" in keys) == info["cuda_compiled"], row["qualified"]
+        else:
+            assert "CompositeImplicitAutograd" in keys, row["qualified"]
 
 
 def test_every_op_is_reachable_both_ways() -> None:

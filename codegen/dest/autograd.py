@@ -30,17 +30,24 @@ _SAVE: dict[str, tuple[str, str]] = {
     "at::ScalarType": ("{n}", "const at::ScalarType {n} = {iv}.toScalarType();"),
     "c10::SymInt": ("{n}", "const c10::SymInt {n} = {iv}.toSymInt();"),
     "at::IntArrayRef": ("{n}.vec()", "const std::vector<int64_t> {n} = {iv}.toIntVector();"),
-    "c10::SymIntArrayRef": ("{n}", "const std::vector<c10::SymInt> {n}_v = {iv}.toSymIntVector();\n"
-                            "    const c10::SymIntArrayRef {n}({n}_v);"),
+    "c10::SymIntArrayRef": (
+        "{n}",
+        "const std::vector<c10::SymInt> {n}_v = {iv}.toSymIntVector();\n"
+        "    const c10::SymIntArrayRef {n}({n}_v);",
+    ),
     "at::OptionalIntArrayRef": (
         "{n}.has_value() ? c10::IValue({n}->vec()) : c10::IValue()",
         "const auto {n}_v = {iv}.toOptional<std::vector<int64_t>>();\n"
         "    const at::OptionalIntArrayRef {n} = {n}_v ? at::OptionalIntArrayRef(*{n}_v) : at::OptionalIntArrayRef();",
     ),
-    "std::optional<int64_t>": ("{n}.has_value() ? c10::IValue(*{n}) : c10::IValue()",
-                               "const auto {n} = {iv}.toOptional<int64_t>();"),
-    "std::optional<double>": ("{n}.has_value() ? c10::IValue(*{n}) : c10::IValue()",
-                              "const auto {n} = {iv}.toOptional<double>();"),
+    "std::optional<int64_t>": (
+        "{n}.has_value() ? c10::IValue(*{n}) : c10::IValue()",
+        "const auto {n} = {iv}.toOptional<int64_t>();",
+    ),
+    "std::optional<double>": (
+        "{n}.has_value() ? c10::IValue(*{n}) : c10::IValue()",
+        "const auto {n} = {iv}.toOptional<double>();",
+    ),
 }
 
 
@@ -51,8 +58,11 @@ def _uses(op: OpDecl) -> set[str]:
 def qualify_calls(formula: str, api: set[str]) -> str:
     """`gelu_backward(...)` -> `opforge::ops::gelu_backward(...)`: unqualified, argument-dependent
     lookup on at::Tensor would also find (and clash with) ATen's op of the same name."""
-    return re.sub(r"(?<![\w.:])([A-Za-z_]\w*)(?=\s*\()",
-                  lambda m: f"opforge::ops::{m.group(1)}" if m.group(1) in api else m.group(1), formula)
+    return re.sub(
+        r"(?<![\w.:])([A-Za-z_]\w*)(?=\s*\()",
+        lambda m: f"opforge::ops::{m.group(1)}" if m.group(1) in api else m.group(1),
+        formula,
+    )
 
 
 def autograd(op: OpDecl, api: set[str]) -> Context:
@@ -107,11 +117,15 @@ def _needs_lines(args: tuple[Argument, ...], tensors: dict[str, str]) -> list[st
         if kind == "tensor":
             lines.append(f"const bool need_{a.name} = ctx->needs_input_grad(edge++);")
         elif kind == "optional":
-            lines.append(f'const bool need_{a.name} = ctx->saved_data["has_{a.name}"].toBool() && ctx->needs_input_grad(edge++);')
+            lines.append(
+                f'const bool need_{a.name} = ctx->saved_data["has_{a.name}"].toBool() && ctx->needs_input_grad(edge++);'
+            )
     return lines
 
 
-def _grad_lines(op: OpDecl, args: tuple[Argument, ...], tensors: dict[str, str], api: set[str]) -> list[str]:
+def _grad_lines(
+    op: OpDecl, args: tuple[Argument, ...], tensors: dict[str, str], api: set[str]
+) -> list[str]:
     position = {a.name: i for i, a in enumerate(args)}
     lines = []
     for d in op.derivatives:
@@ -129,5 +143,7 @@ def _grad_lines(op: OpDecl, args: tuple[Argument, ...], tensors: dict[str, str],
             )
     for a in args:
         if a.name in tensors and a.name not in op.differentiable_inputs:
-            lines.append(f'TORCH_CHECK(!need_{a.name}, "opforge.{op.name} is not differentiable with respect to \'{a.name}\'");')
+            lines.append(
+                f"TORCH_CHECK(!need_{a.name}, \"opforge.{op.name} is not differentiable with respect to '{a.name}'\");"
+            )
     return lines

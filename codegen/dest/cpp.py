@@ -29,15 +29,21 @@ def _checks(op: OpDecl, key: str) -> tuple[list[str], dict[str, str]]:
     ref = _first_tensor(op)
     for a, _ in tensors:
         if key == "CPU":
-            lines.append(f'opforge::check::device_type(kOp, "{a.name}", {a.name}, c10::DeviceType::CPU);')
+            lines.append(
+                f'opforge::check::device_type(kOp, "{a.name}", {a.name}, c10::DeviceType::CPU);'
+            )
         elif a.name == ref:
-            lines.append(f'opforge::check::device_type(kOp, "{a.name}", {a.name}, c10::DeviceType::CUDA);')
+            lines.append(
+                f'opforge::check::device_type(kOp, "{a.name}", {a.name}, c10::DeviceType::CUDA);'
+            )
         elif ref is not None:
             lines.append(f'opforge::check::same_device(kOp, "{a.name}", {a.name}, "{ref}", {ref});')
     promoted = op.dtype_rule.args if isinstance(op.dtype_rule, rules.Promote) else ()
     if promoted:
         label = "/".join(f"'{n}'" for n in promoted)
-        lines.append(f"const at::ScalarType promoted = opforge::check::promote({{{', '.join(promoted)}}});")
+        lines.append(
+            f"const at::ScalarType promoted = opforge::check::promote({{{', '.join(promoted)}}});"
+        )
         lines.append(f'opforge::check::dtype(kOp, "{label}", promoted, {allowed});')
         for n in promoted:
             lines.append(f"const at::Tensor {n}_p = {n}.to(promoted);")
@@ -64,7 +70,9 @@ def _kernel_call(op: OpDecl, kernel: str, renames: dict[str, str]) -> list[str]:
         return [f"return opforge::{name}({args});"]
     lines = [f"switch ({_dispatch_dtype(op)}) {{"]
     for d in op.dtypes:
-        lines.append(f"  case at::ScalarType::{DTYPES[d]}: return opforge::{name}<{CPP_SCALAR[d]}>({args});")
+        lines.append(
+            f"  case at::ScalarType::{DTYPES[d]}: return opforge::{name}<{CPP_SCALAR[d]}>({args});"
+        )
     lines += ["  default: break;", "}", 'TORCH_CHECK(false, kOp, ": unreachable dtype");']
     return lines
 
@@ -121,8 +129,10 @@ def _variant_body(op: OpDecl, functional: OpDecl) -> list[str]:
         ]
     lines = [f"const auto result = {call};"]
     for i, o in enumerate(outs):
-        lines += [f'opforge::check::resize_out(kOp, "{o}", {o}, std::get<{i}>(result));',
-                  f"{o}.copy_(std::get<{i}>(result));"]
+        lines += [
+            f'opforge::check::resize_out(kOp, "{o}", {o}, std::get<{i}>(result));',
+            f"{o}.copy_(std::get<{i}>(result));",
+        ]
     lines.append(f"return std::forward_as_tuple({', '.join(outs)});")
     return lines
 
@@ -148,10 +158,21 @@ def header(name: str, ops: Sequence[OpDecl]) -> Context:
             instantiate = []
             if is_template(kern):
                 base = kernel_name(kern)
-                instantiate = [cpp.signature(op.schema, f"{base}<{CPP_SCALAR[d]}>") for d in op.dtypes]
-            decls.append({"comment": comment, "signature": sig, "template": is_template(kern),
-                          "macro": f"OPFORGE_INSTANTIATE_{kernel_name(kern)}", "instantiate": instantiate})
-    api = [{"qualified": o.qualified, "signature": cpp.signature(o.schema, o.api_name)} for o in ops]
+                instantiate = [
+                    cpp.signature(op.schema, f"{base}<{CPP_SCALAR[d]}>") for d in op.dtypes
+                ]
+            decls.append(
+                {
+                    "comment": comment,
+                    "signature": sig,
+                    "template": is_template(kern),
+                    "macro": f"OPFORGE_INSTANTIATE_{kernel_name(kern)}",
+                    "instantiate": instantiate,
+                }
+            )
+    api = [
+        {"qualified": o.qualified, "signature": cpp.signature(o.schema, o.api_name)} for o in ops
+    ]
     return {"sources": sources(ops), "name": name, "decls": decls, "api": api}
 
 
@@ -164,18 +185,31 @@ def registration(name: str, ops: Sequence[OpDecl], all_ops: Sequence[OpDecl]) ->
     autograds: list[Context] = []
     api = []
     for op in ops:
-        api.append({
-            "signature": cpp.signature(op.schema, f"opforge::ops::{op.api_name}"),
-            "name": op.name, "overload": op.overload, "fn_type": cpp.function_type(op.schema),
-            "args": ", ".join(a.name for a in op.schema.arguments.flat_all),
-        })
+        api.append(
+            {
+                "signature": cpp.signature(op.schema, f"opforge::ops::{op.api_name}"),
+                "name": op.name,
+                "overload": op.overload,
+                "fn_type": cpp.function_type(op.schema),
+                "args": ", ".join(a.name for a in op.schema.arguments.flat_all),
+            }
+        )
         label = f"opforge.{op.name}"
         if op.variant_of is not None:
             fn = f"{op.cpp_id}_composite"
             body = _variant_body(op, by_qualified[op.variant_of])
-            wrappers.append({"key": "Composite", "signature": cpp.signature(op.schema, fn), "op_label": label,
-                             "lines": body[:-1], "call": body[-1]})
-            impls.setdefault("CompositeImplicitAutograd", []).append({"qualified": op.qualified, "fn": fn})
+            wrappers.append(
+                {
+                    "key": "Composite",
+                    "signature": cpp.signature(op.schema, fn),
+                    "op_label": label,
+                    "lines": body[:-1],
+                    "call": body[-1],
+                }
+            )
+            impls.setdefault("CompositeImplicitAutograd", []).append(
+                {"qualified": op.qualified, "fn": fn}
+            )
             continue
         for key, kernel in op.dispatch:
             target = f"opforge::{kernel_name(kernel)}"
@@ -183,24 +217,45 @@ def registration(name: str, ops: Sequence[OpDecl], all_ops: Sequence[OpDecl]) ->
                 lines, renames = _checks(op, key)
                 call = _kernel_call(op, kernel, renames)
                 target = f"{op.cpp_id}_{key.lower()}_checked"
-                wrappers.append({"key": key, "signature": cpp.signature(op.schema, target), "op_label": label,
-                                 "lines": lines + call[:-1], "call": call[-1]})
+                wrappers.append(
+                    {
+                        "key": key,
+                        "signature": cpp.signature(op.schema, target),
+                        "op_label": label,
+                        "lines": lines + call[:-1],
+                        "call": call[-1],
+                    }
+                )
             impls.setdefault(key, []).append({"qualified": op.qualified, "fn": target})
         if op.shape is not None and "Meta" not in op.keys:
             if isinstance(op.shape, rules.MetaFunction):
                 target = f"opforge::{op.shape.name}"
             else:
                 target = f"{op.cpp_id}_meta"
-                wrappers.append({"key": "Meta", "signature": cpp.signature(op.schema, target), "op_label": label,
-                                 "lines": _same_device_checks(op), "call": _meta_return(op)})
+                wrappers.append(
+                    {
+                        "key": "Meta",
+                        "signature": cpp.signature(op.schema, target),
+                        "op_label": label,
+                        "lines": _same_device_checks(op),
+                        "call": _meta_return(op),
+                    }
+                )
             impls.setdefault("Meta", []).append({"qualified": op.qualified, "fn": target})
         if _needs_autograd_kernel(op):
             ag = autograd(op, {o.api_name for o in all_ops})
             autograds.append(ag)
             impls.setdefault("Autograd", []).append({"qualified": op.qualified, "fn": ag["kernel"]})
     blocks = [{"key": k, "cuda": k == "CUDA", "impls": v} for k, v in sorted(impls.items())]
-    return {"sources": sources(ops), "name": name, "wrappers": wrappers, "blocks": blocks,
-            "autograds": autograds, "api": api, "includes": _formula_headers(ops, all_ops, name)}
+    return {
+        "sources": sources(ops),
+        "name": name,
+        "wrappers": wrappers,
+        "blocks": blocks,
+        "autograds": autograds,
+        "api": api,
+        "includes": _formula_headers(ops, all_ops, name),
+    }
 
 
 def _formula_headers(ops: Sequence[OpDecl], all_ops: Sequence[OpDecl], own: str) -> list[str]:
@@ -211,7 +266,10 @@ def _formula_headers(ops: Sequence[OpDecl], all_ops: Sequence[OpDecl], own: str)
 
 
 def library(ops: Sequence[OpDecl]) -> Context:
-    defs = [{"schema": str(op.schema), "tags": ", ".join(f"at::Tag::{t}" for t in op.tags)} for op in ops]
+    defs = [
+        {"schema": str(op.schema), "tags": ", ".join(f"at::Tag::{t}" for t in op.tags)}
+        for op in ops
+    ]
     return {"sources": sources(ops), "defs": defs}
 
 
@@ -219,14 +277,16 @@ def bindings(ops: Sequence[OpDecl]) -> Context:
     fns = []
     for op in ops:
         bound = [binding.bind(f"opforge.{op.name}", a) for a in op.schema.arguments.flat_all]
-        fns.append({
-            "py_name": op.name,
-            "api": op.api_name,
-            "params": ", ".join(b.param for b in bound),
-            "preludes": [b.prelude for b in bound if b.prelude],
-            "exprs": ", ".join(b.expr for b in bound),
-            "return_type": cpp.return_type(op.schema).replace("at::Tensor&", "at::Tensor"),
-            "arg_names": [b.name for b in bound],
-            "doc": op.doc,
-        })
+        fns.append(
+            {
+                "py_name": op.name,
+                "api": op.api_name,
+                "params": ", ".join(b.param for b in bound),
+                "preludes": [b.prelude for b in bound if b.prelude],
+                "exprs": ", ".join(b.expr for b in bound),
+                "return_type": cpp.return_type(op.schema).replace("at::Tensor&", "at::Tensor"),
+                "arg_names": [b.name for b in bound],
+                "doc": op.doc,
+            }
+        )
     return {"sources": sources(ops), "fns": fns, "headers": sorted({o.file_stem for o in ops})}

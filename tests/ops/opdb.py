@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,32 @@ def ops() -> tuple[OpDecl, ...]:
 
 
 def functional_ops() -> list[OpDecl]:
-    return [o for o in ops() if not o.schema.arguments.out]
+    """Ops with their own kernels or composite body: not out= overloads, not generated variants."""
+    return [o for o in ops() if not o.schema.arguments.out and o.variant_of is None]
+
+
+def variant_ops() -> list[OpDecl]:
+    return [o for o in ops() if o.variant_of is not None]
+
+
+def by_qualified(name: str) -> OpDecl:
+    return next(o for o in ops() if o.qualified == name)
+
+
+def differentiable(op: OpDecl) -> bool:
+    """Differentiable wherever it is used: its own formulas or a composite of differentiable ops."""
+    return bool(op.derivatives) or op.keys == ("CompositeImplicitAutograd",)
+
+
+def double_differentiable(op: OpDecl) -> bool:
+    """Every opforge op its formulas call is itself differentiable (so gradgradcheck applies)."""
+    if op.keys == ("CompositeImplicitAutograd",):
+        return True
+    if not op.derivatives:
+        return False
+    api = {o.api_name: o for o in ops()}
+    called = {w for d in op.derivatives for w in re.findall(r"\b\w+(?=\()", d.formula)}
+    return all(differentiable(api[c]) for c in called if c in api)
 
 
 def reference(op: OpDecl) -> Callable[..., Any]:
@@ -106,8 +132,8 @@ def _build(
         return None
     if variant == "empty":
         shapes = [tuple(_shape(s)) for s in tensor_shapes]
-        if not shapes or not shapes[0] or len(set(shapes)) != 1:
-            return None  # only where every tensor has the same, non-0-d shape
+        if op.shape is None or not shapes or not shapes[0] or len(set(shapes)) != 1:
+            return None  # only where the output shape follows the inputs, all shaped alike
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     skipped = False  # after an omitted positional argument, later ones go by keyword

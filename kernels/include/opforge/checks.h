@@ -70,9 +70,9 @@ inline at::ScalarType promote(std::initializer_list<at::Tensor> tensors) {
 
 // In-place variants: the result must fit the tensor it is written into.
 inline void writable_result(const char* op, const char* arg, const at::Tensor& target, const at::Tensor& result) {
-  TORCH_CHECK(target.sizes() == result.sizes(), op, "_: result of shape ", result.sizes(),
+  TORCH_CHECK(target.sizes() == result.sizes(), op, ": result of shape ", result.sizes(),
               " cannot be written in place into '", arg, "' of shape ", target.sizes());
-  TORCH_CHECK(c10::canCast(result.scalar_type(), target.scalar_type()), op, "_: result type ",
+  TORCH_CHECK(c10::canCast(result.scalar_type(), target.scalar_type()), op, ": result type ",
               c10::getDtypeNames(result.scalar_type()).first, " can't be cast to the dtype of '", arg, "' (",
               c10::getDtypeNames(target.scalar_type()).first, ")");
 }
