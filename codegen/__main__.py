@@ -37,6 +37,42 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_list(args: argparse.Namespace) -> int:
+    from codegen import parse, tools
+
+    print(tools.list_ops(parse.load(args.schemas), args.format))
+    return 0
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from codegen import parse, tools
+
+    try:
+        print(tools.explain(parse.load(args.schemas), args.op))
+    except KeyError as e:
+        print(f"codegen: {e.args[0]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_new(args: argparse.Namespace) -> int:
+    from codegen import tools
+
+    keys = [k.strip() for k in args.keys.split(",") if k.strip()]
+    try:
+        touched = tools.new_op(args.op, args.family, keys, args.func, args.reference, args.root)
+    except ValueError as e:
+        print(f"codegen: {e}", file=sys.stderr)
+        return 1
+    print(f"codegen: added '{args.op}'; edited {', '.join(touched)}")
+    print(
+        "next: fill in doc/reference/samples, implement the stubs, then `make test` (pytest -k "
+        + args.op
+        + ")"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m codegen", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -59,6 +95,24 @@ def main(argv: list[str] | None = None) -> int:
         )
         p.add_argument("--quiet", action="store_true")
         p.set_defaults(fn=fn)
+    p = sub.add_parser("list", help="print the operator table")
+    p.add_argument("--schemas", type=Path, default=Path("schemas"))
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(fn=_cmd_list)
+    p = sub.add_parser("explain", help="what to implement for an op, and where it lives")
+    p.add_argument("op")
+    p.add_argument("--schemas", type=Path, default=Path("schemas"))
+    p.set_defaults(fn=_cmd_explain)
+    p = sub.add_parser("new", help="append a YAML skeleton and kernel stubs for a new op")
+    p.add_argument("op")
+    p.add_argument("--family", required=True, help="schemas/<family>.yaml and kernels/*/<family>.*")
+    p.add_argument(
+        "--keys", default="CPU,CUDA", help="dispatch keys, comma-separated (default CPU,CUDA)"
+    )
+    p.add_argument("--func", help="schema string (default '<op>(Tensor self) -> Tensor')")
+    p.add_argument("--reference", help="reference implementation (default torch.<op>)")
+    p.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
+    p.set_defaults(fn=_cmd_new)
     args = parser.parse_args(argv)
     try:
         return int(args.fn(args))

@@ -232,6 +232,8 @@ class _EntryParser:
                 )
             if args[shape.keepdim].type != BaseType(BaseTy.bool):
                 self.err("shape", f"reduce(): '{shape.keepdim}' must be a bool argument")
+        if isinstance(shape, rules.Sizes):
+            tensors = []
         for name in tensors:
             if args[name].type != BaseType(BaseTy.Tensor):
                 self.err(

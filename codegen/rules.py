@@ -4,6 +4,9 @@ Shape rules (see Note [Shape rules] in README's add-an-op section):
   like(x)                 output has x's sizes
   broadcast(a, b, ...)    broadcast of the inputs' sizes
   reduce(x, dim, keepdim) x's sizes with the `int[]? dim` reduced (all when None/empty)
+  sizes(e0, e1, ...)      explicit sizes: +, -, *, // over int literals, int/SymInt arguments,
+                          list elements (`stride[0]`) and tensor sizes (`x.size(2)`, `x.dim()`),
+                          e.g. the conv output size `(x.size(2) + 2 * padding[0] - 1) // stride[0] + 1`
   <identifier>            a hand-written C++ meta function in kernels/meta/ with the kernel signature
 Dtype rules:
   like(x)                 output dtype is x's (the default: the first Tensor argument)
@@ -12,6 +15,7 @@ Dtype rules:
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 
@@ -58,7 +62,16 @@ class Promote:
         return f"promote({', '.join(self.args)})"
 
 
-ShapeRule = Like | Broadcast | Reduce | MetaFunction
+@dataclass(frozen=True)
+class Sizes:
+    exprs: tuple[str, ...]
+    names: tuple[str, ...]  # argument names the expressions use
+
+    def __str__(self) -> str:
+        return f"sizes({', '.join(self.exprs)})"
+
+
+ShapeRule = Like | Broadcast | Reduce | MetaFunction | Sizes
 DtypeRule = Like | Promote
 
 _CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:\((.*)\))?\s*$")
@@ -90,7 +103,90 @@ def _split_call(text: str, arity: dict[str, tuple[int, int | None]]) -> tuple[st
     return name, args
 
 
+def _parse_sizes(text: str) -> Sizes:
+    try:
+        call = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as e:
+        raise RuleError(f"cannot parse '{text}': {e.msg}") from None
+    assert isinstance(call, ast.Call)
+    if not call.args or call.keywords:
+        raise RuleError("sizes(...) takes one expression per output dimension")
+    names: set[str] = set()
+    for expr in call.args:
+        _check_size_expr(expr, names)
+    return Sizes(tuple(ast.unparse(e) for e in call.args), tuple(sorted(names)))
+
+
+def _check_size_expr(e: ast.expr, names: set[str]) -> None:
+    if isinstance(e, ast.Constant) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return
+    if isinstance(e, ast.Name):
+        names.add(e.id)
+        return
+    if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name):
+        if not (
+            isinstance(e.slice, ast.Constant)
+            and isinstance(e.slice.value, int)
+            and e.slice.value >= 0
+        ):
+            raise RuleError(f"'{ast.unparse(e)}': list elements take a constant index >= 0")
+        names.add(e.value.id)
+        return
+    if (
+        isinstance(e, ast.Call)
+        and isinstance(e.func, ast.Attribute)
+        and isinstance(e.func.value, ast.Name)
+    ):
+        method, arity = e.func.attr, len(e.args)
+        if (method, arity) in (("size", 1), ("dim", 0)) and not e.keywords:
+            names.add(e.func.value.id)
+            for a in e.args:
+                _check_size_expr(a, names)
+            return
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add | ast.Sub | ast.Mult | ast.FloorDiv):
+        _check_size_expr(e.left, names)
+        _check_size_expr(e.right, names)
+        return
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+        _check_size_expr(e.operand, names)
+        return
+    raise RuleError(
+        f"'{ast.unparse(e)}' is not a size expression; use + - * // over ints, int arguments, "
+        "list[i], x.size(i) and x.dim()"
+    )
+
+
+def size_expr_cpp(text: str, tensors: set[str]) -> str:
+    """A checked sizes() expression as C++ over c10::SymInt (`//` is division of non-negative sizes)."""
+    return _cpp(ast.parse(text, mode="eval").body, tensors)
+
+
+def _cpp(e: ast.expr, tensors: set[str]) -> str:
+    if isinstance(e, ast.Constant):
+        return f"c10::SymInt({e.value!r})"
+    if isinstance(e, ast.Name):
+        return f"c10::SymInt({e.id})"
+    if isinstance(e, ast.Subscript):
+        # .at(): a list shorter than the rule expects is an error, not an out-of-bounds read.
+        return f"c10::SymInt({ast.unparse(e.value)}.at({ast.unparse(e.slice)}))"
+    if isinstance(e, ast.Call):
+        assert isinstance(e.func, ast.Attribute) and isinstance(e.func.value, ast.Name)
+        owner = e.func.value.id
+        if e.func.attr == "dim":
+            return f"c10::SymInt({owner}.dim())"
+        index = ast.unparse(e.args[0])
+        return f"{owner}.sym_size({index})"
+    if isinstance(e, ast.BinOp):
+        op = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "/"}[type(e.op)]
+        return f"({_cpp(e.left, tensors)} {op} {_cpp(e.right, tensors)})"
+    if isinstance(e, ast.UnaryOp):
+        return f"(-{_cpp(e.operand, tensors)})"
+    raise AssertionError(ast.dump(e))
+
+
 def parse_shape(text: str) -> ShapeRule:
+    if text.strip().startswith("sizes("):
+        return _parse_sizes(text)
     name, args = _split_call(text, _SHAPE_ARITY)
     if not args and name not in _SHAPE_ARITY:
         return MetaFunction(name)
@@ -120,4 +216,6 @@ def rule_args(rule: ShapeRule | DtypeRule) -> tuple[str, ...]:
         return rule.args
     if isinstance(rule, Reduce):
         return (rule.arg, rule.dim, rule.keepdim)
+    if isinstance(rule, Sizes):
+        return rule.names
     return ()

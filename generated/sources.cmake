@@ -4,6 +4,7 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/library.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/bindings.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/add.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/add_relu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gelu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gelu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/relu.cpp

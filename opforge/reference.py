@@ -36,3 +36,7 @@ def sum_backward(
         for d in sorted(x % len(sizes) for x in dims):
             grad = grad.unsqueeze(d)
     return grad.expand(list(sizes))
+
+
+def add_relu(self: Tensor, other: Tensor, *, alpha: float = 1) -> Tensor:
+    return torch.relu(torch.add(self, other, alpha=alpha))

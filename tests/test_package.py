@@ -23,6 +23,8 @@ def test_build_info_reports_torch_cuda_and_keys() -> None:
         if "CPU" in row["keys"]:
             assert {"CPU", "Meta", "Autograd"} <= set(keys), row["qualified"]
             assert ("CUDA" in keys) == info["cuda_compiled"], row["qualified"]
+        elif "CompositeExplicitAutograd" in row["keys"]:
+            assert {"CompositeExplicitAutograd", "Meta", "Autograd"} <= set(keys), row["qualified"]
         else:
             assert "CompositeImplicitAutograd" in keys, row["qualified"]
 

@@ -1,10 +1,10 @@
 """Template context for an op's C++ autograd kernel, built from its `derivatives:` formulas.
 
-The kernel is a torch::autograd::Function: forward re-dispatches below autograd
-and saves exactly what the formulas name; backward evaluates each formula for
-the inputs that need a gradient. A tensor input without a formula raises
-"opforge.<op> is not differentiable with respect to <arg>" when a gradient is
-requested for it. See Note [Generated autograd] in README.
+The kernel runs the op below autograd, then hands opforge's autograd runtime
+(kernels/include/opforge/autograd.h) the tensor inputs, the outputs, what the
+formulas need saved and a backward lambda holding the formulas. A tensor input
+without a formula raises "opforge.<op> is not differentiable with respect to
+<arg>" when a gradient is requested for it. See Note [Generated autograd].
 """
 
 from __future__ import annotations
@@ -14,45 +14,25 @@ from typing import Any
 
 from codegen.api import cpp
 from codegen.dest.common import tensor_args
-from codegen.model import Argument
 from codegen.opdecl import OpDecl
 
 Context = dict[str, Any]
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 
-# dispatcher C++ type -> (expression to store in an IValue, statement restoring a local of that name)
-_SAVE: dict[str, tuple[str, str]] = {
-    "int64_t": ("{n}", "const int64_t {n} = {iv}.toInt();"),
-    "double": ("{n}", "const double {n} = {iv}.toDouble();"),
-    "bool": ("{n}", "const bool {n} = {iv}.toBool();"),
-    "c10::string_view": ("std::string({n})", "const std::string {n} = {iv}.toStringRef();"),
-    "const at::Scalar&": ("{n}", "const at::Scalar {n} = {iv}.toScalar();"),
-    "at::ScalarType": ("{n}", "const at::ScalarType {n} = {iv}.toScalarType();"),
-    "c10::SymInt": ("{n}", "const c10::SymInt {n} = {iv}.toSymInt();"),
-    "at::IntArrayRef": ("{n}.vec()", "const std::vector<int64_t> {n} = {iv}.toIntVector();"),
-    "c10::SymIntArrayRef": (
-        "{n}",
-        "const std::vector<c10::SymInt> {n}_v = {iv}.toSymIntVector();\n"
-        "    const c10::SymIntArrayRef {n}({n}_v);",
-    ),
+# dispatcher C++ type -> (captured copy, statement giving the formula a value of the argument's name)
+_CAPTURE: dict[str, tuple[str, str]] = {
+    "c10::string_view": ("std::string({n})", "const std::string& {n} = {n}_c;"),
+    "at::IntArrayRef": ("{n}.vec()", "const at::IntArrayRef {n}({n}_c);"),
+    "c10::SymIntArrayRef": ("{n}.vec()", "const c10::SymIntArrayRef {n}({n}_c);"),
     "at::OptionalIntArrayRef": (
-        "{n}.has_value() ? c10::IValue({n}->vec()) : c10::IValue()",
-        "const auto {n}_v = {iv}.toOptional<std::vector<int64_t>>();\n"
-        "    const at::OptionalIntArrayRef {n} = {n}_v ? at::OptionalIntArrayRef(*{n}_v) : at::OptionalIntArrayRef();",
+        "{n}.has_value() ? std::optional<std::vector<int64_t>>({n}->vec()) : std::nullopt",
+        "const at::OptionalIntArrayRef {n} = {n}_c ? at::OptionalIntArrayRef(*{n}_c) : at::OptionalIntArrayRef();",
     ),
-    "std::optional<int64_t>": (
-        "{n}.has_value() ? c10::IValue(*{n}) : c10::IValue()",
-        "const auto {n} = {iv}.toOptional<int64_t>();",
-    ),
-    "std::optional<double>": (
-        "{n}.has_value() ? c10::IValue(*{n}) : c10::IValue()",
-        "const auto {n} = {iv}.toOptional<double>();",
+    "std::optional<c10::string_view>": (
+        "{n}.has_value() ? std::optional<std::string>(std::string(*{n})) : std::nullopt",
+        "const std::optional<c10::string_view> {n} = {n}_c ? std::optional<c10::string_view>(*{n}_c) : std::nullopt;",
     ),
 }
-
-
-def _uses(op: OpDecl) -> set[str]:
-    return {w for d in op.derivatives for w in _WORD.findall(d.formula)}
 
 
 def qualify_calls(formula: str, api: set[str]) -> str:
@@ -67,83 +47,71 @@ def qualify_calls(formula: str, api: set[str]) -> str:
 
 def autograd(op: OpDecl, api: set[str]) -> Context:
     schema = op.schema
-    args = schema.arguments.flat_all
-    used = _uses(op)
+    used = {w for d in op.derivatives for w in _WORD.findall(d.formula)}
     n_out = len(schema.returns)
     result_names = ["result"] if n_out == 1 else [f"result{i}" for i in range(n_out)]
-    tensors = {a.name: kind for a, kind in tensor_args(op)}
-    saved_tensors = [a.name for a in args if a.name in used and a.name in tensors]
-    saved_results = [(i, r) for i, r in enumerate(result_names) if r in used]
-    save_values, restore_values = [], []
-    for a in args:
-        if a.name in used and a.name not in tensors:
+    tensors = tensor_args(op)
+    tensor_names = [a.name for a, _ in tensors]
+    saved_inputs = [(a.name, kind) for a, kind in tensors if a.name in used]
+    saved_outputs = [(i, r) for i, r in enumerate(result_names) if r in used]
+    captures, restores = [], []
+    for a in schema.arguments.flat_all:
+        if a.name in used and a.name not in tensor_names:
             ctype = cpp.argument_type(a)
-            store, restore = _SAVE[ctype]
-            save_values.append(f'ctx->saved_data["{a.name}"] = {store.format(n=a.name)};')
-            restore_values.append(restore.format(n=a.name, iv=f'ctx->saved_data["{a.name}"]'))
-    has_optional = [a.name for a in args if tensors.get(a.name) == "optional"]
-    needs = _needs_lines(args, tensors)
-    grads = _grad_lines(op, args, tensors, api)
-    forward_args = ", ".join(f"{t} {n}" for t, n in cpp.parameters(schema))
+            capture, restore = _CAPTURE.get(ctype, ("{n}", "const auto& {n} = {n}_c;"))
+            captures.append(f"{a.name}_c = {capture.format(n=a.name)}")
+            restores.append(restore.format(n=a.name))
+    unpack = []
+    for i, (name, kind) in enumerate(saved_inputs):
+        if kind == "optional":
+            unpack.append(
+                f"const std::optional<at::Tensor> {name} = saved[{i}].defined() ? "
+                f"std::optional<at::Tensor>(saved[{i}]) : std::nullopt;"
+            )
+        else:
+            unpack.append(f"const at::Tensor& {name} = saved[{i}];")
+    for j, (_, r) in enumerate(saved_outputs):
+        unpack.append(f"const at::Tensor& {r} = saved[{len(saved_inputs) + j}];")
     return {
-        "struct": f"{op.cpp_id}_autograd",
-        "kernel": f"{op.cpp_id}_autograd_kernel",
-        "signature": cpp.signature(schema, f"{op.cpp_id}_autograd_kernel"),
-        "forward_params": forward_args,
-        "call_args": ", ".join(a.name for a in args),
+        "kernel": f"{op.cpp_id}_autograd",
+        "signature": cpp.signature(schema, f"{op.cpp_id}_autograd"),
         "api": f"opforge::ops::{op.api_name}",
+        "call_args": ", ".join(a.name for a in schema.arguments.flat_all),
+        "label": f"opforge.{op.name}",
         "single": n_out == 1,
-        "return_type": cpp.return_type(schema),
         "n_out": n_out,
-        "n_args": len(args),
-        "saved_tensors": saved_tensors,
-        "saved_results": saved_results,
-        "optional_flags": has_optional,
-        "save_values": save_values,
-        "restore_values": restore_values,
-        "needs": needs,
-        "grads": grads,
-        "uses_grads": "grads" in used,
-        "uses_grad": "grad" in used,
-        "qualified": op.qualified,
+        "inputs": ", ".join(tensor_names),
+        "saved_inputs": ", ".join(
+            n if k == "tensor" else f"{n}.value_or(at::Tensor())" for n, k in saved_inputs
+        ),
+        "saved_outputs": ", ".join(str(i) for i, _ in saved_outputs),
+        "captures": ", ".join(captures),
+        "restores": restores,
+        "unpack": unpack,
+        "n_inputs": len(tensor_names),
+        "grads": _grad_lines(op, tensor_names, api),
     }
 
 
-def _needs_lines(args: tuple[Argument, ...], tensors: dict[str, str]) -> list[str]:
-    """Map each tensor argument to its autograd edge (absent optionals have none)."""
-    lines = ["size_t edge = 0;"]
-    for a in args:
-        kind = tensors.get(a.name)
-        if kind == "tensor":
-            lines.append(f"const bool need_{a.name} = ctx->needs_input_grad(edge++);")
-        elif kind == "optional":
-            lines.append(
-                f'const bool need_{a.name} = ctx->saved_data["has_{a.name}"].toBool() && ctx->needs_input_grad(edge++);'
-            )
-    return lines
-
-
-def _grad_lines(
-    op: OpDecl, args: tuple[Argument, ...], tensors: dict[str, str], api: set[str]
-) -> list[str]:
-    position = {a.name: i for i, a in enumerate(args)}
+def _grad_lines(op: OpDecl, tensor_names: list[str], api: set[str]) -> list[str]:
+    position = {n: i for i, n in enumerate(tensor_names)}
     lines = []
     for d in op.derivatives:
         formula = qualify_calls(d.formula, api)
-        need = " || ".join(f"need_{n}" for n in d.inputs)
         if len(d.inputs) == 1:
-            n = d.inputs[0]
-            lines.append(f"if (need_{n}) {{\n      grad_inputs[{position[n]}] = {formula};\n    }}")
+            i = position[d.inputs[0]]
+            lines.append(f"if (needs[{i}]) {{\n      grad_inputs[{i}] = {formula};\n    }}")
         else:
-            mask = ", ".join(f"need_{n}" for n in d.inputs)
+            mask = ", ".join(f"needs[{position[n]}]" for n in d.inputs)
             targets = ", ".join(f"grad_inputs[{position[n]}]" for n in d.inputs)
             lines.append(
-                f"if ({need}) {{\n      [[maybe_unused]] const std::array<bool, {len(d.inputs)}> grad_input_mask = {{{mask}}};\n"
+                f"if ({' || '.join(f'needs[{position[n]}]' for n in d.inputs)}) {{\n"
+                f"      [[maybe_unused]] const std::array<bool, {len(d.inputs)}> grad_input_mask = {{{mask}}};\n"
                 f"      std::tie({targets}) = {formula};\n    }}"
             )
-    for a in args:
-        if a.name in tensors and a.name not in op.differentiable_inputs:
+    for n in tensor_names:
+        if n not in op.differentiable_inputs:
             lines.append(
-                f"TORCH_CHECK(!need_{a.name}, \"opforge.{op.name} is not differentiable with respect to '{a.name}'\");"
+                f"TORCH_CHECK(!needs[{position[n]}], \"opforge.{op.name} is not differentiable with respect to '{n}'\");"
             )
     return lines

@@ -99,6 +99,11 @@ def _meta_return(op: OpDecl) -> str:
     elif isinstance(shape, rules.Broadcast):
         pairs = ", ".join(f'{{"{a}", {a}.sym_sizes()}}' for a in shape.args)
         sizes, options = f"opforge::shape::broadcast<c10::SymInt>(kOp, {{{pairs}}})", shape.args[0]
+    elif isinstance(shape, rules.Sizes):
+        tensors = {a.name for a, _ in tensor_args(op)}
+        dims = ", ".join(rules.size_expr_cpp(e, tensors) for e in shape.exprs)
+        sizes = f"opforge::shape::checked_sizes(kOp, c10::SymDimVector{{{dims}}})"
+        options = _first_tensor(op) or "self"
     elif isinstance(shape, rules.Reduce):
         sizes = f'opforge::shape::reduce<c10::SymInt>(kOp, "{shape.dim}", {shape.arg}.sym_sizes(), {shape.dim}, {shape.keepdim})'
         options = shape.arg

@@ -6,6 +6,7 @@
 
 #include "bindings/arguments.h"
 #include <opforge/ops/add.h>
+#include <opforge/ops/add_relu.h>
 #include <opforge/ops/gelu.h>
 #include <opforge/ops/gelu_backward.h>
 #include <opforge/ops/relu.h>
@@ -52,6 +53,17 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("other"),
       pybind11::arg("alpha"),
       R"doc(In-place variant of `opforge.add`: writes the result into `self`.)doc");
+  m.def(
+      "add_relu",
+      [](const at::Tensor& self, const at::Tensor& other, pybind11::handle alpha) -> at::Tensor {
+        const auto alpha_scalar = opforge::bindings::scalar(alpha, "opforge.add_relu", "alpha");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::add_relu(self, other, alpha_scalar);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("other"),
+      pybind11::arg("alpha"),
+      R"doc(relu(self + alpha * other) in one call, the epilogue of a residual block. A composite of opforge ops, so it runs on every device those ops support.)doc");
   m.def(
       "gelu",
       [](const at::Tensor& self, const std::string& approximate) -> at::Tensor {

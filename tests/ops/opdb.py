@@ -119,6 +119,11 @@ def calls(op: OpDecl, dtype: torch.dtype, device: str, *, variants: bool = True)
             call = _build(op, sample.get, dtype, device, variant, seed=i)
             if call is not None:
                 out.append(Call(call.args, call.kwargs, f"sample{i}-{variant}"))
+    from tests.ops.samples import SAMPLES
+
+    extra = SAMPLES.get(op.qualified)
+    for j, (args, kwargs) in enumerate(extra(dtype, device) if extra and variants else []):
+        out.append(Call(args, kwargs, f"python{j}"))
     return out
 
 

@@ -8,8 +8,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 #include <ATen/TensorOperators.h>
-#include <torch/csrc/autograd/custom_function.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 
+#include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 
@@ -83,46 +84,37 @@ at::Tensor& add__Tensor_composite(at::Tensor& self, const at::Tensor& other, con
   return self;
 }
 
-// Autograd for add.Tensor: see Note [Generated autograd] in README.md.
-struct add_Tensor_autograd final : torch::autograd::Function<add_Tensor_autograd> {
-  static at::Tensor forward(
-      torch::autograd::AutogradContext* ctx, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-    ctx->saved_data["alpha"] = alpha;
+// Autograd for opforge.add: see Note [Generated autograd] in README.md.
+at::Tensor add_Tensor_autograd(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    at::Tensor fwd_result = opforge::ops::add(self, other, alpha);
-    if (!fwd_result.is_floating_point() && !fwd_result.is_complex()) {
-      ctx->mark_non_differentiable({fwd_result});
-    }
-    ctx->save_for_backward({});
-    return fwd_result;
+    return opforge::ops::add(self, other, alpha);
+  }();
+  const opforge::autograd::tensor_list outputs{result};
+  if (!opforge::autograd::any_requires_grad({self, other})) {
+    return result;
   }
-
-  static torch::autograd::variable_list backward(
-      torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
-    [[maybe_unused]] const auto saved = ctx->get_saved_variables();
-    const at::Scalar alpha = ctx->saved_data["alpha"].toScalar();
+  opforge::autograd::record(
+      "opforge.add", {self, other}, outputs, {}, {},
+      [alpha_c = alpha](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
+          const std::vector<bool>& needs) {
+    const auto& alpha = alpha_c;
     [[maybe_unused]] const at::Tensor& grad = grads[0];
-    size_t edge = 0;
-    const bool need_self = ctx->needs_input_grad(edge++);
-    const bool need_other = ctx->needs_input_grad(edge++);
-    torch::autograd::variable_list grad_inputs(3);
-    if (need_self) {
+    opforge::autograd::tensor_list grad_inputs(2);
+    if (needs[0]) {
       grad_inputs[0] = grad;
     }
-    if (need_other) {
+    if (needs[1]) {
       grad_inputs[1] = grad * alpha;
     }
     return grad_inputs;
-  }
-};
-
-at::Tensor add_Tensor_autograd_kernel(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  return add_Tensor_autograd::apply(self, other, alpha);
+  });
+  return result;
 }
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
-  m.impl("add.Tensor", TORCH_FN(add_Tensor_autograd_kernel));
+  m.impl("add.Tensor", TORCH_FN(add_Tensor_autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {

@@ -9,8 +9,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 #include <ATen/TensorOperators.h>
-#include <torch/csrc/autograd/custom_function.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 
+#include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 
@@ -45,43 +46,35 @@ at::Tensor gelu_meta(const at::Tensor& self, c10::string_view approximate) {
   return at::empty_symint(self.sym_sizes(), self.options().dtype(self.scalar_type()));
 }
 
-// Autograd for gelu: see Note [Generated autograd] in README.md.
-struct gelu_autograd final : torch::autograd::Function<gelu_autograd> {
-  static at::Tensor forward(
-      torch::autograd::AutogradContext* ctx, const at::Tensor& self, c10::string_view approximate) {
-    ctx->saved_data["approximate"] = std::string(approximate);
+// Autograd for opforge.gelu: see Note [Generated autograd] in README.md.
+at::Tensor gelu_autograd(const at::Tensor& self, c10::string_view approximate) {
+  auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    at::Tensor fwd_result = opforge::ops::gelu(self, approximate);
-    if (!fwd_result.is_floating_point() && !fwd_result.is_complex()) {
-      ctx->mark_non_differentiable({fwd_result});
-    }
-    ctx->save_for_backward({self});
-    return fwd_result;
+    return opforge::ops::gelu(self, approximate);
+  }();
+  const opforge::autograd::tensor_list outputs{result};
+  if (!opforge::autograd::any_requires_grad({self})) {
+    return result;
   }
-
-  static torch::autograd::variable_list backward(
-      torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
-    [[maybe_unused]] const auto saved = ctx->get_saved_variables();
-    const at::Tensor self = saved[0];
-    const std::string approximate = ctx->saved_data["approximate"].toStringRef();
+  opforge::autograd::record(
+      "opforge.gelu", {self}, outputs, {self}, {},
+      [approximate_c = std::string(approximate)](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
+          const std::vector<bool>& needs) {
+    const std::string& approximate = approximate_c;
+    const at::Tensor& self = saved[0];
     [[maybe_unused]] const at::Tensor& grad = grads[0];
-    size_t edge = 0;
-    const bool need_self = ctx->needs_input_grad(edge++);
-    torch::autograd::variable_list grad_inputs(2);
-    if (need_self) {
+    opforge::autograd::tensor_list grad_inputs(1);
+    if (needs[0]) {
       grad_inputs[0] = opforge::ops::gelu_backward(grad, self, approximate);
     }
     return grad_inputs;
-  }
-};
-
-at::Tensor gelu_autograd_kernel(const at::Tensor& self, c10::string_view approximate) {
-  return gelu_autograd::apply(self, approximate);
+  });
+  return result;
 }
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
-  m.impl("gelu", TORCH_FN(gelu_autograd_kernel));
+  m.impl("gelu", TORCH_FN(gelu_autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {

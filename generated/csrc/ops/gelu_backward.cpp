@@ -8,8 +8,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 #include <ATen/TensorOperators.h>
-#include <torch/csrc/autograd/custom_function.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 
+#include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 
@@ -63,40 +64,32 @@ at::Tensor gelu_backward_meta(const at::Tensor& grad_output, const at::Tensor& s
   return at::empty_symint(grad_output.sym_sizes(), grad_output.options().dtype(grad_output.scalar_type()));
 }
 
-// Autograd for gelu_backward: see Note [Generated autograd] in README.md.
-struct gelu_backward_autograd final : torch::autograd::Function<gelu_backward_autograd> {
-  static at::Tensor forward(
-      torch::autograd::AutogradContext* ctx, const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
+// Autograd for opforge.gelu_backward: see Note [Generated autograd] in README.md.
+at::Tensor gelu_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
+  auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    at::Tensor fwd_result = opforge::ops::gelu_backward(grad_output, self, approximate);
-    if (!fwd_result.is_floating_point() && !fwd_result.is_complex()) {
-      ctx->mark_non_differentiable({fwd_result});
-    }
-    ctx->save_for_backward({});
-    return fwd_result;
+    return opforge::ops::gelu_backward(grad_output, self, approximate);
+  }();
+  const opforge::autograd::tensor_list outputs{result};
+  if (!opforge::autograd::any_requires_grad({grad_output, self})) {
+    return result;
   }
-
-  static torch::autograd::variable_list backward(
-      torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
-    [[maybe_unused]] const auto saved = ctx->get_saved_variables();
+  opforge::autograd::record(
+      "opforge.gelu_backward", {grad_output, self}, outputs, {}, {},
+      [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
+          const std::vector<bool>& needs) {
     [[maybe_unused]] const at::Tensor& grad = grads[0];
-    size_t edge = 0;
-    const bool need_grad_output = ctx->needs_input_grad(edge++);
-    const bool need_self = ctx->needs_input_grad(edge++);
-    torch::autograd::variable_list grad_inputs(3);
-    TORCH_CHECK(!need_grad_output, "opforge.gelu_backward is not differentiable with respect to 'grad_output'");
-    TORCH_CHECK(!need_self, "opforge.gelu_backward is not differentiable with respect to 'self'");
+    opforge::autograd::tensor_list grad_inputs(2);
+    TORCH_CHECK(!needs[0], "opforge.gelu_backward is not differentiable with respect to 'grad_output'");
+    TORCH_CHECK(!needs[1], "opforge.gelu_backward is not differentiable with respect to 'self'");
     return grad_inputs;
-  }
-};
-
-at::Tensor gelu_backward_autograd_kernel(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
-  return gelu_backward_autograd::apply(grad_output, self, approximate);
+  });
+  return result;
 }
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
-  m.impl("gelu_backward", TORCH_FN(gelu_backward_autograd_kernel));
+  m.impl("gelu_backward", TORCH_FN(gelu_backward_autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {

@@ -9,8 +9,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 #include <ATen/TensorOperators.h>
-#include <torch/csrc/autograd/custom_function.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 
+#include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 
@@ -75,41 +76,34 @@ at::Tensor& relu__composite(at::Tensor& self) {
   return self;
 }
 
-// Autograd for relu: see Note [Generated autograd] in README.md.
-struct relu_autograd final : torch::autograd::Function<relu_autograd> {
-  static at::Tensor forward(
-      torch::autograd::AutogradContext* ctx, const at::Tensor& self) {
+// Autograd for opforge.relu: see Note [Generated autograd] in README.md.
+at::Tensor relu_autograd(const at::Tensor& self) {
+  auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    at::Tensor fwd_result = opforge::ops::relu(self);
-    if (!fwd_result.is_floating_point() && !fwd_result.is_complex()) {
-      ctx->mark_non_differentiable({fwd_result});
-    }
-    ctx->save_for_backward({fwd_result});
-    return fwd_result;
+    return opforge::ops::relu(self);
+  }();
+  const opforge::autograd::tensor_list outputs{result};
+  if (!opforge::autograd::any_requires_grad({self})) {
+    return result;
   }
-
-  static torch::autograd::variable_list backward(
-      torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
-    [[maybe_unused]] const auto saved = ctx->get_saved_variables();
-    const at::Tensor result = saved[0];
+  opforge::autograd::record(
+      "opforge.relu", {self}, outputs, {}, {0},
+      [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
+          const std::vector<bool>& needs) {
+    const at::Tensor& result = saved[0];
     [[maybe_unused]] const at::Tensor& grad = grads[0];
-    size_t edge = 0;
-    const bool need_self = ctx->needs_input_grad(edge++);
-    torch::autograd::variable_list grad_inputs(1);
-    if (need_self) {
+    opforge::autograd::tensor_list grad_inputs(1);
+    if (needs[0]) {
       grad_inputs[0] = opforge::ops::relu_backward(grad, result);
     }
     return grad_inputs;
-  }
-};
-
-at::Tensor relu_autograd_kernel(const at::Tensor& self) {
-  return relu_autograd::apply(self);
+  });
+  return result;
 }
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
-  m.impl("relu", TORCH_FN(relu_autograd_kernel));
+  m.impl("relu", TORCH_FN(relu_autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {

@@ -8,8 +8,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 #include <ATen/TensorOperators.h>
-#include <torch/csrc/autograd/custom_function.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 
+#include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 
@@ -63,45 +64,37 @@ at::Tensor relu_backward_meta(const at::Tensor& grad_output, const at::Tensor& o
   return at::empty_symint(grad_output.sym_sizes(), grad_output.options().dtype(grad_output.scalar_type()));
 }
 
-// Autograd for relu_backward: see Note [Generated autograd] in README.md.
-struct relu_backward_autograd final : torch::autograd::Function<relu_backward_autograd> {
-  static at::Tensor forward(
-      torch::autograd::AutogradContext* ctx, const at::Tensor& grad_output, const at::Tensor& output) {
+// Autograd for opforge.relu_backward: see Note [Generated autograd] in README.md.
+at::Tensor relu_backward_autograd(const at::Tensor& grad_output, const at::Tensor& output) {
+  auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    at::Tensor fwd_result = opforge::ops::relu_backward(grad_output, output);
-    if (!fwd_result.is_floating_point() && !fwd_result.is_complex()) {
-      ctx->mark_non_differentiable({fwd_result});
-    }
-    ctx->save_for_backward({output});
-    return fwd_result;
+    return opforge::ops::relu_backward(grad_output, output);
+  }();
+  const opforge::autograd::tensor_list outputs{result};
+  if (!opforge::autograd::any_requires_grad({grad_output, output})) {
+    return result;
   }
-
-  static torch::autograd::variable_list backward(
-      torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
-    [[maybe_unused]] const auto saved = ctx->get_saved_variables();
-    const at::Tensor output = saved[0];
+  opforge::autograd::record(
+      "opforge.relu_backward", {grad_output, output}, outputs, {output}, {},
+      [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
+          const std::vector<bool>& needs) {
+    const at::Tensor& output = saved[0];
     [[maybe_unused]] const at::Tensor& grad = grads[0];
-    size_t edge = 0;
-    const bool need_grad_output = ctx->needs_input_grad(edge++);
-    const bool need_output = ctx->needs_input_grad(edge++);
-    torch::autograd::variable_list grad_inputs(2);
-    if (need_grad_output) {
+    opforge::autograd::tensor_list grad_inputs(2);
+    if (needs[0]) {
       grad_inputs[0] = opforge::ops::relu_backward(grad, output);
     }
-    if (need_output) {
+    if (needs[1]) {
       grad_inputs[1] = at::zeros_like(output);
     }
     return grad_inputs;
-  }
-};
-
-at::Tensor relu_backward_autograd_kernel(const at::Tensor& grad_output, const at::Tensor& output) {
-  return relu_backward_autograd::apply(grad_output, output);
+  });
+  return result;
 }
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
-  m.impl("relu_backward", TORCH_FN(relu_backward_autograd_kernel));
+  m.impl("relu_backward", TORCH_FN(relu_backward_autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {

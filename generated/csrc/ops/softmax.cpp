@@ -9,8 +9,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 #include <ATen/TensorOperators.h>
-#include <torch/csrc/autograd/custom_function.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 
+#include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 
@@ -45,43 +46,35 @@ at::Tensor softmax_meta(const at::Tensor& self, int64_t dim) {
   return at::empty_symint(self.sym_sizes(), self.options().dtype(self.scalar_type()));
 }
 
-// Autograd for softmax: see Note [Generated autograd] in README.md.
-struct softmax_autograd final : torch::autograd::Function<softmax_autograd> {
-  static at::Tensor forward(
-      torch::autograd::AutogradContext* ctx, const at::Tensor& self, int64_t dim) {
-    ctx->saved_data["dim"] = dim;
+// Autograd for opforge.softmax: see Note [Generated autograd] in README.md.
+at::Tensor softmax_autograd(const at::Tensor& self, int64_t dim) {
+  auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    at::Tensor fwd_result = opforge::ops::softmax(self, dim);
-    if (!fwd_result.is_floating_point() && !fwd_result.is_complex()) {
-      ctx->mark_non_differentiable({fwd_result});
-    }
-    ctx->save_for_backward({fwd_result});
-    return fwd_result;
+    return opforge::ops::softmax(self, dim);
+  }();
+  const opforge::autograd::tensor_list outputs{result};
+  if (!opforge::autograd::any_requires_grad({self})) {
+    return result;
   }
-
-  static torch::autograd::variable_list backward(
-      torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
-    [[maybe_unused]] const auto saved = ctx->get_saved_variables();
-    const at::Tensor result = saved[0];
-    const int64_t dim = ctx->saved_data["dim"].toInt();
+  opforge::autograd::record(
+      "opforge.softmax", {self}, outputs, {}, {0},
+      [dim_c = dim](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
+          const std::vector<bool>& needs) {
+    const auto& dim = dim_c;
+    const at::Tensor& result = saved[0];
     [[maybe_unused]] const at::Tensor& grad = grads[0];
-    size_t edge = 0;
-    const bool need_self = ctx->needs_input_grad(edge++);
-    torch::autograd::variable_list grad_inputs(2);
-    if (need_self) {
+    opforge::autograd::tensor_list grad_inputs(1);
+    if (needs[0]) {
       grad_inputs[0] = opforge::ops::softmax_backward(grad, result, dim);
     }
     return grad_inputs;
-  }
-};
-
-at::Tensor softmax_autograd_kernel(const at::Tensor& self, int64_t dim) {
-  return softmax_autograd::apply(self, dim);
+  });
+  return result;
 }
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
-  m.impl("softmax", TORCH_FN(softmax_autograd_kernel));
+  m.impl("softmax", TORCH_FN(softmax_autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {

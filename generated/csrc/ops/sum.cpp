@@ -9,8 +9,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 #include <ATen/TensorOperators.h>
-#include <torch/csrc/autograd/custom_function.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 
+#include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 
@@ -45,46 +46,36 @@ at::Tensor sum_meta(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
   return at::empty_symint(opforge::shape::reduce<c10::SymInt>(kOp, "dim", self.sym_sizes(), dim, keepdim), self.options().dtype(self.scalar_type()));
 }
 
-// Autograd for sum: see Note [Generated autograd] in README.md.
-struct sum_autograd final : torch::autograd::Function<sum_autograd> {
-  static at::Tensor forward(
-      torch::autograd::AutogradContext* ctx, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
-    ctx->saved_data["dim"] = dim.has_value() ? c10::IValue(dim->vec()) : c10::IValue();
-    ctx->saved_data["keepdim"] = keepdim;
+// Autograd for opforge.sum: see Note [Generated autograd] in README.md.
+at::Tensor sum_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
+  auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    at::Tensor fwd_result = opforge::ops::sum(self, dim, keepdim);
-    if (!fwd_result.is_floating_point() && !fwd_result.is_complex()) {
-      ctx->mark_non_differentiable({fwd_result});
-    }
-    ctx->save_for_backward({self});
-    return fwd_result;
+    return opforge::ops::sum(self, dim, keepdim);
+  }();
+  const opforge::autograd::tensor_list outputs{result};
+  if (!opforge::autograd::any_requires_grad({self})) {
+    return result;
   }
-
-  static torch::autograd::variable_list backward(
-      torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
-    [[maybe_unused]] const auto saved = ctx->get_saved_variables();
-    const at::Tensor self = saved[0];
-    const auto dim_v = ctx->saved_data["dim"].toOptional<std::vector<int64_t>>();
-    const at::OptionalIntArrayRef dim = dim_v ? at::OptionalIntArrayRef(*dim_v) : at::OptionalIntArrayRef();
-    const bool keepdim = ctx->saved_data["keepdim"].toBool();
+  opforge::autograd::record(
+      "opforge.sum", {self}, outputs, {self}, {},
+      [dim_c = dim.has_value() ? std::optional<std::vector<int64_t>>(dim->vec()) : std::nullopt, keepdim_c = keepdim](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
+          const std::vector<bool>& needs) {
+    const at::OptionalIntArrayRef dim = dim_c ? at::OptionalIntArrayRef(*dim_c) : at::OptionalIntArrayRef();
+    const auto& keepdim = keepdim_c;
+    const at::Tensor& self = saved[0];
     [[maybe_unused]] const at::Tensor& grad = grads[0];
-    size_t edge = 0;
-    const bool need_self = ctx->needs_input_grad(edge++);
-    torch::autograd::variable_list grad_inputs(3);
-    if (need_self) {
+    opforge::autograd::tensor_list grad_inputs(1);
+    if (needs[0]) {
       grad_inputs[0] = opforge::ops::sum_backward(grad, self.sym_sizes(), dim, keepdim);
     }
     return grad_inputs;
-  }
-};
-
-at::Tensor sum_autograd_kernel(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
-  return sum_autograd::apply(self, dim, keepdim);
+  });
+  return result;
 }
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
-  m.impl("sum", TORCH_FN(sum_autograd_kernel));
+  m.impl("sum", TORCH_FN(sum_autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {

@@ -8,6 +8,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 

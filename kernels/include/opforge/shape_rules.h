@@ -68,4 +68,14 @@ sizes_t<Size> reduce(std::string_view op, std::string_view arg, c10::ArrayRef<Si
   return out;
 }
 
+// sizes(...) rules: a negative size means the arguments do not fit together
+// (e.g. a kernel larger than its padded input); say so instead of allocating.
+inline c10::SymDimVector checked_sizes(std::string_view op, c10::SymDimVector sizes) {
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    TORCH_CHECK(sizes[i] >= 0, op, ": computed output size ", sizes[i], " at dim ", i,
+                " is negative; check the input sizes against the other arguments");
+  }
+  return sizes;
+}
+
 }  // namespace opforge::shape

@@ -5,12 +5,25 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "bindings/arguments.h"
+#include <opforge/ops/crop.h>
 #include <opforge/ops/scale_add.h>
 #include <opforge/ops/total.h>
 
 namespace opforge::bindings {
 
 void register_ops(pybind11::module_& m) {
+  m.def(
+      "crop",
+      [](const at::Tensor& self, pybind11::handle size, pybind11::handle stride) -> at::Tensor {
+        auto size_list = opforge::bindings::int_list(size, 2, "opforge.crop", "size");
+        auto stride_list = opforge::bindings::int_list(stride, 2, "opforge.crop", "stride");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::crop(self, size_list, stride_list);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("size"),
+      pybind11::arg("stride"),
+      R"doc(Exercises an explicit sizes() shape rule.)doc");
   m.def(
       "scale_add",
       [](const at::Tensor& self, const at::Tensor& other, pybind11::handle alpha) -> at::Tensor {

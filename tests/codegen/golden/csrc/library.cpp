@@ -3,6 +3,7 @@
 #include <torch/library.h>
 
 TORCH_LIBRARY(opforge, m) {
+  m.def(R"schema(crop(Tensor self, int[2] size, int[2] stride=1) -> Tensor)schema", {});
   m.def(R"schema(scale_add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(total(Tensor self, int[1]? dim=None, bool keepdim=False, *, str mode='sum') -> Tensor)schema", {});
 }

@@ -1,0 +1,107 @@
+// The one autograd Node type behind every generated Autograd kernel (see
+// kernels/include/opforge/autograd.h and Note [Generated autograd] in README.md).
+// Keeping torch's autograd headers here, compiled once, instead of a
+// torch::autograd::Function per op keeps each generated op file cheap to build.
+#include <opforge/autograd.h>
+
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/autograd/grad_mode.h>
+#include <torch/csrc/autograd/saved_variable.h>
+
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace opforge::autograd {
+namespace {
+
+using torch::autograd::Edge;
+using torch::autograd::SavedVariable;
+using torch::autograd::variable_list;
+
+struct GeneratedBackward final : torch::autograd::Node {
+  std::string op_name;
+  backward_fn backward;
+  std::vector<SavedVariable> saved;
+  std::vector<bool> differentiable_outputs;
+
+  variable_list apply(variable_list&& grads) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // An output that received no gradient contributes zeros to the formulas.
+    for (size_t i = 0; i < grads.size(); ++i) {
+      if (!grads[i].defined() && differentiable_outputs[i]) {
+        grads[i] = input_metadata(i).zeros_like();
+      }
+    }
+    tensor_list values;
+    values.reserve(saved.size());
+    for (const SavedVariable& s : saved) {
+      values.push_back(s.unpack(c10::intrusive_ptr<Node>::reclaim_copy(this)));
+    }
+    std::vector<bool> needs(num_outputs());
+    for (size_t i = 0; i < needs.size(); ++i) {
+      needs[i] = task_should_compute_output(i);
+    }
+    return backward(grads, values, needs);
+  }
+
+  std::string name() const override {
+    return op_name + "Backward";
+  }
+
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (SavedVariable& s : saved) {
+      s.reset_data();
+    }
+  }
+};
+
+}  // namespace
+
+bool any_requires_grad(const std::vector<std::optional<at::Tensor>>& inputs) {
+  if (!torch::autograd::GradMode::is_enabled()) {
+    return false;
+  }
+  for (const auto& t : inputs) {
+    if (t.has_value() && t->defined() && t->requires_grad()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void record(const char* op, const std::vector<std::optional<at::Tensor>>& inputs, const tensor_list& outputs,
+            const tensor_list& saved_inputs, const std::vector<size_t>& saved_outputs, backward_fn backward) {
+  if (!any_requires_grad(inputs)) {
+    return;
+  }
+  auto node = c10::make_intrusive<GeneratedBackward>();
+  node->op_name = op;
+  node->backward = std::move(backward);
+  torch::autograd::edge_list edges;
+  edges.reserve(inputs.size());
+  for (const auto& t : inputs) {
+    edges.push_back(t.has_value() && t->defined() ? torch::autograd::impl::gradient_edge(*t) : Edge());
+  }
+  node->set_next_edges(std::move(edges));
+  for (const at::Tensor& t : saved_inputs) {
+    node->saved.emplace_back(t, /*is_output=*/false);
+  }
+  for (const at::Tensor& out : outputs) {
+    // Integer outputs (indices, counts) carry no gradient.
+    const bool differentiable = out.defined() && torch::autograd::isDifferentiableType(out.scalar_type());
+    node->differentiable_outputs.push_back(differentiable);
+    if (differentiable) {
+      torch::autograd::set_history(out, node);
+    } else {
+      node->add_input_metadata(torch::autograd::Node::undefined_input());
+    }
+  }
+  for (const size_t i : saved_outputs) {
+    node->saved.emplace_back(outputs[i], /*is_output=*/true);
+  }
+}
+
+}  // namespace opforge::autograd
