@@ -1,8 +1,8 @@
-// CPU kernel for softmax over one dim.
+// CPU kernel for softmax over one dim (a template over the scalar type; the
+// generated wrapper dispatches on dtype).
 #include <opforge/ops/softmax.h>
 
 #include <opforge/dims.h>
-#include <opforge/dispatch.h>
 #include <opforge/math/functions.h>
 #include <opforge/math/opmath.h>
 
@@ -103,6 +103,7 @@ void softmax_columns(const T* x, T* y, const dim_split& s) {
 
 } // namespace
 
+template <typename scalar_t>
 at::Tensor softmax_cpu(const at::Tensor& self, int64_t dim) {
   const int64_t d = wrap_dim("opforge.softmax", "dim", dim, self.dim());
   const at::Tensor in = self.contiguous();
@@ -112,16 +113,16 @@ at::Tensor softmax_cpu(const at::Tensor& self, int64_t dim) {
   }
   // A 0-d tensor is one row of length 1.
   const dim_split s = in.dim() == 0 ? dim_split{} : split_at_dim(in.sizes(), d);
-  OPFORGE_DISPATCH_FLOATING(in.scalar_type(), "opforge.softmax", [&] {
-    const scalar_t* x = in.const_data_ptr<scalar_t>();
-    scalar_t* y = out.mutable_data_ptr<scalar_t>();
-    if (s.inner == 1) {
-      softmax_rows(x, y, s.outer, s.size);
-    } else {
-      softmax_columns(x, y, s);
-    }
-  });
+  const scalar_t* x = in.const_data_ptr<scalar_t>();
+  scalar_t* y = out.mutable_data_ptr<scalar_t>();
+  if (s.inner == 1) {
+    softmax_rows(x, y, s.outer, s.size);
+  } else {
+    softmax_columns(x, y, s);
+  }
   return out;
 }
+
+OPFORGE_INSTANTIATE_softmax_cpu
 
 } // namespace opforge
