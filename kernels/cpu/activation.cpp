@@ -1,9 +1,9 @@
-// CPU kernels for relu and gelu.
+// CPU kernels for relu and gelu (templates over the scalar type; the generated
+// wrapper dispatches on dtype, see OPFORGE_INSTANTIATE_*).
 #include <opforge/ops/gelu.h>
 #include <opforge/ops/relu.h>
 
 #include <opforge/args.h>
-#include <opforge/dispatch.h>
 #include <opforge/math/activation.h>
 
 #include <ATen/Parallel.h>
@@ -31,18 +31,18 @@ void map_dense(const at::Tensor& in, at::Tensor& out, F f) {
 
 } // namespace
 
+template <typename scalar_t>
 at::Tensor relu_cpu(const at::Tensor& self) {
   const at::Tensor in = self.contiguous();
   at::Tensor out = at::empty(in.sizes(), in.options());
   if (in.numel() == 0) {
     return out;
   }
-  OPFORGE_DISPATCH_FLOATING(in.scalar_type(), "opforge.relu", [&] {
-    map_dense<scalar_t>(in, out, math::relu_fn<scalar_t>{});
-  });
+  map_dense<scalar_t>(in, out, math::relu_fn<scalar_t>{});
   return out;
 }
 
+template <typename scalar_t>
 at::Tensor gelu_cpu(const at::Tensor& self, c10::string_view approximate) {
   const math::gelu_approximation approx = parse_gelu_approximate(approximate);
   const at::Tensor in = self.contiguous();
@@ -50,14 +50,15 @@ at::Tensor gelu_cpu(const at::Tensor& self, c10::string_view approximate) {
   if (in.numel() == 0) {
     return out;
   }
-  OPFORGE_DISPATCH_FLOATING(in.scalar_type(), "opforge.gelu", [&] {
-    if (approx == math::gelu_approximation::tanh) {
-      map_dense<scalar_t>(in, out, math::gelu_tanh_fn<scalar_t>{});
-    } else {
-      map_dense<scalar_t>(in, out, math::gelu_fn<scalar_t>{});
-    }
-  });
+  if (approx == math::gelu_approximation::tanh) {
+    map_dense<scalar_t>(in, out, math::gelu_tanh_fn<scalar_t>{});
+  } else {
+    map_dense<scalar_t>(in, out, math::gelu_fn<scalar_t>{});
+  }
   return out;
 }
+
+OPFORGE_INSTANTIATE_relu_cpu
+OPFORGE_INSTANTIATE_gelu_cpu
 
 } // namespace opforge

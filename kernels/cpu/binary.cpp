@@ -1,9 +1,10 @@
-// CPU kernel for add (self + alpha * other) with broadcasting.
+// CPU kernel for add (self + alpha * other) with broadcasting. A template over
+// the scalar type: the generated wrapper converts both inputs to the promoted
+// dtype and dispatches on it.
 #include <opforge/ops/add.h>
 
 #include <opforge/args.h>
 #include <opforge/broadcast.h>
-#include <opforge/dispatch.h>
 #include <opforge/math/binary.h>
 
 #include <ATen/Parallel.h>
@@ -79,6 +80,7 @@ void add_strided(T* y, const T* a, const T* b, const broadcast_plan& plan,
 
 } // namespace
 
+template <typename scalar_t>
 at::Tensor add_cpu(const at::Tensor& self, const at::Tensor& other,
                    const at::Scalar& alpha) {
   check_add_alpha(alpha, self.scalar_type());
@@ -87,20 +89,20 @@ at::Tensor add_cpu(const at::Tensor& self, const at::Tensor& other,
   if (out.numel() == 0) {
     return out;
   }
-  OPFORGE_DISPATCH_FLOATING_AND_LONG(self.scalar_type(), "opforge.add", [&] {
-    using fn_t = math::add_fn<scalar_t>;
-    const fn_t f{alpha.to<decltype(fn_t::alpha)>()};
-    const scalar_t* a = self.const_data_ptr<scalar_t>();
-    const scalar_t* b = other.const_data_ptr<scalar_t>();
-    scalar_t* y = out.mutable_data_ptr<scalar_t>();
-    if (self.sizes() == other.sizes() && self.is_contiguous() &&
-        other.is_contiguous()) {
-      add_contiguous(y, a, b, out.numel(), f);
-    } else {
-      add_strided(y, a, b, plan_broadcast(self, other, shape), f);
-    }
-  });
+  using fn_t = math::add_fn<scalar_t>;
+  const fn_t f{alpha.to<decltype(fn_t::alpha)>()};
+  const scalar_t* a = self.const_data_ptr<scalar_t>();
+  const scalar_t* b = other.const_data_ptr<scalar_t>();
+  scalar_t* y = out.mutable_data_ptr<scalar_t>();
+  if (self.sizes() == other.sizes() && self.is_contiguous() &&
+      other.is_contiguous()) {
+    add_contiguous(y, a, b, out.numel(), f);
+  } else {
+    add_strided(y, a, b, plan_broadcast(self, other, shape), f);
+  }
   return out;
 }
+
+OPFORGE_INSTANTIATE_add_cpu
 
 } // namespace opforge

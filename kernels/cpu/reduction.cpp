@@ -1,8 +1,8 @@
-// CPU kernel for sum over a list of dims.
+// CPU kernel for sum over a list of dims (a template over the scalar type; the
+// generated wrapper dispatches on dtype).
 #include <opforge/ops/sum.h>
 
 #include <opforge/dims.h>
-#include <opforge/dispatch.h>
 #include <opforge/math/opmath.h>
 #include <opforge/reduction.h>
 #include <opforge/shape_rules.h>
@@ -117,6 +117,7 @@ void sum_columns(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
 
 } // namespace
 
+template <typename scalar_t>
 at::Tensor sum_cpu(const at::Tensor& self, at::OptionalIntArrayRef dim,
                    bool keepdim) {
   const dim_mask mask = reduced_dims("opforge.sum", "dim", dim, self.dim());
@@ -133,16 +134,16 @@ at::Tensor sum_cpu(const at::Tensor& self, at::OptionalIntArrayRef dim,
   if (plan.reduced == 0) {
     return out.zero_();
   }
-  OPFORGE_DISPATCH_FLOATING(self.scalar_type(), "opforge.sum", [&] {
-    const scalar_t* x = plan.input.const_data_ptr<scalar_t>();
-    scalar_t* y = out.mutable_data_ptr<scalar_t>();
-    if (plan.inner == 1) {
-      sum_rows(x, y, plan.outer, plan.reduced);
-    } else {
-      sum_columns(x, y, plan.outer, plan.reduced, plan.inner);
-    }
-  });
+  const scalar_t* x = plan.input.const_data_ptr<scalar_t>();
+  scalar_t* y = out.mutable_data_ptr<scalar_t>();
+  if (plan.inner == 1) {
+    sum_rows(x, y, plan.outer, plan.reduced);
+  } else {
+    sum_columns(x, y, plan.outer, plan.reduced, plan.inner);
+  }
   return out;
 }
+
+OPFORGE_INSTANTIATE_sum_cpu
 
 } // namespace opforge

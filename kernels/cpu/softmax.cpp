@@ -1,8 +1,10 @@
-// CPU kernel for softmax over one dim.
+// CPU kernel for softmax over one dim (a template over the scalar type; the
+// generated wrapper dispatches on dtype).
 #include <opforge/ops/softmax.h>
 
+#include "lanes.h"
+
 #include <opforge/dims.h>
-#include <opforge/dispatch.h>
 #include <opforge/math/functions.h>
 #include <opforge/math/opmath.h>
 
@@ -11,7 +13,7 @@
 
 #include <algorithm>
 #include <limits>
-#include <vector>
+#include <type_traits>
 
 namespace opforge {
 namespace {
@@ -24,30 +26,36 @@ constexpr int64_t k_tile = 256;
 template <typename T>
 using acc_t = math::opmath_t<T>;
 
-// Softmax dim innermost: each row is contiguous.
+// Softmax dim innermost: each row is contiguous. Three passes over the row
+// (max, exp + sum, scale), each a plain loop the compiler vectorizes; a row of
+// a few thousand elements stays in L1 between them.
 template <typename T>
 void softmax_rows(const T* x, T* y, int64_t rows, int64_t n) {
   using A = acc_t<T>;
   const int64_t grain = std::max<int64_t>(1, k_grain / n);
   at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
-    // exp values are kept in A so half/bf16 are rounded once, at the end.
-    std::vector<A> e(static_cast<size_t>(n));
     for (int64_t r = begin; r < end; ++r) {
       const T* xr = x + r * n;
       T* yr = y + r * n;
-      A m = -std::numeric_limits<A>::infinity();
-      for (int64_t i = 0; i < n; ++i) {
-        const A v = math::cast_to<A>(xr[i]);
-        m = v > m ? v : m;
-      }
-      A s = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        e[i] = math::exp_(math::cast_to<A>(xr[i]) - m);
-        s += e[i];
-      }
-      const A inv = A(1) / s;
-      for (int64_t i = 0; i < n; ++i) {
-        yr[i] = math::cast_to<T>(e[i] * inv);
+      const A m = cpu::row_max(xr, n);
+      if constexpr (std::is_same_v<T, A>) {
+        // The output holds exp(x - m) until it is scaled: no scratch buffer.
+        for (int64_t i = 0; i < n; ++i) {
+          yr[i] = math::exp_(xr[i] - m);
+        }
+        const A inv = A(1) / cpu::lane_sum<A>(n, [&](int64_t i) { return yr[i]; });
+        for (int64_t i = 0; i < n; ++i) {
+          yr[i] *= inv;
+        }
+      } else {
+        // half/bf16: exp is recomputed in the last pass so the result is
+        // rounded to T once.
+        const A s = cpu::lane_sum<A>(
+            n, [&](int64_t i) { return math::exp_(math::cast_to<A>(xr[i]) - m); });
+        const A inv = A(1) / s;
+        for (int64_t i = 0; i < n; ++i) {
+          yr[i] = math::cast_to<T>(math::exp_(math::cast_to<A>(xr[i]) - m) * inv);
+        }
       }
     }
   });
@@ -103,6 +111,7 @@ void softmax_columns(const T* x, T* y, const dim_split& s) {
 
 } // namespace
 
+template <typename scalar_t>
 at::Tensor softmax_cpu(const at::Tensor& self, int64_t dim) {
   const int64_t d = wrap_dim("opforge.softmax", "dim", dim, self.dim());
   const at::Tensor in = self.contiguous();
@@ -112,16 +121,16 @@ at::Tensor softmax_cpu(const at::Tensor& self, int64_t dim) {
   }
   // A 0-d tensor is one row of length 1.
   const dim_split s = in.dim() == 0 ? dim_split{} : split_at_dim(in.sizes(), d);
-  OPFORGE_DISPATCH_FLOATING(in.scalar_type(), "opforge.softmax", [&] {
-    const scalar_t* x = in.const_data_ptr<scalar_t>();
-    scalar_t* y = out.mutable_data_ptr<scalar_t>();
-    if (s.inner == 1) {
-      softmax_rows(x, y, s.outer, s.size);
-    } else {
-      softmax_columns(x, y, s);
-    }
-  });
+  const scalar_t* x = in.const_data_ptr<scalar_t>();
+  scalar_t* y = out.mutable_data_ptr<scalar_t>();
+  if (s.inner == 1) {
+    softmax_rows(x, y, s.outer, s.size);
+  } else {
+    softmax_columns(x, y, s);
+  }
   return out;
 }
+
+OPFORGE_INSTANTIATE_softmax_cpu
 
 } // namespace opforge

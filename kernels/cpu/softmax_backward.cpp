@@ -1,5 +1,8 @@
 // CPU kernel for softmax_backward: result * (grad - sum(grad * result, dim)).
+// A template over the scalar type; the generated wrapper dispatches on dtype.
 #include <opforge/ops/softmax_backward.h>
+
+#include "lanes.h"
 
 #include <opforge/dims.h>
 #include <opforge/math/opmath.h>
@@ -10,10 +13,71 @@
 #include <algorithm>
 
 namespace opforge {
+namespace {
+
+constexpr int64_t k_grain = 32768;
+// Columns handled together when dim is not innermost (see softmax.cpp).
+constexpr int64_t k_tile = 256;
+
+// dim innermost: contiguous rows, a lane-split dot product and one
+// vectorizable write loop per row.
+template <typename T>
+void softmax_backward_rows(const T* g, const T* y, T* o, int64_t rows, int64_t n) {
+  using A = math::opmath_t<T>;
+  const int64_t grain = std::max<int64_t>(1, k_grain / n);
+  at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const T* gr = g + r * n;
+      const T* yr = y + r * n;
+      T* orow = o + r * n;
+      const A dot = cpu::lane_sum<A>(n, [&](int64_t i) {
+        return math::cast_to<A>(gr[i]) * math::cast_to<A>(yr[i]);
+      });
+      for (int64_t i = 0; i < n; ++i) {
+        orow[i] = math::cast_to<T>(math::cast_to<A>(yr[i]) * (math::cast_to<A>(gr[i]) - dot));
+      }
+    }
+  });
+}
+
+// [outer, n, inner], inner > 1: dot products for a tile of adjacent columns
+// at a time, so every inner loop is unit-stride.
+template <typename T>
+void softmax_backward_columns(const T* g, const T* y, T* o, const dim_split& s) {
+  using A = math::opmath_t<T>;
+  const int64_t n = s.size;
+  const int64_t inner = s.inner;
+  const int64_t tiles = (inner + k_tile - 1) / k_tile;
+  const int64_t grain = std::max<int64_t>(1, k_grain / (n * k_tile));
+  at::parallel_for(0, s.outer * tiles, grain, [&](int64_t begin, int64_t end) {
+    A dot[k_tile];
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t off = (task / tiles) * n * inner + (task % tiles) * k_tile;
+      const int64_t w = std::min(k_tile, inner - (task % tiles) * k_tile);
+      std::fill(dot, dot + w, A(0));
+      for (int64_t d = 0; d < n; ++d) {
+        const T* gr = g + off + d * inner;
+        const T* yr = y + off + d * inner;
+        for (int64_t j = 0; j < w; ++j) {
+          dot[j] += math::cast_to<A>(gr[j]) * math::cast_to<A>(yr[j]);
+        }
+      }
+      for (int64_t d = 0; d < n; ++d) {
+        const T* gr = g + off + d * inner;
+        const T* yr = y + off + d * inner;
+        T* orow = o + off + d * inner;
+        for (int64_t j = 0; j < w; ++j) {
+          orow[j] = math::cast_to<T>(math::cast_to<A>(yr[j]) * (math::cast_to<A>(gr[j]) - dot[j]));
+        }
+      }
+    }
+  });
+}
+
+} // namespace
 
 template <typename scalar_t>
 at::Tensor softmax_backward_cpu(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim) {
-  using acc_t = math::opmath_t<scalar_t>;
   const at::Tensor grad = grad_output.contiguous();
   const at::Tensor result = output.contiguous();
   at::Tensor out = at::empty(grad.sizes(), grad.options());
@@ -25,26 +89,14 @@ at::Tensor softmax_backward_cpu(const at::Tensor& grad_output, const at::Tensor&
   const scalar_t* g = grad.const_data_ptr<scalar_t>();
   const scalar_t* y = result.const_data_ptr<scalar_t>();
   scalar_t* o = out.mutable_data_ptr<scalar_t>();
-  // One task per (outer, inner) line along `dim`; lines are strided by `inner`.
-  const int64_t lines = s.outer * s.inner;
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, s.size));
-  at::parallel_for(0, lines, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t l = begin; l < end; ++l) {
-      const int64_t base = (l / s.inner) * s.size * s.inner + l % s.inner;
-      acc_t dot = 0;
-      for (int64_t i = 0; i < s.size; ++i) {
-        const int64_t k = base + i * s.inner;
-        dot += math::cast_to<acc_t>(g[k]) * math::cast_to<acc_t>(y[k]);
-      }
-      for (int64_t i = 0; i < s.size; ++i) {
-        const int64_t k = base + i * s.inner;
-        o[k] = math::cast_to<scalar_t>(math::cast_to<acc_t>(y[k]) * (math::cast_to<acc_t>(g[k]) - dot));
-      }
-    }
-  });
+  if (s.inner == 1) {
+    softmax_backward_rows(g, y, o, s.outer, s.size);
+  } else {
+    softmax_backward_columns(g, y, o, s);
+  }
   return out;
 }
 
 OPFORGE_INSTANTIATE_softmax_backward_cpu
 
-}  // namespace opforge
+} // namespace opforge

@@ -1,11 +1,12 @@
-// CUDA entry points for relu and gelu; kernels in activation.cu.
+// CUDA entry points for relu and gelu (templates over the scalar type; the
+// generated wrapper dispatches on dtype and guards the device). Kernels in
+// activation.cu.
 #include <opforge/ops/gelu.h>
 #include <opforge/ops/relu.h>
 
 #include "activation.cuh"
 
 #include <opforge/args.h>
-#include <opforge/dispatch.h>
 
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
@@ -13,6 +14,7 @@
 
 namespace opforge {
 
+template <typename scalar_t>
 at::Tensor relu_cuda(const at::Tensor& self) {
   const at::Tensor in = self.contiguous();
   at::Tensor out = at::empty(in.sizes(), in.options());
@@ -20,14 +22,13 @@ at::Tensor relu_cuda(const at::Tensor& self) {
     return out;
   }
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  OPFORGE_DISPATCH_FLOATING(in.scalar_type(), "opforge.relu", [&] {
-    C10_CUDA_CHECK(cuda::launch_relu(out.mutable_data_ptr<scalar_t>(),
-                                     in.const_data_ptr<scalar_t>(),
-                                     in.numel(), stream));
-  });
+  C10_CUDA_CHECK(cuda::launch_relu(out.mutable_data_ptr<scalar_t>(),
+                                   in.const_data_ptr<scalar_t>(), in.numel(),
+                                   stream));
   return out;
 }
 
+template <typename scalar_t>
 at::Tensor gelu_cuda(const at::Tensor& self, c10::string_view approximate) {
   const math::gelu_approximation approx = parse_gelu_approximate(approximate);
   const at::Tensor in = self.contiguous();
@@ -36,12 +37,13 @@ at::Tensor gelu_cuda(const at::Tensor& self, c10::string_view approximate) {
     return out;
   }
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  OPFORGE_DISPATCH_FLOATING(in.scalar_type(), "opforge.gelu", [&] {
-    C10_CUDA_CHECK(cuda::launch_gelu(out.mutable_data_ptr<scalar_t>(),
-                                     in.const_data_ptr<scalar_t>(),
-                                     in.numel(), approx, stream));
-  });
+  C10_CUDA_CHECK(cuda::launch_gelu(out.mutable_data_ptr<scalar_t>(),
+                                   in.const_data_ptr<scalar_t>(), in.numel(),
+                                   approx, stream));
   return out;
 }
+
+OPFORGE_INSTANTIATE_relu_cuda
+OPFORGE_INSTANTIATE_gelu_cuda
 
 } // namespace opforge

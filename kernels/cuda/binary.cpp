@@ -1,11 +1,12 @@
-// CUDA entry point for add; kernels in binary.cu.
+// CUDA entry point for add (a template over the scalar type; the generated
+// wrapper converts both inputs to the promoted dtype, dispatches on it and
+// guards the device). Kernels in binary.cu.
 #include <opforge/ops/add.h>
 
 #include "binary.cuh"
 
 #include <opforge/args.h>
 #include <opforge/broadcast.h>
-#include <opforge/dispatch.h>
 
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
@@ -27,6 +28,7 @@ cuda::add_geometry to_geometry(const broadcast_plan& plan) {
 
 } // namespace
 
+template <typename scalar_t>
 at::Tensor add_cuda(const at::Tensor& self, const at::Tensor& other,
                     const at::Scalar& alpha) {
   check_add_alpha(alpha, self.scalar_type());
@@ -37,32 +39,32 @@ at::Tensor add_cuda(const at::Tensor& self, const at::Tensor& other,
     return out;
   }
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  OPFORGE_DISPATCH_FLOATING_AND_LONG(self.scalar_type(), "opforge.add", [&] {
-    using alpha_t = cuda::add_alpha_t<scalar_t>;
-    const auto a = alpha.to<alpha_t>();
-    scalar_t* y = out.mutable_data_ptr<scalar_t>();
-    if (self.sizes() == other.sizes() && self.is_contiguous() &&
-        other.is_contiguous()) {
-      C10_CUDA_CHECK(cuda::launch_add_contiguous(
-          y, self.const_data_ptr<scalar_t>(), other.const_data_ptr<scalar_t>(),
-          a, n, stream));
-      return;
-    }
-    const broadcast_plan plan = plan_broadcast(self, other, shape);
-    if (plan.ndim() <= cuda::k_max_add_dims) {
-      C10_CUDA_CHECK(cuda::launch_add_strided(
-          y, self.const_data_ptr<scalar_t>(), other.const_data_ptr<scalar_t>(),
-          a, n, to_geometry(plan), stream));
-      return;
-    }
-    // Rare: more than k_max_add_dims dims that cannot be merged.
-    const at::Tensor sa = self.expand(shape).contiguous();
-    const at::Tensor sb = other.expand(shape).contiguous();
+  using alpha_t = cuda::add_alpha_t<scalar_t>;
+  const auto a = alpha.to<alpha_t>();
+  scalar_t* y = out.mutable_data_ptr<scalar_t>();
+  if (self.sizes() == other.sizes() && self.is_contiguous() &&
+      other.is_contiguous()) {
     C10_CUDA_CHECK(cuda::launch_add_contiguous(
-        y, sa.const_data_ptr<scalar_t>(), sb.const_data_ptr<scalar_t>(), a, n,
-        stream));
-  });
+        y, self.const_data_ptr<scalar_t>(), other.const_data_ptr<scalar_t>(), a,
+        n, stream));
+    return out;
+  }
+  const broadcast_plan plan = plan_broadcast(self, other, shape);
+  if (plan.ndim() <= cuda::k_max_add_dims) {
+    C10_CUDA_CHECK(cuda::launch_add_strided(
+        y, self.const_data_ptr<scalar_t>(), other.const_data_ptr<scalar_t>(), a,
+        n, to_geometry(plan), stream));
+    return out;
+  }
+  // Rare: more than k_max_add_dims dims that cannot be merged.
+  const at::Tensor sa = self.expand(shape).contiguous();
+  const at::Tensor sb = other.expand(shape).contiguous();
+  C10_CUDA_CHECK(cuda::launch_add_contiguous(
+      y, sa.const_data_ptr<scalar_t>(), sb.const_data_ptr<scalar_t>(), a, n,
+      stream));
   return out;
 }
+
+OPFORGE_INSTANTIATE_add_cuda
 
 } // namespace opforge

@@ -1,10 +1,10 @@
-// CUDA entry point for sum; kernels in reduction.cu.
+// CUDA entry point for sum (a template over the scalar type; the generated
+// wrapper dispatches on dtype and guards the device). Kernels in reduction.cu.
 #include <opforge/ops/sum.h>
 
 #include "reduction.cuh"
 
 #include <opforge/dims.h>
-#include <opforge/dispatch.h>
 #include <opforge/reduction.h>
 #include <opforge/shape_rules.h>
 
@@ -15,6 +15,7 @@
 
 namespace opforge {
 
+template <typename scalar_t>
 at::Tensor sum_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim,
                     bool keepdim) {
   const dim_mask mask = reduced_dims("opforge.sum", "dim", dim, self.dim());
@@ -31,28 +32,28 @@ at::Tensor sum_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim,
     return out.zero_();
   }
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  OPFORGE_DISPATCH_FLOATING(self.scalar_type(), "opforge.sum", [&] {
-    const scalar_t* x = plan.input.const_data_ptr<scalar_t>();
-    scalar_t* y = out.mutable_data_ptr<scalar_t>();
-    if (plan.inner > 1) {
-      C10_CUDA_CHECK(cuda::launch_sum_columns(y, x, plan.outer, plan.reduced,
-                                              plan.inner, stream));
-      return;
-    }
-    using acc_t = math::sum_acc_t<scalar_t>;
-    const int64_t splits = cuda::sum_row_splits(plan.outer, plan.reduced);
-    at::Tensor workspace;
-    if (splits > 1) {
-      workspace = at::empty({plan.outer * splits},
-                            self.options().dtype(
-                                c10::CppTypeToScalarType<acc_t>::value));
-    }
-    C10_CUDA_CHECK(cuda::launch_sum_rows(
-        y, x, plan.outer, plan.reduced,
-        splits > 1 ? workspace.mutable_data_ptr<acc_t>() : nullptr, splits,
-        stream));
-  });
+  const scalar_t* x = plan.input.const_data_ptr<scalar_t>();
+  scalar_t* y = out.mutable_data_ptr<scalar_t>();
+  if (plan.inner > 1) {
+    C10_CUDA_CHECK(cuda::launch_sum_columns(y, x, plan.outer, plan.reduced,
+                                            plan.inner, stream));
+    return out;
+  }
+  using acc_t = math::sum_acc_t<scalar_t>;
+  const int64_t splits = cuda::sum_row_splits(plan.outer, plan.reduced);
+  at::Tensor workspace;
+  if (splits > 1) {
+    workspace = at::empty(
+        {plan.outer * splits},
+        self.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+  }
+  C10_CUDA_CHECK(cuda::launch_sum_rows(
+      y, x, plan.outer, plan.reduced,
+      splits > 1 ? workspace.mutable_data_ptr<acc_t>() : nullptr, splits,
+      stream));
   return out;
 }
+
+OPFORGE_INSTANTIATE_sum_cuda
 
 } // namespace opforge

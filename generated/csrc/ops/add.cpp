@@ -45,7 +45,15 @@ at::Tensor add_Tensor_cpu_checked(const at::Tensor& self, const at::Tensor& othe
   opforge::check::dtype(kOp, "'self'/'other'", promoted, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Long}, "a tensor of dtype (float32, float64, float16, bfloat16, int64)");
   const at::Tensor self_p = self.to(promoted);
   const at::Tensor other_p = other.to(promoted);
-  return opforge::add_cpu(self_p, other_p, alpha);
+  switch (promoted) {
+    case at::ScalarType::Float: return opforge::add_cpu<float>(self_p, other_p, alpha);
+    case at::ScalarType::Double: return opforge::add_cpu<double>(self_p, other_p, alpha);
+    case at::ScalarType::Half: return opforge::add_cpu<c10::Half>(self_p, other_p, alpha);
+    case at::ScalarType::BFloat16: return opforge::add_cpu<c10::BFloat16>(self_p, other_p, alpha);
+    case at::ScalarType::Long: return opforge::add_cpu<int64_t>(self_p, other_p, alpha);
+    default: break;
+  }
+  TORCH_CHECK(false, kOp, ": unreachable dtype");
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -58,7 +66,15 @@ at::Tensor add_Tensor_cuda_checked(const at::Tensor& self, const at::Tensor& oth
   const at::Tensor self_p = self.to(promoted);
   const at::Tensor other_p = other.to(promoted);
   const c10::DeviceGuard device_guard(self.device());
-  return opforge::add_cuda(self_p, other_p, alpha);
+  switch (promoted) {
+    case at::ScalarType::Float: return opforge::add_cuda<float>(self_p, other_p, alpha);
+    case at::ScalarType::Double: return opforge::add_cuda<double>(self_p, other_p, alpha);
+    case at::ScalarType::Half: return opforge::add_cuda<c10::Half>(self_p, other_p, alpha);
+    case at::ScalarType::BFloat16: return opforge::add_cuda<c10::BFloat16>(self_p, other_p, alpha);
+    case at::ScalarType::Long: return opforge::add_cuda<int64_t>(self_p, other_p, alpha);
+    default: break;
+  }
+  TORCH_CHECK(false, kOp, ": unreachable dtype");
 }
 #endif  // OPFORGE_WITH_CUDA
 

@@ -28,7 +28,14 @@ at::Tensor gelu_cpu_checked(const at::Tensor& self, c10::string_view approximate
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  return opforge::gelu_cpu(self, approximate);
+  switch (self.scalar_type()) {
+    case at::ScalarType::Float: return opforge::gelu_cpu<float>(self, approximate);
+    case at::ScalarType::Double: return opforge::gelu_cpu<double>(self, approximate);
+    case at::ScalarType::Half: return opforge::gelu_cpu<c10::Half>(self, approximate);
+    case at::ScalarType::BFloat16: return opforge::gelu_cpu<c10::BFloat16>(self, approximate);
+    default: break;
+  }
+  TORCH_CHECK(false, kOp, ": unreachable dtype");
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -37,7 +44,14 @@ at::Tensor gelu_cuda_checked(const at::Tensor& self, c10::string_view approximat
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
-  return opforge::gelu_cuda(self, approximate);
+  switch (self.scalar_type()) {
+    case at::ScalarType::Float: return opforge::gelu_cuda<float>(self, approximate);
+    case at::ScalarType::Double: return opforge::gelu_cuda<double>(self, approximate);
+    case at::ScalarType::Half: return opforge::gelu_cuda<c10::Half>(self, approximate);
+    case at::ScalarType::BFloat16: return opforge::gelu_cuda<c10::BFloat16>(self, approximate);
+    default: break;
+  }
+  TORCH_CHECK(false, kOp, ": unreachable dtype");
 }
 #endif  // OPFORGE_WITH_CUDA
 

@@ -42,7 +42,14 @@ at::Tensor relu_cpu_checked(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  return opforge::relu_cpu(self);
+  switch (self.scalar_type()) {
+    case at::ScalarType::Float: return opforge::relu_cpu<float>(self);
+    case at::ScalarType::Double: return opforge::relu_cpu<double>(self);
+    case at::ScalarType::Half: return opforge::relu_cpu<c10::Half>(self);
+    case at::ScalarType::BFloat16: return opforge::relu_cpu<c10::BFloat16>(self);
+    default: break;
+  }
+  TORCH_CHECK(false, kOp, ": unreachable dtype");
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -51,7 +58,14 @@ at::Tensor relu_cuda_checked(const at::Tensor& self) {
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
-  return opforge::relu_cuda(self);
+  switch (self.scalar_type()) {
+    case at::ScalarType::Float: return opforge::relu_cuda<float>(self);
+    case at::ScalarType::Double: return opforge::relu_cuda<double>(self);
+    case at::ScalarType::Half: return opforge::relu_cuda<c10::Half>(self);
+    case at::ScalarType::BFloat16: return opforge::relu_cuda<c10::BFloat16>(self);
+    default: break;
+  }
+  TORCH_CHECK(false, kOp, ": unreachable dtype");
 }
 #endif  // OPFORGE_WITH_CUDA
 

@@ -28,7 +28,14 @@ at::Tensor softmax_cpu_checked(const at::Tensor& self, int64_t dim) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softmax";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  return opforge::softmax_cpu(self, dim);
+  switch (self.scalar_type()) {
+    case at::ScalarType::Float: return opforge::softmax_cpu<float>(self, dim);
+    case at::ScalarType::Double: return opforge::softmax_cpu<double>(self, dim);
+    case at::ScalarType::Half: return opforge::softmax_cpu<c10::Half>(self, dim);
+    case at::ScalarType::BFloat16: return opforge::softmax_cpu<c10::BFloat16>(self, dim);
+    default: break;
+  }
+  TORCH_CHECK(false, kOp, ": unreachable dtype");
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -37,7 +44,14 @@ at::Tensor softmax_cuda_checked(const at::Tensor& self, int64_t dim) {
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
-  return opforge::softmax_cuda(self, dim);
+  switch (self.scalar_type()) {
+    case at::ScalarType::Float: return opforge::softmax_cuda<float>(self, dim);
+    case at::ScalarType::Double: return opforge::softmax_cuda<double>(self, dim);
+    case at::ScalarType::Half: return opforge::softmax_cuda<c10::Half>(self, dim);
+    case at::ScalarType::BFloat16: return opforge::softmax_cuda<c10::BFloat16>(self, dim);
+    default: break;
+  }
+  TORCH_CHECK(false, kOp, ": unreachable dtype");
 }
 #endif  // OPFORGE_WITH_CUDA
 

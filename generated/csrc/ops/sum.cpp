@@ -28,7 +28,14 @@ at::Tensor sum_cpu_checked(const at::Tensor& self, at::OptionalIntArrayRef dim, 
   [[maybe_unused]] constexpr const char* kOp = "opforge.sum";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  return opforge::sum_cpu(self, dim, keepdim);
+  switch (self.scalar_type()) {
+    case at::ScalarType::Float: return opforge::sum_cpu<float>(self, dim, keepdim);
+    case at::ScalarType::Double: return opforge::sum_cpu<double>(self, dim, keepdim);
+    case at::ScalarType::Half: return opforge::sum_cpu<c10::Half>(self, dim, keepdim);
+    case at::ScalarType::BFloat16: return opforge::sum_cpu<c10::BFloat16>(self, dim, keepdim);
+    default: break;
+  }
+  TORCH_CHECK(false, kOp, ": unreachable dtype");
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -37,7 +44,14 @@ at::Tensor sum_cuda_checked(const at::Tensor& self, at::OptionalIntArrayRef dim,
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
-  return opforge::sum_cuda(self, dim, keepdim);
+  switch (self.scalar_type()) {
+    case at::ScalarType::Float: return opforge::sum_cuda<float>(self, dim, keepdim);
+    case at::ScalarType::Double: return opforge::sum_cuda<double>(self, dim, keepdim);
+    case at::ScalarType::Half: return opforge::sum_cuda<c10::Half>(self, dim, keepdim);
+    case at::ScalarType::BFloat16: return opforge::sum_cuda<c10::BFloat16>(self, dim, keepdim);
+    default: break;
+  }
+  TORCH_CHECK(false, kOp, ": unreachable dtype");
 }
 #endif  // OPFORGE_WITH_CUDA
 

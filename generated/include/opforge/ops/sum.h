@@ -17,10 +17,26 @@
 namespace opforge {
 
 // sum [CPU]
+// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_sum_cpu
+// to instantiate it for exactly the dtypes the schema declares.
+template <typename scalar_t>
 at::Tensor sum_cpu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim);
+#define OPFORGE_INSTANTIATE_sum_cpu \
+  template at::Tensor sum_cpu<float>(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim); \
+  template at::Tensor sum_cpu<double>(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim); \
+  template at::Tensor sum_cpu<c10::Half>(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim); \
+  template at::Tensor sum_cpu<c10::BFloat16>(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim);
 
 // sum [CUDA]
+// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_sum_cuda
+// to instantiate it for exactly the dtypes the schema declares.
+template <typename scalar_t>
 at::Tensor sum_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim);
+#define OPFORGE_INSTANTIATE_sum_cuda \
+  template at::Tensor sum_cuda<float>(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim); \
+  template at::Tensor sum_cuda<double>(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim); \
+  template at::Tensor sum_cuda<c10::Half>(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim); \
+  template at::Tensor sum_cuda<c10::BFloat16>(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim);
 
 namespace ops {
 // sum

@@ -1,0 +1,62 @@
+#pragma once
+// Row reductions written so GCC vectorizes them without -ffast-math: a float
+// sum or max over one accumulator is a serial dependency chain the compiler
+// may not reorder, so these keep k_lanes independent accumulators (two AVX2
+// registers of float) and combine them at the end. Shared by the CPU softmax
+// kernels; CPU-only, device code reduces with warp shuffles instead.
+#include <opforge/math/opmath.h>
+
+#include <cstdint>
+#include <limits>
+
+namespace opforge::cpu {
+
+constexpr int64_t k_lanes = 16;
+
+// max over x[0, n) in opmath; NaN inputs may be dropped here, callers rely on
+// exp(NaN - m) turning the row to NaN afterwards (as torch's softmax does).
+template <typename T, typename A = math::opmath_t<T>>
+A row_max(const T* x, int64_t n) {
+  A lanes[k_lanes];
+  for (int64_t j = 0; j < k_lanes; ++j) {
+    lanes[j] = -std::numeric_limits<A>::infinity();
+  }
+  int64_t i = 0;
+  for (; i + k_lanes <= n; i += k_lanes) {
+    for (int64_t j = 0; j < k_lanes; ++j) {
+      const A v = math::cast_to<A>(x[i + j]);
+      lanes[j] = v > lanes[j] ? v : lanes[j];
+    }
+  }
+  A m = -std::numeric_limits<A>::infinity();
+  for (; i < n; ++i) {
+    const A v = math::cast_to<A>(x[i]);
+    m = v > m ? v : m;
+  }
+  for (int64_t j = 0; j < k_lanes; ++j) {
+    m = lanes[j] > m ? lanes[j] : m;
+  }
+  return m;
+}
+
+// sum over i in [0, n) of f(i), in A, with k_lanes partial sums.
+template <typename A, typename F>
+A lane_sum(int64_t n, F f) {
+  A lanes[k_lanes] = {};
+  int64_t i = 0;
+  for (; i + k_lanes <= n; i += k_lanes) {
+    for (int64_t j = 0; j < k_lanes; ++j) {
+      lanes[j] += f(i + j);
+    }
+  }
+  A s = 0;
+  for (; i < n; ++i) {
+    s += f(i);
+  }
+  for (int64_t j = 0; j < k_lanes; ++j) {
+    s += lanes[j];
+  }
+  return s;
+}
+
+} // namespace opforge::cpu
