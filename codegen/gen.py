@@ -39,9 +39,10 @@ def render_all(ops: Sequence[OpDecl]) -> dict[str, str]:
     files: dict[str, str] = {}
     ops = sorted(ops, key=lambda o: (o.file_stem, o.name, o.overload))
     by_name = [(stem, list(g)) for stem, g in groupby(ops, key=lambda o: o.file_stem)]
+    index = cpp.Index.of(ops)
     per_op: list[tuple[str, str, Callable[[str, Sequence[OpDecl]], dict[str, Any]]]] = [
         ("include/opforge/ops/{}.h", "kernel_header.h.j2", cpp.header),
-        ("csrc/ops/{}.cpp", "op_registration.cpp.j2", lambda n, g: cpp.registration(n, g, ops)),
+        ("csrc/ops/{}.cpp", "op_registration.cpp.j2", lambda n, g: cpp.registration(n, g, index)),
     ]
     for name, group in by_name:
         for pattern, template, dest in per_op:

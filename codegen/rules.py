@@ -3,6 +3,7 @@
 Shape rules (see Note [Shape rules] in README's add-an-op section):
   like(x)                 output has x's sizes
   broadcast(a, b, ...)    broadcast of the inputs' sizes
+  same(a, b, ...)         the inputs must all have one shape (checked), which the output takes
   reduce(x, dim, keepdim) x's sizes with the `int[]? dim` reduced (all when None/empty)
   sizes(e0, e1, ...)      explicit sizes: +, -, *, // over int literals, int/SymInt arguments,
                           list elements (`stride[0]`) and tensor sizes (`x.size(2)`, `x.dim()`),
@@ -34,6 +35,14 @@ class Broadcast:
 
     def __str__(self) -> str:
         return f"broadcast({', '.join(self.args)})"
+
+
+@dataclass(frozen=True)
+class Same:
+    args: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"same({', '.join(self.args)})"
 
 
 @dataclass(frozen=True)
@@ -71,11 +80,11 @@ class Sizes:
         return f"sizes({', '.join(self.exprs)})"
 
 
-ShapeRule = Like | Broadcast | Reduce | MetaFunction | Sizes
+ShapeRule = Like | Broadcast | Same | Reduce | MetaFunction | Sizes
 DtypeRule = Like | Promote
 
 _CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:\((.*)\))?\s*$")
-_SHAPE_ARITY = {"like": (1, 1), "broadcast": (2, None), "reduce": (3, 3)}
+_SHAPE_ARITY = {"like": (1, 1), "broadcast": (2, None), "same": (2, None), "reduce": (3, 3)}
 _DTYPE_ARITY = {"like": (1, 1), "promote": (2, None)}
 
 
@@ -194,6 +203,8 @@ def parse_shape(text: str) -> ShapeRule:
         return Like(args[0])
     if name == "broadcast":
         return Broadcast(args)
+    if name == "same":
+        return Same(args)
     if name == "reduce":
         return Reduce(*args)
     raise RuleError(f"'{name}' needs arguments, e.g. {name}(self)")
@@ -212,7 +223,7 @@ def rule_args(rule: ShapeRule | DtypeRule) -> tuple[str, ...]:
     """Argument names a rule refers to (validated against the schema)."""
     if isinstance(rule, Like):
         return (rule.arg,)
-    if isinstance(rule, Broadcast | Promote):
+    if isinstance(rule, Broadcast | Promote | Same):
         return rule.args
     if isinstance(rule, Reduce):
         return (rule.arg, rule.dim, rule.keepdim)

@@ -171,7 +171,7 @@ def new_op(
     lines = [
         "",
         f"- func: {func}",
-        f"  doc: TODO: one line on what {name} computes.",
+        f'  doc: "TODO - one line on what {name} computes."',
         "  dispatch:",
         *[f"    {k}: {kern}<scalar_t>" for k, kern in kernels.items()],
         f"  dtypes: [{', '.join(FLOATING_DTYPES)}]",

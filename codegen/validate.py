@@ -73,6 +73,8 @@ def _check_out_overload(op: OpDecl, diags: Diagnostics) -> None:
     if not outs:
         return
     rets = op.schema.returns
+    if not rets and all(str(o.type) == "Tensor[]" for o in outs):
+        return  # PyTorch's convention: out= overloads writing into lists return ()
     if len(outs) != len(rets):
         diags.error(
             op.loc,

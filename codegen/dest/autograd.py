@@ -35,7 +35,7 @@ _CAPTURE: dict[str, tuple[str, str]] = {
 }
 
 
-def qualify_calls(formula: str, api: set[str]) -> str:
+def qualify_calls(formula: str, api: frozenset[str]) -> str:
     """`gelu_backward(...)` -> `opforge::ops::gelu_backward(...)`: unqualified, argument-dependent
     lookup on at::Tensor would also find (and clash with) ATen's op of the same name."""
     return re.sub(
@@ -45,7 +45,7 @@ def qualify_calls(formula: str, api: set[str]) -> str:
     )
 
 
-def autograd(op: OpDecl, api: set[str]) -> Context:
+def autograd(op: OpDecl, api: frozenset[str]) -> Context:
     schema = op.schema
     used = {w for d in op.derivatives for w in _WORD.findall(d.formula)}
     n_out = len(schema.returns)
@@ -93,7 +93,7 @@ def autograd(op: OpDecl, api: set[str]) -> Context:
     }
 
 
-def _grad_lines(op: OpDecl, tensor_names: list[str], api: set[str]) -> list[str]:
+def _grad_lines(op: OpDecl, tensor_names: list[str], api: frozenset[str]) -> list[str]:
     position = {n: i for i, n in enumerate(tensor_names)}
     lines = []
     for d in op.derivatives:

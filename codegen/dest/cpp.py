@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from codegen import rules
@@ -51,6 +52,14 @@ def _checks(op: OpDecl, key: str) -> tuple[list[str], dict[str, str]]:
     for a, _ in tensors:
         if a.name not in promoted:
             lines.append(f"opforge::check::dtype(kOp, \"'{a.name}'\", {a.name}, {allowed});")
+    if not promoted and ref is not None:
+        # One dtype for all tensors: template kernels are instantiated for one scalar type.
+        lines += [
+            f'opforge::check::same_dtype(kOp, "{a.name}", {a.name}, "{ref}", {ref});'
+            for a, _ in tensors
+            if a.name != ref
+        ]
+    lines += _same_shape_checks(op)
     if key == "CUDA" and ref is not None:
         lines.append(f"const c10::DeviceGuard device_guard({ref}.device());")
     return lines, renames
@@ -77,6 +86,13 @@ def _kernel_call(op: OpDecl, kernel: str, renames: dict[str, str]) -> list[str]:
     return lines
 
 
+def _same_shape_checks(op: OpDecl) -> list[str]:
+    if not isinstance(op.shape, rules.Same):
+        return []
+    first, *rest = op.shape.args
+    return [f'opforge::check::same_shape(kOp, "{n}", {n}, "{first}", {first});' for n in rest]
+
+
 def _same_device_checks(op: OpDecl) -> list[str]:
     """Meta kernels see mixed devices too (a meta tensor routes there); reject them likewise."""
     ref = _first_tensor(op)
@@ -96,6 +112,8 @@ def _meta_return(op: OpDecl) -> str:
         dtype = f"{dtype_rule.arg if isinstance(dtype_rule, rules.Like) else _first_tensor(op)}.scalar_type()"
     if isinstance(shape, rules.Like):
         sizes, options = f"{shape.arg}.sym_sizes()", shape.arg
+    elif isinstance(shape, rules.Same):
+        sizes, options = f"{shape.args[0]}.sym_sizes()", shape.args[0]
     elif isinstance(shape, rules.Broadcast):
         pairs = ", ".join(f'{{"{a}", {a}.sym_sizes()}}' for a in shape.args)
         sizes, options = f"opforge::shape::broadcast<c10::SymInt>(kOp, {{{pairs}}})", shape.args[0]
@@ -181,10 +199,27 @@ def header(name: str, ops: Sequence[OpDecl]) -> Context:
     return {"sources": sources(ops), "name": name, "decls": decls, "api": api}
 
 
-def registration(name: str, ops: Sequence[OpDecl], all_ops: Sequence[OpDecl]) -> Context:
+@dataclass(frozen=True)
+class Index:
+    """Lookups across all ops, built once per run (per-op renderers must not rescan every op)."""
+
+    by_qualified: dict[str, OpDecl]
+    api: frozenset[str]
+    stem_of_api: dict[str, str]
+
+    @staticmethod
+    def of(ops: Sequence[OpDecl]) -> Index:
+        return Index(
+            {o.qualified: o for o in ops},
+            frozenset(o.api_name for o in ops),
+            {o.api_name: o.file_stem for o in ops},
+        )
+
+
+def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
     """Per op name: the C++ API, checked backend wrappers, Meta, autograd and variant kernels,
     and the TORCH_LIBRARY_IMPL blocks for every key."""
-    by_qualified = {o.qualified: o for o in all_ops}
+    by_qualified = index.by_qualified
     wrappers: list[Context] = []
     impls: dict[str, list[Context]] = {}
     autograds: list[Context] = []
@@ -248,7 +283,7 @@ def registration(name: str, ops: Sequence[OpDecl], all_ops: Sequence[OpDecl]) ->
                 )
             impls.setdefault("Meta", []).append({"qualified": op.qualified, "fn": target})
         if _needs_autograd_kernel(op):
-            ag = autograd(op, {o.api_name for o in all_ops})
+            ag = autograd(op, index.api)
             autograds.append(ag)
             impls.setdefault("Autograd", []).append({"qualified": op.qualified, "fn": ag["kernel"]})
     blocks = [{"key": k, "cuda": k == "CUDA", "impls": v} for k, v in sorted(impls.items())]
@@ -259,13 +294,13 @@ def registration(name: str, ops: Sequence[OpDecl], all_ops: Sequence[OpDecl]) ->
         "blocks": blocks,
         "autograds": autograds,
         "api": api,
-        "includes": _formula_headers(ops, all_ops, name),
+        "includes": _formula_headers(ops, index, name),
     }
 
 
-def _formula_headers(ops: Sequence[OpDecl], all_ops: Sequence[OpDecl], own: str) -> list[str]:
+def _formula_headers(ops: Sequence[OpDecl], index: Index, own: str) -> list[str]:
     """Headers of the opforge ops that derivative formulas call."""
-    stems = {o.api_name: o.file_stem for o in all_ops}
+    stems = index.stem_of_api
     words = {w for op in ops for d in op.derivatives for w in re.findall(r"\b\w+\b", d.formula)}
     return sorted({stems[w] for w in words if w in stems} - {own})
 

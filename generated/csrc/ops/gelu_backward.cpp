@@ -29,6 +29,8 @@ at::Tensor gelu_backward_cpu_checked(const at::Tensor& grad_output, const at::Te
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
+  opforge::check::same_shape(kOp, "self", self, "grad_output", grad_output);
   switch (grad_output.scalar_type()) {
     case at::ScalarType::Float: return opforge::gelu_backward_cpu<float>(grad_output, self, approximate);
     case at::ScalarType::Double: return opforge::gelu_backward_cpu<double>(grad_output, self, approximate);
@@ -46,6 +48,8 @@ at::Tensor gelu_backward_cuda_checked(const at::Tensor& grad_output, const at::T
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
+  opforge::check::same_shape(kOp, "self", self, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
   switch (grad_output.scalar_type()) {
     case at::ScalarType::Float: return opforge::gelu_backward_cuda<float>(grad_output, self, approximate);

@@ -29,6 +29,8 @@ at::Tensor softmax_backward_cpu_checked(const at::Tensor& grad_output, const at:
   opforge::check::device_type(kOp, "output", output, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
+  opforge::check::same_shape(kOp, "output", output, "grad_output", grad_output);
   switch (grad_output.scalar_type()) {
     case at::ScalarType::Float: return opforge::softmax_backward_cpu<float>(grad_output, output, dim);
     case at::ScalarType::Double: return opforge::softmax_backward_cpu<double>(grad_output, output, dim);
@@ -46,6 +48,8 @@ at::Tensor softmax_backward_cuda_checked(const at::Tensor& grad_output, const at
   opforge::check::same_device(kOp, "output", output, "grad_output", grad_output);
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
+  opforge::check::same_shape(kOp, "output", output, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
   switch (grad_output.scalar_type()) {
     case at::ScalarType::Float: return opforge::softmax_backward_cuda<float>(grad_output, output, dim);

@@ -59,6 +59,26 @@ inline void dtype(const char* op, const char* args, const std::optional<at::Tens
   }
 }
 
+inline void same_dtype(const char* op, const char* arg, const at::Tensor& t, const char* ref_arg,
+                       const at::Tensor& ref) {
+  TORCH_CHECK_TYPE(t.scalar_type() == ref.scalar_type(), op, ": expected '", arg, "' to have the dtype of '",
+                   ref_arg, "' (", c10::getDtypeNames(ref.scalar_type()).first, "), got ",
+                   c10::getDtypeNames(t.scalar_type()).first);
+}
+
+inline void same_dtype(const char* op, const char* arg, const std::optional<at::Tensor>& t, const char* ref_arg,
+                       const at::Tensor& ref) {
+  if (t.has_value() && t->defined()) {
+    same_dtype(op, arg, *t, ref_arg, ref);
+  }
+}
+
+inline void same_shape(const char* op, const char* arg, const at::Tensor& t, const char* ref_arg,
+                       const at::Tensor& ref) {
+  TORCH_CHECK(t.sym_sizes() == ref.sym_sizes(), op, ": expected '", arg, "' to have the shape of '", ref_arg,
+              "' ", ref.sym_sizes(), ", got ", t.sym_sizes());
+}
+
 // torch's type promotion across tensors (0-d tensors count less, as in torch.add).
 inline at::ScalarType promote(std::initializer_list<at::Tensor> tensors) {
   at::native::ResultTypeState state;

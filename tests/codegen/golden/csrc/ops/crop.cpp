@@ -8,8 +8,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 #include <ATen/TensorOperators.h>
-#include <torch/csrc/autograd/custom_function.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 
+#include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 
@@ -41,38 +42,31 @@ at::Tensor crop_meta(const at::Tensor& self, at::IntArrayRef size, at::IntArrayR
   return at::empty_symint(opforge::shape::checked_sizes(kOp, c10::SymDimVector{self.sym_size(0), (((self.sym_size(-1) - c10::SymInt(size.at(0))) / c10::SymInt(stride.at(0))) + c10::SymInt(1))}), self.options().dtype(self.scalar_type()));
 }
 
-// Autograd for crop: see Note [Generated autograd] in README.md.
-struct crop_autograd final : torch::autograd::Function<crop_autograd> {
-  static at::Tensor forward(
-      torch::autograd::AutogradContext* ctx, const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride) {
+// Autograd for opforge.crop: see Note [Generated autograd] in README.md.
+at::Tensor crop_autograd(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride) {
+  auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    at::Tensor fwd_result = opforge::ops::crop(self, size, stride);
-    if (!fwd_result.is_floating_point() && !fwd_result.is_complex()) {
-      ctx->mark_non_differentiable({fwd_result});
-    }
-    ctx->save_for_backward({});
-    return fwd_result;
+    return opforge::ops::crop(self, size, stride);
+  }();
+  const opforge::autograd::tensor_list outputs{result};
+  if (!opforge::autograd::any_requires_grad({self})) {
+    return result;
   }
-
-  static torch::autograd::variable_list backward(
-      torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
-    [[maybe_unused]] const auto saved = ctx->get_saved_variables();
+  opforge::autograd::record(
+      "opforge.crop", {self}, outputs, {}, {},
+      [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
+          const std::vector<bool>& needs) {
     [[maybe_unused]] const at::Tensor& grad = grads[0];
-    size_t edge = 0;
-    const bool need_self = ctx->needs_input_grad(edge++);
-    torch::autograd::variable_list grad_inputs(3);
-    TORCH_CHECK(!need_self, "opforge.crop is not differentiable with respect to 'self'");
+    opforge::autograd::tensor_list grad_inputs(1);
+    TORCH_CHECK(!needs[0], "opforge.crop is not differentiable with respect to 'self'");
     return grad_inputs;
-  }
-};
-
-at::Tensor crop_autograd_kernel(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride) {
-  return crop_autograd::apply(self, size, stride);
+  });
+  return result;
 }
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
-  m.impl("crop", TORCH_FN(crop_autograd_kernel));
+  m.impl("crop", TORCH_FN(crop_autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {

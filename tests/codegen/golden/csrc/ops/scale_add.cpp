@@ -8,8 +8,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 #include <ATen/TensorOperators.h>
-#include <torch/csrc/autograd/custom_function.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 
+#include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 
@@ -53,40 +54,32 @@ at::Tensor scale_add_Tensor_meta(const at::Tensor& self, const at::Tensor& other
   return at::empty_symint(opforge::shape::broadcast<c10::SymInt>(kOp, {{"self", self.sym_sizes()}, {"other", other.sym_sizes()}}), self.options().dtype(opforge::check::promote({self, other})));
 }
 
-// Autograd for scale_add.Tensor: see Note [Generated autograd] in README.md.
-struct scale_add_Tensor_autograd final : torch::autograd::Function<scale_add_Tensor_autograd> {
-  static at::Tensor forward(
-      torch::autograd::AutogradContext* ctx, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+// Autograd for opforge.scale_add: see Note [Generated autograd] in README.md.
+at::Tensor scale_add_Tensor_autograd(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    at::Tensor fwd_result = opforge::ops::scale_add(self, other, alpha);
-    if (!fwd_result.is_floating_point() && !fwd_result.is_complex()) {
-      ctx->mark_non_differentiable({fwd_result});
-    }
-    ctx->save_for_backward({});
-    return fwd_result;
+    return opforge::ops::scale_add(self, other, alpha);
+  }();
+  const opforge::autograd::tensor_list outputs{result};
+  if (!opforge::autograd::any_requires_grad({self, other})) {
+    return result;
   }
-
-  static torch::autograd::variable_list backward(
-      torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
-    [[maybe_unused]] const auto saved = ctx->get_saved_variables();
+  opforge::autograd::record(
+      "opforge.scale_add", {self, other}, outputs, {}, {},
+      [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
+          const std::vector<bool>& needs) {
     [[maybe_unused]] const at::Tensor& grad = grads[0];
-    size_t edge = 0;
-    const bool need_self = ctx->needs_input_grad(edge++);
-    const bool need_other = ctx->needs_input_grad(edge++);
-    torch::autograd::variable_list grad_inputs(3);
-    TORCH_CHECK(!need_self, "opforge.scale_add is not differentiable with respect to 'self'");
-    TORCH_CHECK(!need_other, "opforge.scale_add is not differentiable with respect to 'other'");
+    opforge::autograd::tensor_list grad_inputs(2);
+    TORCH_CHECK(!needs[0], "opforge.scale_add is not differentiable with respect to 'self'");
+    TORCH_CHECK(!needs[1], "opforge.scale_add is not differentiable with respect to 'other'");
     return grad_inputs;
-  }
-};
-
-at::Tensor scale_add_Tensor_autograd_kernel(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  return scale_add_Tensor_autograd::apply(self, other, alpha);
+  });
+  return result;
 }
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
-  m.impl("scale_add.Tensor", TORCH_FN(scale_add_Tensor_autograd_kernel));
+  m.impl("scale_add.Tensor", TORCH_FN(scale_add_Tensor_autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {

@@ -8,8 +8,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 #include <ATen/TensorOperators.h>
-#include <torch/csrc/autograd/custom_function.h>
+#include <ATen/core/LegacyTypeDispatch.h>
 
+#include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 
@@ -34,38 +35,31 @@ at::Tensor total_meta(const at::Tensor& self, at::OptionalIntArrayRef dim, bool 
   return at::empty_symint(opforge::shape::reduce<c10::SymInt>(kOp, "dim", self.sym_sizes(), dim, keepdim), self.options().dtype(self.scalar_type()));
 }
 
-// Autograd for total: see Note [Generated autograd] in README.md.
-struct total_autograd final : torch::autograd::Function<total_autograd> {
-  static at::Tensor forward(
-      torch::autograd::AutogradContext* ctx, const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, c10::string_view mode) {
+// Autograd for opforge.total: see Note [Generated autograd] in README.md.
+at::Tensor total_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, c10::string_view mode) {
+  auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    at::Tensor fwd_result = opforge::ops::total(self, dim, keepdim, mode);
-    if (!fwd_result.is_floating_point() && !fwd_result.is_complex()) {
-      ctx->mark_non_differentiable({fwd_result});
-    }
-    ctx->save_for_backward({});
-    return fwd_result;
+    return opforge::ops::total(self, dim, keepdim, mode);
+  }();
+  const opforge::autograd::tensor_list outputs{result};
+  if (!opforge::autograd::any_requires_grad({self})) {
+    return result;
   }
-
-  static torch::autograd::variable_list backward(
-      torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads) {
-    [[maybe_unused]] const auto saved = ctx->get_saved_variables();
+  opforge::autograd::record(
+      "opforge.total", {self}, outputs, {}, {},
+      [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
+          const std::vector<bool>& needs) {
     [[maybe_unused]] const at::Tensor& grad = grads[0];
-    size_t edge = 0;
-    const bool need_self = ctx->needs_input_grad(edge++);
-    torch::autograd::variable_list grad_inputs(4);
-    TORCH_CHECK(!need_self, "opforge.total is not differentiable with respect to 'self'");
+    opforge::autograd::tensor_list grad_inputs(1);
+    TORCH_CHECK(!needs[0], "opforge.total is not differentiable with respect to 'self'");
     return grad_inputs;
-  }
-};
-
-at::Tensor total_autograd_kernel(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, c10::string_view mode) {
-  return total_autograd::apply(self, dim, keepdim, mode);
+  });
+  return result;
 }
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
-  m.impl("total", TORCH_FN(total_autograd_kernel));
+  m.impl("total", TORCH_FN(total_autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
