@@ -44,6 +44,7 @@ test: build
 
 bench: build
 	$(PY) benchmarks/overhead.py
+	$(PY) benchmarks/codegen_speed.py
 
 clean:
 	rm -rf $(BUILD) opforge/_C*.so opforge/_ops.py opforge/_ops.pyi opforge/_build_config.py

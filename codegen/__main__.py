@@ -10,10 +10,18 @@ from codegen.diagnostics import CodegenError, Diagnostics
 
 
 def _cmd_gen(args: argparse.Namespace) -> int:
+    from codegen import stamp
+
+    if stamp.up_to_date(args.out, args.schemas):
+        if not args.quiet:
+            print(f"codegen: {args.out} up to date (inputs unchanged)")
+        return 0
     from codegen import gen, parse
 
     ops = parse.load(args.schemas)
-    changed = gen.write(args.out, gen.render_all(ops))
+    files = gen.render_all(ops)
+    changed = gen.write(args.out, files)
+    stamp.write(args.out, args.schemas, list(files))
     if not args.quiet:
         print(f"codegen: {len(ops)} operators, {len(changed)} file(s) written to {args.out}")
     return 0

@@ -63,7 +63,11 @@ def render_all(ops: Sequence[OpDecl]) -> dict[str, str]:
 def _existing(out: Path) -> set[str]:
     if not out.is_dir():
         return set()
-    return {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
+    return {
+        str(p.relative_to(out))
+        for p in out.rglob("*")
+        if p.is_file() and not p.name.startswith(".")
+    }
 
 
 def stale(out: Path, files: dict[str, str]) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -20,6 +21,7 @@ GOOD = """\
 
 def check(tmp_path: Path, capsys: pytest.CaptureFixture[str], **files: str) -> tuple[int, str]:
     schemas = tmp_path / "schemas"
+    shutil.rmtree(schemas, ignore_errors=True)
     schemas.mkdir()
     for name, text in files.items():
         (schemas / f"{name}.yaml").write_text(textwrap.dedent(text))
@@ -218,3 +220,148 @@ def test_valid_schemas_generate_then_check_clean(
     (out / "csrc" / "library.cpp").write_text("// edited by hand\n")
     assert main(["check", "--schemas", str(schemas), "--out", str(out)]) == 1
     assert "csrc/library.cpp (out of date)" in capsys.readouterr().err
+
+
+DIFF = """\
+- func: relu(Tensor self) -> Tensor
+  dispatch:
+    CPU: relu_cpu
+  shape: like(self)
+  derivatives:
+    self: {formula}
+- func: relu_backward(Tensor grad_output, Tensor output) -> Tensor
+  dispatch:
+    CPU: relu_backward_cpu
+  shape: like(grad_output)
+"""
+
+
+def test_formula_naming_unknown_argument(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_error(
+        tmp_path,
+        capsys,
+        DIFF.format(formula="relu_backward(grad, reslt)"),
+        "ops.yaml:6: error: formula for 'self' names 'reslt', which is not an argument of 'relu'\n"
+        "  hint: did you mean 'result'?",
+    )
+
+
+def test_formula_calling_missing_backward_op(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_error(
+        tmp_path,
+        capsys,
+        DIFF.format(formula="relu_backwards(grad, result)"),
+        "ops.yaml:6: error: formula for 'self' calls 'relu_backwards', which is not an opforge operator\n"
+        "  hint: did you mean 'relu_backward'?",
+    )
+
+
+def test_formula_may_call_aten_qualified(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, err = check(
+        tmp_path, capsys, ops=DIFF.format(formula="grad * at::sign(result).clamp_min(0)")
+    )
+    assert "error" not in err.replace("is stale", "")  # only staleness: out/ was never generated
+    assert rc == 1
+
+
+def test_derivative_for_unknown_or_non_tensor_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = DIFF.format(formula="grad").replace("    self: grad", "    slf: grad")
+    assert_error(
+        tmp_path,
+        capsys,
+        text,
+        "ops.yaml:6: error: derivative given for 'slf', which is not an argument",
+    )
+    text = GOOD.replace("Tensor self)", "Tensor self, int k)") + "  derivatives:\n    k: grad\n"
+    assert_error(
+        tmp_path,
+        capsys,
+        text,
+        "ops.yaml:7: error: derivative given for 'k', which is not a Tensor (int)",
+    )
+
+
+def test_argument_clashing_with_formula_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = DIFF.format(formula="grad").replace(
+        "relu(Tensor self)", "relu(Tensor self, Tensor grad)"
+    )
+    assert_error(
+        tmp_path,
+        capsys,
+        text,
+        "error: argument 'grad' of 'relu' clashes with the formula name 'grad'",
+    )
+
+
+def test_template_kernel_dtype_without_cpp_type(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (
+        GOOD.replace("CPU: relu_cpu", "CPU: relu_cpu<scalar_t>")
+        + "  dtypes: [float32, float8_e4m3fn]\n"
+    )
+    assert_error(
+        tmp_path,
+        capsys,
+        text,
+        "ops.yaml:6: error: dtype 'float8_e4m3fn' has no C++ scalar type, so template kernel "
+        "'relu_cpu<scalar_t>' (CPU) cannot be instantiated for it",
+    )
+
+
+def test_inplace_variant_needs_same_shape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = """\
+- func: total(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor
+  dispatch:
+    CPU: total_cpu
+  shape: reduce(self, dim, keepdim)
+  variants: [inplace]
+"""
+    assert_error(
+        tmp_path,
+        capsys,
+        text,
+        "ops.yaml:5: error: an in-place variant writes its result into 'self', but the output shape rule "
+        "'reduce(self, dim, keepdim)' does not keep the shape of 'self'",
+    )
+
+
+def test_unknown_variant(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert_error(
+        tmp_path,
+        capsys,
+        GOOD + "  variants: [inplce]\n",
+        "ops.yaml:6: error: unknown variant 'inplce'\n  hint: did you mean 'inplace'?",
+    )
+
+
+def test_bad_sizes_expression(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert_error(
+        tmp_path,
+        capsys,
+        GOOD.replace("like(self)", "sizes(self.size(0) ** 2)"),
+        "ops.yaml:4: error: bad shape rule: 'self.size(0) ** 2' is not a size expression",
+    )
+
+
+def test_sizes_rule_naming_missing_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_error(
+        tmp_path,
+        capsys,
+        GOOD.replace("like(self)", "sizes(input.size(0), 3)"),
+        "ops.yaml:4: error: shape rule 'sizes(input.size(0), 3)' refers to 'input', which is not an argument",
+    )
