@@ -46,10 +46,7 @@ cudaError_t launch_gelu(T* out, const T* in, int64_t n,
   template cudaError_t launch_relu<T>(T*, const T*, int64_t, cudaStream_t); \
   template cudaError_t launch_gelu<T>(                                      \
       T*, const T*, int64_t, math::gelu_approximation, cudaStream_t);
-OPFORGE_INSTANTIATE(float)
-OPFORGE_INSTANTIATE(double)
-OPFORGE_INSTANTIATE(c10::Half)
-OPFORGE_INSTANTIATE(c10::BFloat16)
+OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
 #undef OPFORGE_INSTANTIATE
 
 } // namespace opforge::cuda

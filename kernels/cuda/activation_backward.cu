@@ -55,10 +55,7 @@ cudaError_t launch_gelu_backward(T* out, const T* grad, const T* x, int64_t n,
   template cudaError_t launch_gelu_backward<T>(                               \
       T*, const T*, const T*, int64_t, math::gelu_approximation,              \
       cudaStream_t);
-OPFORGE_INSTANTIATE(float)
-OPFORGE_INSTANTIATE(double)
-OPFORGE_INSTANTIATE(c10::Half)
-OPFORGE_INSTANTIATE(c10::BFloat16)
+OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
 #undef OPFORGE_INSTANTIATE
 
 } // namespace opforge::cuda

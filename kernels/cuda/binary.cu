@@ -103,10 +103,7 @@ cudaError_t launch_add_strided(T* out, const T* self, const T* other,
                                              add_alpha_t<T>, int64_t,       \
                                              const add_geometry&,           \
                                              cudaStream_t);
-OPFORGE_INSTANTIATE(float)
-OPFORGE_INSTANTIATE(double)
-OPFORGE_INSTANTIATE(c10::Half)
-OPFORGE_INSTANTIATE(c10::BFloat16)
+OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
 OPFORGE_INSTANTIATE(int64_t)
 #undef OPFORGE_INSTANTIATE
 

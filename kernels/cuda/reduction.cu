@@ -101,10 +101,7 @@ cudaError_t launch_sum_rows(T* out, const T* in, int64_t rows, int64_t n,
       cudaStream_t);                                                         \
   template cudaError_t launch_sum_columns<T>(T*, const T*, int64_t, int64_t, \
                                              int64_t, cudaStream_t);
-OPFORGE_INSTANTIATE(float)
-OPFORGE_INSTANTIATE(double)
-OPFORGE_INSTANTIATE(c10::Half)
-OPFORGE_INSTANTIATE(c10::BFloat16)
+OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
 #undef OPFORGE_INSTANTIATE
 
 } // namespace opforge::cuda

@@ -121,10 +121,7 @@ cudaError_t launch_softmax(T* out, const T* in, int64_t outer, int64_t n,
 #define OPFORGE_INSTANTIATE(T)                                     \
   template cudaError_t launch_softmax<T>(T*, const T*, int64_t, int64_t, \
                                          int64_t, cudaStream_t);
-OPFORGE_INSTANTIATE(float)
-OPFORGE_INSTANTIATE(double)
-OPFORGE_INSTANTIATE(c10::Half)
-OPFORGE_INSTANTIATE(c10::BFloat16)
+OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
 #undef OPFORGE_INSTANTIATE
 
 } // namespace opforge::cuda

@@ -114,10 +114,7 @@ cudaError_t launch_softmax_backward(T* out, const T* grad, const T* output,
 #define OPFORGE_INSTANTIATE(T)                                         \
   template cudaError_t launch_softmax_backward<T>(                     \
       T*, const T*, const T*, int64_t, int64_t, int64_t, cudaStream_t);
-OPFORGE_INSTANTIATE(float)
-OPFORGE_INSTANTIATE(double)
-OPFORGE_INSTANTIATE(c10::Half)
-OPFORGE_INSTANTIATE(c10::BFloat16)
+OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
 #undef OPFORGE_INSTANTIATE
 
 } // namespace opforge::cuda

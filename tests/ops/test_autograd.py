@@ -81,3 +81,20 @@ def test_backward_through_non_differentiable_op_is_a_clear_error(op: OpDecl) -> 
         RuntimeError, match=rf"opforge\.{op.name} is not differentiable with respect to '{first}'"
     ):
         out.sum().backward()
+
+
+@pytest.mark.parametrize("op", _params(opdb.differentiable))
+def test_compiled_backward_matches_eager(op: OpDecl) -> None:
+    torch._dynamo.reset()
+    call = _requiring_grad(op, torch.float32)[0]
+    inputs = _float_inputs(call)
+    fn = _fn(op, call, getattr(opforge, op.name))
+
+    def loss(*xs: torch.Tensor) -> torch.Tensor:
+        return (fn(*xs) * 1.5).sum()
+
+    compiled = torch.compile(loss, fullgraph=True, dynamic=True, backend="aot_eager")
+    expected = torch.autograd.grad(loss(*inputs), inputs)
+    got = torch.autograd.grad(compiled(*inputs), inputs)
+    for g, e in zip(got, expected, strict=True):
+        torch.testing.assert_close(g, e)
