@@ -52,13 +52,7 @@ def _checks(op: OpDecl, key: str) -> tuple[list[str], dict[str, str]]:
     for a, _ in tensors:
         if a.name not in promoted:
             lines.append(f"opforge::check::dtype(kOp, \"'{a.name}'\", {a.name}, {allowed});")
-    if not promoted and ref is not None:
-        # One dtype for all tensors: template kernels are instantiated for one scalar type.
-        lines += [
-            f'opforge::check::same_dtype(kOp, "{a.name}", {a.name}, "{ref}", {ref});'
-            for a, _ in tensors
-            if a.name != ref
-        ]
+    lines += _same_dtype_checks(op)
     lines += _same_shape_checks(op)
     if key == "CUDA" and ref is not None:
         lines.append(f"const c10::DeviceGuard device_guard({ref}.device());")
@@ -84,6 +78,18 @@ def _kernel_call(op: OpDecl, kernel: str, renames: dict[str, str]) -> list[str]:
         )
     lines += ["  default: break;", "}", 'TORCH_CHECK(false, kOp, ": unreachable dtype");']
     return lines
+
+
+def _same_dtype_checks(op: OpDecl) -> list[str]:
+    """One dtype for all tensors unless promoted: template kernels take a single scalar type."""
+    ref = _first_tensor(op)
+    if isinstance(op.dtype_rule, rules.Promote) or ref is None:
+        return []
+    return [
+        f'opforge::check::same_dtype(kOp, "{a.name}", {a.name}, "{ref}", {ref});'
+        for a, _ in tensor_args(op)
+        if a.name != ref
+    ]
 
 
 def _same_shape_checks(op: OpDecl) -> list[str]:
@@ -277,7 +283,9 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
                         "key": "Meta",
                         "signature": cpp.signature(op.schema, target),
                         "op_label": label,
-                        "lines": _same_device_checks(op),
+                        "lines": _same_device_checks(op)
+                        + _same_shape_checks(op)
+                        + _same_dtype_checks(op),
                         "call": _meta_return(op),
                     }
                 )
