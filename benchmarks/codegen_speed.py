@@ -66,7 +66,7 @@ def main() -> None:
         kept, skipped = write_schemas(funcs, schemas)
         cold = timed_gen(schemas, out)
         warm = timed_gen(schemas, out)
-        files = sum(1 for p in out.rglob("*") if p.is_file())
+        files = sum(1 for p in out.rglob("*") if p.is_file() and not p.name.startswith("."))
     print(
         f"native_functions.yaml: {len(funcs)} funcs; {kept} generated, {skipped} skipped (unsupported types)"
     )
