@@ -5,12 +5,28 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/bindings.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/add.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/add_relu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/elu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/elu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gelu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gelu_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/hardsigmoid.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/hardsigmoid_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/hardswish.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/hardswish_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/leaky_relu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/leaky_relu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/relu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/relu_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sigmoid.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sigmoid_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/silu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/silu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/softmax.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/softmax_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/softplus.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/softplus_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sum.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sum_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/tanh.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/tanh_backward.cpp
 )

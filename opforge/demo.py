@@ -32,9 +32,15 @@ def _scaled_call(row: dict[str, Any], schema: Any) -> tuple[list[Any], dict[str,
     # Tensor specs are shapes or {shape, low, high}; the demo only needs the shape.
     sample = {k: v["shape"] if isinstance(v, dict) else v for k, v in row["samples"][0].items()}
     tensor_args = [a for a in schema.arguments.flat_non_out if str(a.type) == "Tensor"]
-    largest = max(math.prod(sample[a.name]) for a in tensor_args) or 1
+    # A tensor sample is a shape or {shape, low, high}; the demo draws randn either way.
+    shapes = {
+        a.name: list(s["shape"] if isinstance(s, dict) else s)
+        for a in tensor_args
+        if (s := sample[a.name]) is not None
+    }
+    largest = max(math.prod(shapes[a.name]) for a in tensor_args) or 1
     factor = max(
-        1.0, (TARGET_NUMEL / largest) ** (1 / max(1, max(len(sample[a.name]) for a in tensor_args)))
+        1.0, (TARGET_NUMEL / largest) ** (1 / max(1, max(len(shapes[a.name]) for a in tensor_args)))
     )
     gen = torch.Generator().manual_seed(0)
     args: list[Any] = []
@@ -44,7 +50,7 @@ def _scaled_call(row: dict[str, Any], schema: Any) -> tuple[list[Any], dict[str,
             continue
         value = sample[a.name]
         if a in tensor_args:
-            shape = [s if s <= 1 else int(s * factor) for s in value]
+            shape = [s if s <= 1 else int(s * factor) for s in shapes[a.name]]
             value = torch.randn(shape, generator=gen)
         (
             args.append(value)

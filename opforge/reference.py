@@ -40,3 +40,35 @@ def sum_backward(
 
 def add_relu(self: Tensor, other: Tensor, *, alpha: float = 1) -> Tensor:
     return torch.relu(torch.add(self, other, alpha=alpha))
+
+
+def leaky_relu_backward(grad_output: Tensor, self: Tensor, negative_slope: float) -> Tensor:
+    return torch.ops.aten.leaky_relu_backward(grad_output, self, negative_slope, False)
+
+
+def elu_backward(grad_output: Tensor, self: Tensor, alpha: float) -> Tensor:
+    return torch.ops.aten.elu_backward(grad_output, alpha, 1, 1, False, self)
+
+
+def softplus_backward(grad_output: Tensor, self: Tensor, beta: float, threshold: float) -> Tensor:
+    return torch.ops.aten.softplus_backward(grad_output, self, beta, threshold)
+
+
+def sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor:
+    return torch.ops.aten.sigmoid_backward(grad_output, output)
+
+
+def tanh_backward(grad_output: Tensor, output: Tensor) -> Tensor:
+    return torch.ops.aten.tanh_backward(grad_output, output)
+
+
+def silu_backward(grad_output: Tensor, self: Tensor) -> Tensor:
+    return torch.ops.aten.silu_backward(grad_output, self)
+
+
+def hardsigmoid_backward(grad_output: Tensor, self: Tensor) -> Tensor:
+    return torch.ops.aten.hardsigmoid_backward(grad_output, self)
+
+
+def hardswish_backward(grad_output: Tensor, self: Tensor) -> Tensor:
+    return torch.ops.aten.hardswish_backward(grad_output, self)

@@ -8,14 +8,30 @@
 #include "bindings/arguments.h"
 #include <opforge/ops/add.h>
 #include <opforge/ops/add_relu.h>
+#include <opforge/ops/elu.h>
+#include <opforge/ops/elu_backward.h>
 #include <opforge/ops/gelu.h>
 #include <opforge/ops/gelu_backward.h>
+#include <opforge/ops/hardsigmoid.h>
+#include <opforge/ops/hardsigmoid_backward.h>
+#include <opforge/ops/hardswish.h>
+#include <opforge/ops/hardswish_backward.h>
+#include <opforge/ops/leaky_relu.h>
+#include <opforge/ops/leaky_relu_backward.h>
 #include <opforge/ops/relu.h>
 #include <opforge/ops/relu_backward.h>
+#include <opforge/ops/sigmoid.h>
+#include <opforge/ops/sigmoid_backward.h>
+#include <opforge/ops/silu.h>
+#include <opforge/ops/silu_backward.h>
 #include <opforge/ops/softmax.h>
 #include <opforge/ops/softmax_backward.h>
+#include <opforge/ops/softplus.h>
+#include <opforge/ops/softplus_backward.h>
 #include <opforge/ops/sum.h>
 #include <opforge/ops/sum_backward.h>
+#include <opforge/ops/tanh.h>
+#include <opforge/ops/tanh_backward.h>
 
 namespace opforge::bindings {
 
@@ -66,6 +82,27 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("alpha")
       );
   m.def(
+      "elu",
+      [](const at::Tensor& self, pybind11::handle alpha) -> at::Tensor {
+        const auto alpha_scalar = opforge::bindings::scalar(alpha, "opforge.elu", "alpha");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::elu(self, alpha_scalar);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("alpha")
+      );
+  m.def(
+      "elu_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& self, pybind11::handle alpha) -> at::Tensor {
+        const auto alpha_scalar = opforge::bindings::scalar(alpha, "opforge.elu_backward", "alpha");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::elu_backward(grad_output, self, alpha_scalar);
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("self"),
+      pybind11::arg("alpha")
+      );
+  m.def(
       "gelu",
       [](const at::Tensor& self, const std::string& approximate) -> at::Tensor {
         pybind11::gil_scoped_release no_gil;
@@ -83,6 +120,61 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("grad_output"),
       pybind11::arg("self"),
       pybind11::arg("approximate")
+      );
+  m.def(
+      "hardsigmoid",
+      [](const at::Tensor& self) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::hardsigmoid(self);
+      },
+      pybind11::arg("self")
+      );
+  m.def(
+      "hardsigmoid_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& self) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::hardsigmoid_backward(grad_output, self);
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("self")
+      );
+  m.def(
+      "hardswish",
+      [](const at::Tensor& self) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::hardswish(self);
+      },
+      pybind11::arg("self")
+      );
+  m.def(
+      "hardswish_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& self) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::hardswish_backward(grad_output, self);
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("self")
+      );
+  m.def(
+      "leaky_relu",
+      [](const at::Tensor& self, pybind11::handle negative_slope) -> at::Tensor {
+        const auto negative_slope_scalar = opforge::bindings::scalar(negative_slope, "opforge.leaky_relu", "negative_slope");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::leaky_relu(self, negative_slope_scalar);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("negative_slope")
+      );
+  m.def(
+      "leaky_relu_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& self, pybind11::handle negative_slope) -> at::Tensor {
+        const auto negative_slope_scalar = opforge::bindings::scalar(negative_slope, "opforge.leaky_relu_backward", "negative_slope");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::leaky_relu_backward(grad_output, self, negative_slope_scalar);
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("self"),
+      pybind11::arg("negative_slope")
       );
   m.def(
       "relu",
@@ -119,6 +211,40 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("output")
       );
   m.def(
+      "sigmoid",
+      [](const at::Tensor& self) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::sigmoid(self);
+      },
+      pybind11::arg("self")
+      );
+  m.def(
+      "sigmoid_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& output) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::sigmoid_backward(grad_output, output);
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("output")
+      );
+  m.def(
+      "silu",
+      [](const at::Tensor& self) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::silu(self);
+      },
+      pybind11::arg("self")
+      );
+  m.def(
+      "silu_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& self) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::silu_backward(grad_output, self);
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("self")
+      );
+  m.def(
       "softmax",
       [](const at::Tensor& self, int64_t dim) -> at::Tensor {
         pybind11::gil_scoped_release no_gil;
@@ -136,6 +262,31 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("grad_output"),
       pybind11::arg("output"),
       pybind11::arg("dim")
+      );
+  m.def(
+      "softplus",
+      [](const at::Tensor& self, pybind11::handle beta, pybind11::handle threshold) -> at::Tensor {
+        const auto beta_scalar = opforge::bindings::scalar(beta, "opforge.softplus", "beta");
+        const auto threshold_scalar = opforge::bindings::scalar(threshold, "opforge.softplus", "threshold");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::softplus(self, beta_scalar, threshold_scalar);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("beta"),
+      pybind11::arg("threshold")
+      );
+  m.def(
+      "softplus_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& self, pybind11::handle beta, pybind11::handle threshold) -> at::Tensor {
+        const auto beta_scalar = opforge::bindings::scalar(beta, "opforge.softplus_backward", "beta");
+        const auto threshold_scalar = opforge::bindings::scalar(threshold, "opforge.softplus_backward", "threshold");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::softplus_backward(grad_output, self, beta_scalar, threshold_scalar);
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("self"),
+      pybind11::arg("beta"),
+      pybind11::arg("threshold")
       );
   m.def(
       "sum",
@@ -160,6 +311,23 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("sizes"),
       pybind11::arg("dim"),
       pybind11::arg("keepdim")
+      );
+  m.def(
+      "tanh",
+      [](const at::Tensor& self) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::tanh(self);
+      },
+      pybind11::arg("self")
+      );
+  m.def(
+      "tanh_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& output) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::tanh_backward(grad_output, output);
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("output")
       );
 }
 

@@ -21,7 +21,7 @@ from opforge import _C
 Number = Union[int, float, bool]
 _ops = torch.ops.opforge
 
-__all__ = ["add", "add_", "add_relu", "gelu", "gelu_backward", "relu", "relu_", "relu_backward", "softmax", "softmax_backward", "sum", "sum_backward", ]
+__all__ = ["add", "add_", "add_relu", "elu", "elu_backward", "gelu", "gelu_backward", "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward", "leaky_relu", "leaky_relu_backward", "relu", "relu_", "relu_backward", "sigmoid", "sigmoid_backward", "silu", "silu_backward", "softmax", "softmax_backward", "softplus", "softplus_backward", "sum", "sum_backward", "tanh", "tanh_backward", ]
 
 # One row per operator overload, as declared in schemas/ (used by build_info and the tests).
 OP_TABLE: tuple[dict[str, Any], ...] = (
@@ -29,16 +29,32 @@ OP_TABLE: tuple[dict[str, Any], ...] = (
     {'qualified': 'add.out', 'schema': 'add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int64'], 'reference': 'torch.add', 'family': 'binary', 'shape': None, 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': 2}, {'self': [3, 1, 6], 'other': [4, 1], 'alpha': -2}, {'self': [], 'other': [2, 3]}]},
     {'qualified': 'add_.Tensor', 'schema': 'add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int64'], 'reference': 'torch.add', 'family': 'binary', 'shape': None, 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': 2}, {'self': [3, 1, 6], 'other': [4, 1], 'alpha': -2}, {'self': [], 'other': [2, 3]}]},
     {'qualified': 'add_relu', 'schema': 'add_relu(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor', 'keys': ['CompositeExplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.add_relu', 'family': 'binary', 'shape': 'broadcast(self, other)', 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': -2}]},
+    {'qualified': 'elu', 'schema': 'elu(Tensor self, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.nn.functional.elu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -20, 'high': 5}, 'alpha': 0.5}, {'self': []}]},
+    {'qualified': 'elu_backward', 'schema': 'elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.elu_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33], 'alpha': 1}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -20, 'high': 5}, 'alpha': 0.5}]},
     {'qualified': 'gelu', 'schema': "gelu(Tensor self, *, str approximate='none') -> Tensor", 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.nn.functional.gelu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [8, 17]}, {'self': [8, 17], 'approximate': 'tanh'}]},
     {'qualified': 'gelu_backward', 'schema': "gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor", 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.gelu_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [8, 17], 'self': [8, 17]}, {'grad_output': [8, 17], 'self': [8, 17], 'approximate': 'tanh'}]},
+    {'qualified': 'hardsigmoid', 'schema': 'hardsigmoid(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.nn.functional.hardsigmoid', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -5, 'high': 5}}, {'self': {'shape': [8, 9], 'low': -3.05, 'high': -2.95}}, {'self': {'shape': [8, 9], 'low': 2.95, 'high': 3.05}}, {'self': []}]},
+    {'qualified': 'hardsigmoid_backward', 'schema': 'hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.hardsigmoid_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33]}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -5, 'high': 5}}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': 2.95, 'high': 3.05}}]},
+    {'qualified': 'hardswish', 'schema': 'hardswish(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.nn.functional.hardswish', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -5, 'high': 5}}, {'self': {'shape': [8, 9], 'low': -3.05, 'high': -2.95}}, {'self': {'shape': [8, 9], 'low': 2.95, 'high': 3.05}}, {'self': []}]},
+    {'qualified': 'hardswish_backward', 'schema': 'hardswish_backward(Tensor grad_output, Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.hardswish_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33]}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -5, 'high': 5}}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -3.05, 'high': -2.95}}]},
+    {'qualified': 'leaky_relu', 'schema': 'leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.nn.functional.leaky_relu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': [8, 9], 'negative_slope': 0.2}, {'self': [8, 9], 'negative_slope': -1.5}, {'self': []}]},
+    {'qualified': 'leaky_relu_backward', 'schema': 'leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.leaky_relu_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33], 'negative_slope': 0.01}, {'grad_output': [8, 9], 'self': [8, 9], 'negative_slope': -1.5}]},
     {'qualified': 'relu', 'schema': 'relu(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.relu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': []}]},
     {'qualified': 'relu.out', 'schema': 'relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.relu', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': []}]},
     {'qualified': 'relu_', 'schema': 'relu_(Tensor(a!) self) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.relu', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': []}]},
     {'qualified': 'relu_backward', 'schema': 'relu_backward(Tensor grad_output, Tensor output) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.relu_backward', 'family': 'activation', 'shape': 'same(grad_output, output)', 'samples': [{'grad_output': [16, 33], 'output': [16, 33]}, {'grad_output': [], 'output': []}]},
+    {'qualified': 'sigmoid', 'schema': 'sigmoid(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.sigmoid', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -100, 'high': 100}}, {'self': []}]},
+    {'qualified': 'sigmoid_backward', 'schema': 'sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.sigmoid_backward', 'family': 'activation', 'shape': 'same(grad_output, output)', 'samples': [{'grad_output': [16, 33], 'output': [16, 33]}, {'grad_output': [8, 9], 'output': {'shape': [8, 9], 'low': 0, 'high': 1}}, {'grad_output': [], 'output': []}]},
+    {'qualified': 'silu', 'schema': 'silu(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.nn.functional.silu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -100, 'high': 100}}, {'self': []}]},
+    {'qualified': 'silu_backward', 'schema': 'silu_backward(Tensor grad_output, Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.silu_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33]}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -100, 'high': 100}}]},
     {'qualified': 'softmax', 'schema': 'softmax(Tensor self, int dim) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.softmax', 'family': 'softmax', 'shape': 'like(self)', 'samples': [{'self': [4, 10], 'dim': 1}, {'self': [3, 5, 7], 'dim': 1}, {'self': [3, 5, 7], 'dim': -3}, {'self': [], 'dim': 0}]},
     {'qualified': 'softmax_backward', 'schema': 'softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.softmax_backward', 'family': 'softmax', 'shape': 'same(grad_output, output)', 'samples': [{'grad_output': [4, 10], 'output': {'shape': [4, 10], 'low': 0, 'high': 1}, 'dim': 1}, {'grad_output': [3, 5, 7], 'output': {'shape': [3, 5, 7], 'low': 0, 'high': 1}, 'dim': 0}]},
+    {'qualified': 'softplus', 'schema': 'softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.nn.functional.softplus', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -30, 'high': 30}, 'beta': 2, 'threshold': 5}, {'self': {'shape': [8, 9], 'low': -30, 'high': 30}, 'beta': 0.5}, {'self': []}]},
+    {'qualified': 'softplus_backward', 'schema': 'softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.softplus_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33], 'beta': 1, 'threshold': 20}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -30, 'high': 30}, 'beta': 2, 'threshold': 5}]},
     {'qualified': 'sum', 'schema': 'sum(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.sum', 'family': 'reduction', 'shape': 'reduce(self, dim, keepdim)', 'samples': [{'self': [5, 6]}, {'self': [5, 6], 'dim': [1]}, {'self': [3, 4, 5], 'dim': [0, 2], 'keepdim': True}, {'self': [3, 4, 5], 'dim': [-1]}, {'self': []}]},
     {'qualified': 'sum_backward', 'schema': 'sum_backward(Tensor grad_output, SymInt[] sizes, int[1]? dim=None, bool keepdim=False) -> Tensor', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.sum_backward', 'family': 'reduction', 'shape': None, 'samples': [{'grad_output': [5], 'sizes': [5, 6], 'dim': [1]}, {'grad_output': [4], 'sizes': [3, 4, 5], 'dim': [0, 2]}, {'grad_output': [1, 4, 1], 'sizes': [3, 4, 5], 'dim': [0, 2], 'keepdim': True}, {'grad_output': [], 'sizes': [2, 3]}]},
+    {'qualified': 'tanh', 'schema': 'tanh(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.tanh', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -20, 'high': 20}}, {'self': []}]},
+    {'qualified': 'tanh_backward', 'schema': 'tanh_backward(Tensor grad_output, Tensor output) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.tanh_backward', 'family': 'activation', 'shape': 'same(grad_output, output)', 'samples': [{'grad_output': [16, 33], 'output': [16, 33]}, {'grad_output': [8, 9], 'output': {'shape': [8, 9], 'low': -1, 'high': 1}}, {'grad_output': [], 'output': []}]},
 )
 
 
@@ -79,6 +95,28 @@ def add_relu(self: Tensor, other: Tensor, *, alpha: Number = 1) -> Tensor:
     return _C.add_relu(self, other, alpha)
 
 
+def elu(self: Tensor, alpha: Number = 1) -> Tensor:
+    """Exponential linear unit, x where x > 0, else alpha * (exp(x) - 1).
+
+    Schema: ``elu(Tensor self, Scalar alpha=1) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.elu.default(self, alpha)
+    return _C.elu(self, alpha)
+
+
+def elu_backward(grad_output: Tensor, self: Tensor, alpha: Number) -> Tensor:
+    """Gradient of elu with respect to its input, grad_output * (alpha * exp(self) where self <= 0, else 1).
+
+    Schema: ``elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.elu_backward.default(grad_output, self, alpha)
+    return _C.elu_backward(grad_output, self, alpha)
+
+
 def gelu(self: Tensor, *, approximate: str = 'none') -> Tensor:
     """Gaussian Error Linear Unit, x * Phi(x); approximate='tanh' uses the tanh approximation.
 
@@ -99,6 +137,72 @@ def gelu_backward(grad_output: Tensor, self: Tensor, *, approximate: str = 'none
     if _compiling():
         return _ops.gelu_backward.default(grad_output, self, approximate=approximate)
     return _C.gelu_backward(grad_output, self, approximate)
+
+
+def hardsigmoid(self: Tensor) -> Tensor:
+    """Piecewise-linear sigmoid, min(max(x + 3, 0), 6) / 6.
+
+    Schema: ``hardsigmoid(Tensor self) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.hardsigmoid.default(self)
+    return _C.hardsigmoid(self)
+
+
+def hardsigmoid_backward(grad_output: Tensor, self: Tensor) -> Tensor:
+    """Gradient of hardsigmoid, grad_output / 6 strictly inside (-3, 3), else 0.
+
+    Schema: ``hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.hardsigmoid_backward.default(grad_output, self)
+    return _C.hardsigmoid_backward(grad_output, self)
+
+
+def hardswish(self: Tensor) -> Tensor:
+    """x * hardsigmoid(x), x * min(max(x + 3, 0), 6) / 6.
+
+    Schema: ``hardswish(Tensor self) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.hardswish.default(self)
+    return _C.hardswish(self)
+
+
+def hardswish_backward(grad_output: Tensor, self: Tensor) -> Tensor:
+    """Gradient of hardswish, 0 below -3, grad_output * (self / 3 + 1/2) on [-3, 3], grad_output above.
+
+    Schema: ``hardswish_backward(Tensor grad_output, Tensor self) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.hardswish_backward.default(grad_output, self)
+    return _C.hardswish_backward(grad_output, self)
+
+
+def leaky_relu(self: Tensor, negative_slope: Number = 0.01) -> Tensor:
+    """Leaky rectified linear unit, x where x > 0, else negative_slope * x.
+
+    Schema: ``leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.leaky_relu.default(self, negative_slope)
+    return _C.leaky_relu(self, negative_slope)
+
+
+def leaky_relu_backward(grad_output: Tensor, self: Tensor, negative_slope: Number) -> Tensor:
+    """Gradient of leaky_relu, grad_output where self > 0, else grad_output * negative_slope.
+
+    Schema: ``leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.leaky_relu_backward.default(grad_output, self, negative_slope)
+    return _C.leaky_relu_backward(grad_output, self, negative_slope)
 
 
 def relu(self: Tensor, *, out: Tensor | None = None) -> Tensor:
@@ -138,6 +242,50 @@ def relu_backward(grad_output: Tensor, output: Tensor) -> Tensor:
     return _C.relu_backward(grad_output, output)
 
 
+def sigmoid(self: Tensor) -> Tensor:
+    """Logistic sigmoid, 1 / (1 + exp(-x)).
+
+    Schema: ``sigmoid(Tensor self) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.sigmoid.default(self)
+    return _C.sigmoid(self)
+
+
+def sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor:
+    """Gradient of sigmoid given its output, grad_output * (1 - output) * output.
+
+    Schema: ``sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.sigmoid_backward.default(grad_output, output)
+    return _C.sigmoid_backward(grad_output, output)
+
+
+def silu(self: Tensor) -> Tensor:
+    """Sigmoid linear unit (swish), x * sigmoid(x).
+
+    Schema: ``silu(Tensor self) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.silu.default(self)
+    return _C.silu(self)
+
+
+def silu_backward(grad_output: Tensor, self: Tensor) -> Tensor:
+    """Gradient of silu, grad_output * s * (1 + self * (1 - s)) with s = sigmoid(self).
+
+    Schema: ``silu_backward(Tensor grad_output, Tensor self) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.silu_backward.default(grad_output, self)
+    return _C.silu_backward(grad_output, self)
+
+
 def softmax(self: Tensor, dim: int) -> Tensor:
     """exp(x) / sum(exp(x)) along `dim`, computed stably by subtracting the row maximum first.
 
@@ -160,6 +308,28 @@ def softmax_backward(grad_output: Tensor, output: Tensor, dim: int) -> Tensor:
     return _C.softmax_backward(grad_output, output, dim)
 
 
+def softplus(self: Tensor, beta: Number = 1, threshold: Number = 20) -> Tensor:
+    """Smooth relu, log(1 + exp(beta * x)) / beta; linear (x) where beta * x > threshold.
+
+    Schema: ``softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.softplus.default(self, beta, threshold)
+    return _C.softplus(self, beta, threshold)
+
+
+def softplus_backward(grad_output: Tensor, self: Tensor, beta: Number, threshold: Number) -> Tensor:
+    """Gradient of softplus, grad_output * sigmoid(beta * self); grad_output where beta * self > threshold.
+
+    Schema: ``softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.softplus_backward.default(grad_output, self, beta, threshold)
+    return _C.softplus_backward(grad_output, self, beta, threshold)
+
+
 def sum(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """Sum over `dim` (all dimensions when None or empty); keepdim keeps reduced dimensions as size 1.
 
@@ -180,3 +350,25 @@ def sum_backward(grad_output: Tensor, sizes: int | Sequence[int], dim: int | Seq
     if _compiling():
         return _ops.sum_backward.default(grad_output, sizes, dim, keepdim)
     return _C.sum_backward(grad_output, sizes, dim, keepdim)
+
+
+def tanh(self: Tensor) -> Tensor:
+    """Hyperbolic tangent.
+
+    Schema: ``tanh(Tensor self) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.tanh.default(self)
+    return _C.tanh(self)
+
+
+def tanh_backward(grad_output: Tensor, output: Tensor) -> Tensor:
+    """Gradient of tanh given its output, grad_output * (1 - output^2).
+
+    Schema: ``tanh_backward(Tensor grad_output, Tensor output) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.tanh_backward.default(grad_output, output)
+    return _C.tanh_backward(grad_output, output)

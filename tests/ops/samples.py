@@ -38,3 +38,49 @@ def _relu_nan_inf(dtype: torch.dtype, device: str) -> list[tuple[list[Any], dict
         [float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 1.5], dtype=torch.float64
     )
     return [([x.to(dtype=dtype, device=device)], {})]
+
+
+# Special values and the exact kinks of the activations below, where ATen's
+# choice of < or <= decides the result.
+_ACTIVATION_SPECIALS = [
+    *(float("nan"), float("inf"), -float("inf"), -0.0, 0.0),
+    *(-3.0, 3.0, -2.5, 2.5, 20.0, -20.0, 88.0, -88.0, 100.0, -100.0),
+]
+
+
+def _specials(dtype: torch.dtype, device: str) -> torch.Tensor:
+    return torch.tensor(_ACTIVATION_SPECIALS, dtype=torch.float64).to(dtype=dtype, device=device)
+
+
+def _register_activation_specials() -> None:
+    def forward(*params: dict[str, Any]) -> SampleFn:
+        def fn(dtype: torch.dtype, device: str) -> list[tuple[list[Any], dict[str, Any]]]:
+            return [([_specials(dtype, device)], dict(p)) for p in params or ({},)]
+
+        return fn
+
+    def backward(*params: dict[str, Any]) -> SampleFn:
+        def fn(dtype: torch.dtype, device: str) -> list[tuple[list[Any], dict[str, Any]]]:
+            # Without NaN: ATen's backward kernels pass grad through at NaN for
+            # float32 but give NaN for float64 (e.g. elu_backward, hardswish_backward).
+            x = _specials(dtype, device)[1:]
+            grad = torch.linspace(-2, 2, x.numel(), dtype=dtype, device=device)
+            return [([grad, x], dict(p)) for p in params or ({},)]
+
+        return fn
+
+    samples("leaky_relu")(forward({}, {"negative_slope": -0.5}))
+    samples("elu")(forward({}, {"alpha": 0.5}))
+    samples("softplus")(forward({}, {"beta": 2, "threshold": 5}))
+    for op in ("sigmoid", "tanh", "silu", "hardsigmoid", "hardswish"):
+        samples(op)(forward())
+    samples("leaky_relu_backward")(backward({"negative_slope": 0.01}))
+    samples("elu_backward")(backward({"alpha": 1}, {"alpha": 0.5}))
+    samples("softplus_backward")(
+        backward({"beta": 1, "threshold": 20}, {"beta": 2, "threshold": 5})
+    )
+    for op in ("silu_backward", "hardsigmoid_backward", "hardswish_backward"):
+        samples(op)(backward())
+
+
+_register_activation_specials()

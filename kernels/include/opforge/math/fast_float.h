@@ -126,4 +126,54 @@ inline float tanh(float x) {
   return keep_nan(xc * p / q, xb);
 }
 
+// c ? a : b as a bit blend, with no branch for GCC to sink arithmetic into.
+inline float select(bool c, float a, float b) {
+  using namespace detail;
+  const uint32_t m = mask_if(c);
+  return from_bits((bits(a) & m) | (bits(b) & ~m));
+}
+
+// log1p(x) = log(u) + (x - (u - 1)) / u with u = 1 + x rounded: the second
+// term is the rounding error of 1 + x, which keeps tiny x exact. log(u) splits
+// u = 2^e * m, m in [sqrt(1/2), sqrt(2)), with the Cephes logf polynomial for
+// log(m). -1 gives -inf, x < -1 NaN, +inf inf, NaN propagates.
+inline float log1p(float x) {
+  using namespace detail;
+  constexpr float k_ln2_hi = 0.693359375f; // exact in float
+  constexpr float k_ln2_lo = -2.12194440e-4f;
+  const uint32_t xb = bits(x);
+  const float u = 1.0f + x;
+  const uint32_t ub = bits(u);
+  // The mantissa as a float in [1, 2), halved (exponent + 1) at sqrt(2) and above.
+  uint32_t mb = (ub & 0x007fffffu) | 0x3f800000u;
+  const uint32_t big = mask_if(mb >= 0x3fb504f3u); // sqrt(2)
+  mb -= big & 0x00800000u;
+  const int32_t e = static_cast<int32_t>(ub >> 23) - 127 + static_cast<int32_t>(big & 1u);
+  const float m = from_bits(mb) - 1.0f;
+  const float z = m * m;
+  float p = 7.0376836292e-2f;
+  p = std::fma(p, m, -1.1514610310e-1f);
+  p = std::fma(p, m, 1.1676998740e-1f);
+  p = std::fma(p, m, -1.2420140846e-1f);
+  p = std::fma(p, m, 1.4249322787e-1f);
+  p = std::fma(p, m, -1.6668057665e-1f);
+  p = std::fma(p, m, 2.0000714765e-1f);
+  p = std::fma(p, m, -2.4999993993e-1f);
+  p = std::fma(p, m, 3.3333331174e-1f);
+  const auto fe = static_cast<float>(e);
+  float y = p * m * z;
+  y = std::fma(fe, k_ln2_lo, y);
+  y = std::fma(-0.5f, z, y);
+  float r = m + y;
+  r = std::fma(fe, k_ln2_hi, r);
+  r += (x - (u - 1.0f)) / u;
+  const uint32_t inf = mask_if(xb == k_inf);
+  const uint32_t minus_one = mask_if(ub == 0u);
+  const uint32_t below = mask_if(xb > 0xbf800000u); // x < -1, -inf, negative NaN
+  const uint32_t special = inf | minus_one | below;
+  const uint32_t rb = (bits(r) & ~special) | (k_inf & inf) | ((k_sign | k_inf) & minus_one) |
+                      (0x7fc00000u & below);
+  return keep_nan(from_bits(rb), xb);
+}
+
 } // namespace opforge::math::fast

@@ -4,7 +4,7 @@
 // device-callable without --expt-relaxed-constexpr).
 //
 // float on the host uses the branch-free versions in fast_float.h: libm's
-// expf/erff/tanhf are calls GCC cannot vectorize, and these ops are
+// expf/erff/tanhf/log1pf are calls GCC cannot vectorize, and these ops are
 // memory-bound only once the math vectorizes. Device code uses CUDA's
 // functions; double stays on libm (exact to the last bit matters more there).
 #include <c10/macros/Macros.h>
@@ -12,6 +12,9 @@
 #include <opforge/math/fast_float.h>
 
 #include <math.h>
+
+#include <bit>
+#include <cstdint>
 
 namespace opforge::math {
 
@@ -36,8 +39,36 @@ C10_HOST_DEVICE inline float tanh_(float x) {
   return fast::tanh(x);
 #endif
 }
+C10_HOST_DEVICE inline float log1p_(float x) {
+#ifdef __CUDA_ARCH__
+  return ::log1pf(x);
+#else
+  return fast::log1p(x);
+#endif
+}
 C10_HOST_DEVICE inline double exp_(double x) { return ::exp(x); }
 C10_HOST_DEVICE inline double erf_(double x) { return ::erf(x); }
 C10_HOST_DEVICE inline double tanh_(double x) { return ::tanh(x); }
+C10_HOST_DEVICE inline double log1p_(double x) { return ::log1p(x); }
+
+// c ? a : b. On the host a bit blend: GCC moves arithmetic that only one arm
+// of a float ternary uses into a branch, and a loop with a branch holding
+// (possibly trapping) float math does not vectorize (see Note [Branch-free
+// clamps] in fast_float.h). Both arms are computed either way.
+C10_HOST_DEVICE inline float select_(bool c, float a, float b) {
+#ifdef __CUDA_ARCH__
+  return c ? a : b;
+#else
+  return fast::select(c, a, b);
+#endif
+}
+C10_HOST_DEVICE inline double select_(bool c, double a, double b) {
+#ifdef __CUDA_ARCH__
+  return c ? a : b;
+#else
+  const uint64_t m = uint64_t{0} - static_cast<uint64_t>(c);
+  return std::bit_cast<double>((std::bit_cast<uint64_t>(a) & m) | (std::bit_cast<uint64_t>(b) & ~m));
+#endif
+}
 
 } // namespace opforge::math
