@@ -32,12 +32,7 @@ def _scaled_call(row: dict[str, Any], schema: Any) -> tuple[list[Any], dict[str,
     # Tensor specs are shapes or {shape, low, high}; the demo only needs the shape.
     sample = {k: v["shape"] if isinstance(v, dict) else v for k, v in row["samples"][0].items()}
     tensor_args = [a for a in schema.arguments.flat_non_out if str(a.type) == "Tensor"]
-    # A tensor sample is a shape or {shape, low, high}; the demo draws randn either way.
-    shapes = {
-        a.name: list(s["shape"] if isinstance(s, dict) else s)
-        for a in tensor_args
-        if (s := sample[a.name]) is not None
-    }
+    shapes = {a.name: list(sample[a.name]) for a in tensor_args}
     largest = max(math.prod(shapes[a.name]) for a in tensor_args) or 1
     factor = max(
         1.0, (TARGET_NUMEL / largest) ** (1 / max(1, max(len(shapes[a.name]) for a in tensor_args)))

@@ -66,6 +66,8 @@ at::Tensor softplus_backward_cuda_checked(const at::Tensor& grad_output, const a
 at::Tensor softplus_backward_meta(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus_backward";
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
+  opforge::check::same_shape(kOp, "self", self, "grad_output", grad_output);
+  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   return at::empty_symint(grad_output.sym_sizes(), grad_output.options().dtype(grad_output.scalar_type()));
 }
 

@@ -65,6 +65,8 @@ at::Tensor tanh_backward_cuda_checked(const at::Tensor& grad_output, const at::T
 at::Tensor tanh_backward_meta(const at::Tensor& grad_output, const at::Tensor& output) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh_backward";
   opforge::check::same_device(kOp, "output", output, "grad_output", grad_output);
+  opforge::check::same_shape(kOp, "output", output, "grad_output", grad_output);
+  opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
   return at::empty_symint(grad_output.sym_sizes(), grad_output.options().dtype(grad_output.scalar_type()));
 }
 
