@@ -29,6 +29,7 @@ def validate(ops: list[OpDecl], diags: Diagnostics) -> None:
             )
         _check_out_overload(op, diags)
         _check_meta(op, diags)
+        _check_tensor_lists(op, diags)
 
 
 def _check_formulas(op: OpDecl, api: set[str], diags: Diagnostics) -> None:
@@ -88,6 +89,20 @@ def _check_out_overload(op: OpDecl, diags: Diagnostics) -> None:
                 op.loc,
                 f"'{op.qualified}': return '{ret}' does not match out argument '{out}'",
                 f"return it with the same alias annotation, e.g. '{out.type}({out.annotation.alias_set[0] if out.annotation else 'a'}!)'",
+            )
+
+
+def _check_tensor_lists(op: OpDecl, diags: Diagnostics) -> None:
+    """The generated autograd records Tensor and Tensor? inputs only; a list would get no gradient."""
+    if not set(op.keys) & {*BACKEND_KEYS, "CompositeExplicitAutograd"}:
+        return
+    for a in op.schema.arguments.flat_non_out:
+        if "Tensor" in str(a.type) and "[]" in str(a.type):
+            diags.error(
+                op.loc,
+                f"'{op.qualified}': argument '{a.name}' is a tensor list, which generated "
+                "autograd does not support yet",
+                "use CompositeImplicitAutograd, or separate Tensor arguments",
             )
 
 

@@ -365,3 +365,12 @@ def test_sizes_rule_naming_missing_input(
         GOOD.replace("like(self)", "sizes(input.size(0), 3)"),
         "ops.yaml:4: error: shape rule 'sizes(input.size(0), 3)' refers to 'input', which is not an argument",
     )
+
+
+def test_tensor_list_on_backend_op(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert_error(
+        tmp_path,
+        capsys,
+        GOOD.replace("Tensor self)", "Tensor self, Tensor[] others)"),
+        "ops.yaml:1: error: 'relu': argument 'others' is a tensor list, which generated autograd does not",
+    )
