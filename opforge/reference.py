@@ -24,6 +24,10 @@ def softmax_backward(grad_output: Tensor, output: Tensor, dim: int) -> Tensor:
     return torch.ops.aten._softmax_backward_data(grad_output, output, dim, output.dtype)
 
 
+def log_softmax_backward(grad_output: Tensor, output: Tensor, dim: int) -> Tensor:
+    return torch.ops.aten._log_softmax_backward_data(grad_output, output, dim, output.dtype)
+
+
 def sum_backward(
     grad_output: Tensor,
     sizes: Sequence[int],

@@ -18,6 +18,8 @@
 #include <opforge/ops/hardswish_backward.h>
 #include <opforge/ops/leaky_relu.h>
 #include <opforge/ops/leaky_relu_backward.h>
+#include <opforge/ops/log_softmax.h>
+#include <opforge/ops/log_softmax_backward.h>
 #include <opforge/ops/relu.h>
 #include <opforge/ops/relu_backward.h>
 #include <opforge/ops/sigmoid.h>
@@ -175,6 +177,25 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("grad_output"),
       pybind11::arg("self"),
       pybind11::arg("negative_slope")
+      );
+  m.def(
+      "log_softmax",
+      [](const at::Tensor& self, int64_t dim) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::log_softmax(self, dim);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("dim")
+      );
+  m.def(
+      "log_softmax_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& output, int64_t dim) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::log_softmax_backward(grad_output, output, dim);
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("output"),
+      pybind11::arg("dim")
       );
   m.def(
       "relu",

@@ -17,6 +17,8 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(hardswish_backward(Tensor grad_output, Tensor self) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor)schema", {at::Tag::pointwise});
+  m.def(R"schema(log_softmax(Tensor self, int dim) -> Tensor)schema", {});
+  m.def(R"schema(log_softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor)schema", {});
   m.def(R"schema(relu(Tensor self) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!))schema", {at::Tag::out});
   m.def(R"schema(relu_(Tensor(a!) self) -> Tensor(a!))schema", {at::Tag::inplace});

@@ -21,7 +21,7 @@ from opforge import _C
 Number = Union[int, float, bool]
 _ops = torch.ops.opforge
 
-__all__ = ["add", "add_", "add_relu", "elu", "elu_backward", "gelu", "gelu_backward", "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward", "leaky_relu", "leaky_relu_backward", "relu", "relu_", "relu_backward", "sigmoid", "sigmoid_backward", "silu", "silu_backward", "softmax", "softmax_backward", "softplus", "softplus_backward", "sum", "sum_backward", "tanh", "tanh_backward", ]
+__all__ = ["add", "add_", "add_relu", "elu", "elu_backward", "gelu", "gelu_backward", "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward", "leaky_relu", "leaky_relu_backward", "log_softmax", "log_softmax_backward", "relu", "relu_", "relu_backward", "sigmoid", "sigmoid_backward", "silu", "silu_backward", "softmax", "softmax_backward", "softplus", "softplus_backward", "sum", "sum_backward", "tanh", "tanh_backward", ]
 
 # One row per operator overload, as declared in schemas/ (used by build_info and the tests).
 OP_TABLE: tuple[dict[str, Any], ...] = (
@@ -39,6 +39,8 @@ OP_TABLE: tuple[dict[str, Any], ...] = (
     {'qualified': 'hardswish_backward', 'schema': 'hardswish_backward(Tensor grad_output, Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.hardswish_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33]}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -5, 'high': 5}}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -3.05, 'high': -2.95}}]},
     {'qualified': 'leaky_relu', 'schema': 'leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.nn.functional.leaky_relu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': [8, 9], 'negative_slope': 0.2}, {'self': [8, 9], 'negative_slope': -1.5}, {'self': []}]},
     {'qualified': 'leaky_relu_backward', 'schema': 'leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.leaky_relu_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33], 'negative_slope': 0.01}, {'grad_output': [8, 9], 'self': [8, 9], 'negative_slope': -1.5}]},
+    {'qualified': 'log_softmax', 'schema': 'log_softmax(Tensor self, int dim) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.log_softmax', 'family': 'softmax', 'shape': 'like(self)', 'samples': [{'self': [4, 10], 'dim': 1}, {'self': [4, 10], 'dim': -1}, {'self': [3, 5, 7], 'dim': 1}, {'self': [3, 5, 7], 'dim': -3}, {'self': [], 'dim': 0}]},
+    {'qualified': 'log_softmax_backward', 'schema': 'log_softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.log_softmax_backward', 'family': 'softmax', 'shape': 'same(grad_output, output)', 'samples': [{'grad_output': [4, 10], 'output': {'shape': [4, 10], 'low': -3, 'high': 0}, 'dim': 1}, {'grad_output': [4, 10], 'output': {'shape': [4, 10], 'low': -3, 'high': 0}, 'dim': -1}, {'grad_output': [3, 5, 7], 'output': {'shape': [3, 5, 7], 'low': -3, 'high': 0}, 'dim': 0}, {'grad_output': [], 'output': {'shape': [], 'low': -1, 'high': 0}, 'dim': 0}]},
     {'qualified': 'relu', 'schema': 'relu(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.relu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': []}]},
     {'qualified': 'relu.out', 'schema': 'relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.relu', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': []}]},
     {'qualified': 'relu_', 'schema': 'relu_(Tensor(a!) self) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.relu', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': []}]},
@@ -203,6 +205,28 @@ def leaky_relu_backward(grad_output: Tensor, self: Tensor, negative_slope: Numbe
     if _compiling():
         return _ops.leaky_relu_backward.default(grad_output, self, negative_slope)
     return _C.leaky_relu_backward(grad_output, self, negative_slope)
+
+
+def log_softmax(self: Tensor, dim: int) -> Tensor:
+    """log(softmax(x)) along `dim`, computed stably as x - max - log(sum(exp(x - max))).
+
+    Schema: ``log_softmax(Tensor self, int dim) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.log_softmax.default(self, dim)
+    return _C.log_softmax(self, dim)
+
+
+def log_softmax_backward(grad_output: Tensor, output: Tensor, dim: int) -> Tensor:
+    """Gradient of log_softmax given its output, grad_output - exp(output) * sum(grad_output, dim).
+
+    Schema: ``log_softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.log_softmax_backward.default(grad_output, output, dim)
+    return _C.log_softmax_backward(grad_output, output, dim)
 
 
 def relu(self: Tensor, *, out: Tensor | None = None) -> Tensor:

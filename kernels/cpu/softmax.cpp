@@ -1,5 +1,7 @@
-// CPU kernel for softmax over one dim (a template over the scalar type; the
-// generated wrapper dispatches on dtype).
+// CPU kernels for softmax and log_softmax over one dim (templates over the
+// scalar type; the generated wrapper dispatches on dtype). Both share the max
+// and sum-of-exp passes and differ only in the epilogue (`Log`).
+#include <opforge/ops/log_softmax.h>
 #include <opforge/ops/softmax.h>
 
 #include "lanes.h"
@@ -7,12 +9,14 @@
 #include <opforge/dims.h>
 #include <opforge/math/functions.h>
 #include <opforge/math/opmath.h>
+#include <opforge/math/softmax.h>
 
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
 
 #include <algorithm>
 #include <limits>
+#include <string_view>
 #include <type_traits>
 
 namespace opforge {
@@ -26,10 +30,13 @@ constexpr int64_t k_tile = 256;
 template <typename T>
 using acc_t = math::opmath_t<T>;
 
+template <bool Log, typename A>
+using epilogue = math::softmax_epilogue<Log, A>;
+
 // Softmax dim innermost: each row is contiguous. Three passes over the row
-// (max, exp + sum, scale), each a plain loop the compiler vectorizes; a row of
-// a few thousand elements stays in L1 between them.
-template <typename T>
+// (max, exp + sum, epilogue), each a plain loop the compiler vectorizes; a row
+// of a few thousand elements stays in L1 between them.
+template <bool Log, typename T>
 void softmax_rows(const T* x, T* y, int64_t rows, int64_t n) {
   using A = acc_t<T>;
   const int64_t grain = std::max<int64_t>(1, k_grain / n);
@@ -38,7 +45,7 @@ void softmax_rows(const T* x, T* y, int64_t rows, int64_t n) {
       const T* xr = x + r * n;
       T* yr = y + r * n;
       const A m = cpu::row_max(xr, n);
-      if constexpr (std::is_same_v<T, A>) {
+      if constexpr (!Log && std::is_same_v<T, A>) {
         // The output holds exp(x - m) until it is scaled: no scratch buffer.
         for (int64_t i = 0; i < n; ++i) {
           yr[i] = math::exp_(xr[i] - m);
@@ -48,13 +55,13 @@ void softmax_rows(const T* x, T* y, int64_t rows, int64_t n) {
           yr[i] *= inv;
         }
       } else {
-        // half/bf16: exp is recomputed in the last pass so the result is
-        // rounded to T once.
+        // log_softmax, and half/bf16 softmax: the epilogue reads x again so
+        // the result is rounded to T once.
         const A s = cpu::lane_sum<A>(
             n, [&](int64_t i) { return math::exp_(math::cast_to<A>(xr[i]) - m); });
-        const A inv = A(1) / s;
+        const auto e = epilogue<Log, A>::make(m, s);
         for (int64_t i = 0; i < n; ++i) {
-          yr[i] = math::cast_to<T>(math::exp_(math::cast_to<A>(xr[i]) - m) * inv);
+          yr[i] = math::cast_to<T>(e(math::cast_to<A>(xr[i])));
         }
       }
     }
@@ -63,7 +70,7 @@ void softmax_rows(const T* x, T* y, int64_t rows, int64_t n) {
 
 // Input viewed as [outer, n, inner] with inner > 1: reduce over n for a tile
 // of adjacent columns at a time so every inner loop is unit-stride.
-template <typename T>
+template <bool Log, typename T>
 void softmax_columns(const T* x, T* y, const dim_split& s) {
   using A = acc_t<T>;
   const int64_t n = s.size;
@@ -94,26 +101,25 @@ void softmax_columns(const T* x, T* y, const dim_split& s) {
           sum[j] += math::exp_(math::cast_to<A>(row[j]) - m[j]);
         }
       }
+      // sum[j] becomes the epilogue's k: 1 / sum, or log(sum).
       for (int64_t j = 0; j < w; ++j) {
-        sum[j] = A(1) / sum[j];
+        sum[j] = epilogue<Log, A>::make(m[j], sum[j]).k;
       }
       for (int64_t d = 0; d < n; ++d) {
         const T* row = xb + d * inner;
         T* out = yb + d * inner;
         for (int64_t j = 0; j < w; ++j) {
           out[j] = math::cast_to<T>(
-              math::exp_(math::cast_to<A>(row[j]) - m[j]) * sum[j]);
+              epilogue<Log, A>{m[j], sum[j]}(math::cast_to<A>(row[j])));
         }
       }
     }
   });
 }
 
-} // namespace
-
-template <typename scalar_t>
-at::Tensor softmax_cpu(const at::Tensor& self, int64_t dim) {
-  const int64_t d = wrap_dim("opforge.softmax", "dim", dim, self.dim());
+template <bool Log, typename scalar_t>
+at::Tensor softmax_impl(std::string_view op, const at::Tensor& self, int64_t dim) {
+  const int64_t d = wrap_dim(op, "dim", dim, self.dim());
   const at::Tensor in = self.contiguous();
   at::Tensor out = at::empty(in.sizes(), in.options());
   if (in.numel() == 0) {
@@ -124,13 +130,26 @@ at::Tensor softmax_cpu(const at::Tensor& self, int64_t dim) {
   const scalar_t* x = in.const_data_ptr<scalar_t>();
   scalar_t* y = out.mutable_data_ptr<scalar_t>();
   if (s.inner == 1) {
-    softmax_rows(x, y, s.outer, s.size);
+    softmax_rows<Log>(x, y, s.outer, s.size);
   } else {
-    softmax_columns(x, y, s);
+    softmax_columns<Log>(x, y, s);
   }
   return out;
 }
 
+} // namespace
+
+template <typename scalar_t>
+at::Tensor softmax_cpu(const at::Tensor& self, int64_t dim) {
+  return softmax_impl<false, scalar_t>("opforge.softmax", self, dim);
+}
+
+template <typename scalar_t>
+at::Tensor log_softmax_cpu(const at::Tensor& self, int64_t dim) {
+  return softmax_impl<true, scalar_t>("opforge.log_softmax", self, dim);
+}
+
 OPFORGE_INSTANTIATE_softmax_cpu
+OPFORGE_INSTANTIATE_log_softmax_cpu
 
 } // namespace opforge

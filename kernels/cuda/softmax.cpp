@@ -1,5 +1,7 @@
-// CUDA entry point for softmax (a template over the scalar type; the generated
-// wrapper dispatches on dtype and guards the device). Kernels in softmax.cu.
+// CUDA entry points for softmax and log_softmax (templates over the scalar
+// type; the generated wrapper dispatches on dtype and guards the device).
+// Kernels in softmax.cu.
+#include <opforge/ops/log_softmax.h>
 #include <opforge/ops/softmax.h>
 
 #include "softmax.cuh"
@@ -10,11 +12,15 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
 
-namespace opforge {
+#include <string_view>
 
-template <typename scalar_t>
-at::Tensor softmax_cuda(const at::Tensor& self, int64_t dim) {
-  const int64_t d = wrap_dim("opforge.softmax", "dim", dim, self.dim());
+namespace opforge {
+namespace {
+
+template <bool Log, typename scalar_t>
+at::Tensor softmax_impl(std::string_view op, const at::Tensor& self,
+                        int64_t dim) {
+  const int64_t d = wrap_dim(op, "dim", dim, self.dim());
   const at::Tensor in = self.contiguous();
   at::Tensor out = at::empty(in.sizes(), in.options());
   if (in.numel() == 0) {
@@ -23,12 +29,31 @@ at::Tensor softmax_cuda(const at::Tensor& self, int64_t dim) {
   // A 0-d tensor is one row of length 1.
   const dim_split s = in.dim() == 0 ? dim_split{} : split_at_dim(in.sizes(), d);
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  C10_CUDA_CHECK(cuda::launch_softmax(out.mutable_data_ptr<scalar_t>(),
-                                      in.const_data_ptr<scalar_t>(), s.outer,
-                                      s.size, s.inner, stream));
+  scalar_t* y = out.mutable_data_ptr<scalar_t>();
+  const scalar_t* x = in.const_data_ptr<scalar_t>();
+  if constexpr (Log) {
+    C10_CUDA_CHECK(cuda::launch_log_softmax(y, x, s.outer, s.size, s.inner,
+                                            stream));
+  } else {
+    C10_CUDA_CHECK(
+        cuda::launch_softmax(y, x, s.outer, s.size, s.inner, stream));
+  }
   return out;
 }
 
+} // namespace
+
+template <typename scalar_t>
+at::Tensor softmax_cuda(const at::Tensor& self, int64_t dim) {
+  return softmax_impl<false, scalar_t>("opforge.softmax", self, dim);
+}
+
+template <typename scalar_t>
+at::Tensor log_softmax_cuda(const at::Tensor& self, int64_t dim) {
+  return softmax_impl<true, scalar_t>("opforge.log_softmax", self, dim);
+}
+
 OPFORGE_INSTANTIATE_softmax_cuda
+OPFORGE_INSTANTIATE_log_softmax_cuda
 
 } // namespace opforge

@@ -1,9 +1,11 @@
-// CUDA kernels for softmax over one dim.
+// CUDA kernels for softmax and log_softmax over one dim: the same max and
+// sum-of-exp reductions, then the epilogue `Log` picks (math/softmax.h).
 #include "common.cuh"
 #include "softmax.cuh"
 
 #include <opforge/math/functions.h>
 #include <opforge/math/opmath.h>
+#include <opforge/math/softmax.h>
 
 #include <math.h>
 
@@ -17,17 +19,17 @@ constexpr int k_max_row_threads = 512;
 template <typename T>
 using acc_t = math::opmath_t<T>;
 
-template <typename T>
+template <bool Log, typename T>
 __device__ void softmax_write(T* y, const T* x, int64_t begin, int64_t n,
-                              int64_t step, acc_t<T> max, acc_t<T> inv_sum) {
+                              int64_t step, acc_t<T> max, acc_t<T> sum) {
+  const auto e = math::softmax_epilogue<Log, acc_t<T>>::make(max, sum);
   for (int64_t i = begin; i < n; i += step) {
-    y[i] = math::cast_to<T>(math::exp_(math::cast_to<acc_t<T>>(x[i]) - max) *
-                            inv_sum);
+    y[i] = math::cast_to<T>(e(math::cast_to<acc_t<T>>(x[i])));
   }
 }
 
 // One warp per contiguous row: no shared memory or block barriers.
-template <typename T>
+template <bool Log, typename T>
 __global__ void softmax_warp_rows_kernel(T* out, const T* in, int64_t rows,
                                          int64_t n) {
   using A = acc_t<T>;
@@ -45,12 +47,12 @@ __global__ void softmax_warp_rows_kernel(T* out, const T* in, int64_t rows,
       s += math::exp_(math::cast_to<A>(x[i]) - m);
     }
     s = __shfl_sync(0xffffffffu, warp_reduce(s, sum_op{}), 0);
-    softmax_write(out + row * n, x, lane, n, 32, m, A(1) / s);
+    softmax_write<Log>(out + row * n, x, lane, n, 32, m, s);
   }
 }
 
 // One block per contiguous row, for long rows.
-template <typename T>
+template <bool Log, typename T>
 __global__ void softmax_block_rows_kernel(T* out, const T* in, int64_t rows,
                                           int64_t n) {
   using A = acc_t<T>;
@@ -67,13 +69,13 @@ __global__ void softmax_block_rows_kernel(T* out, const T* in, int64_t rows,
       s += math::exp_(math::cast_to<A>(x[i]) - m);
     }
     s = block_reduce(s, sum_op{}, A(0), shared);
-    softmax_write(out + row * n, x, threadIdx.x, n, blockDim.x, m, A(1) / s);
+    softmax_write<Log>(out + row * n, x, threadIdx.x, n, blockDim.x, m, s);
   }
 }
 
 // Softmax dim not innermost: one thread per (outer, inner) column; adjacent
 // threads read adjacent columns, so loads coalesce.
-template <typename T>
+template <bool Log, typename T>
 __global__ void softmax_columns_kernel(T* out, const T* in, int64_t outer,
                                        int64_t n, int64_t inner) {
   using A = acc_t<T>;
@@ -90,8 +92,30 @@ __global__ void softmax_columns_kernel(T* out, const T* in, int64_t outer,
     for (int64_t d = 0; d < n; ++d) {
       s += math::exp_(math::cast_to<A>(x[d * inner]) - m);
     }
-    softmax_write(out + base, x, 0, n * inner, inner, m, A(1) / s);
+    softmax_write<Log>(out + base, x, 0, n * inner, inner, m, s);
   }
+}
+
+template <bool Log, typename T>
+cudaError_t launch(T* out, const T* in, int64_t outer, int64_t n, int64_t inner,
+                   cudaStream_t stream) {
+  if (outer == 0 || n == 0 || inner == 0) {
+    return cudaSuccess;
+  }
+  if (inner > 1) {
+    const int64_t columns = outer * inner;
+    softmax_columns_kernel<Log><<<elementwise_blocks(columns), k_threads, 0,
+                             stream>>>(out, in, outer, n, inner);
+  } else if (n <= k_warp_row_max) {
+    softmax_warp_rows_kernel<Log><<<elementwise_blocks(outer * 32), k_threads, 0,
+                               stream>>>(out, in, outer, n);
+  } else {
+    const auto blocks =
+        static_cast<unsigned>(outer < k_max_blocks ? outer : k_max_blocks);
+    softmax_block_rows_kernel<Log><<<blocks, row_threads(n, k_max_row_threads), 0,
+                                stream>>>(out, in, outer, n);
+  }
+  return cudaGetLastError();
 }
 
 } // namespace
@@ -99,28 +123,20 @@ __global__ void softmax_columns_kernel(T* out, const T* in, int64_t outer,
 template <typename T>
 cudaError_t launch_softmax(T* out, const T* in, int64_t outer, int64_t n,
                            int64_t inner, cudaStream_t stream) {
-  if (outer == 0 || n == 0 || inner == 0) {
-    return cudaSuccess;
-  }
-  if (inner > 1) {
-    const int64_t columns = outer * inner;
-    softmax_columns_kernel<<<elementwise_blocks(columns), k_threads, 0,
-                             stream>>>(out, in, outer, n, inner);
-  } else if (n <= k_warp_row_max) {
-    softmax_warp_rows_kernel<<<elementwise_blocks(outer * 32), k_threads, 0,
-                               stream>>>(out, in, outer, n);
-  } else {
-    const auto blocks =
-        static_cast<unsigned>(outer < k_max_blocks ? outer : k_max_blocks);
-    softmax_block_rows_kernel<<<blocks, row_threads(n, k_max_row_threads), 0,
-                                stream>>>(out, in, outer, n);
-  }
-  return cudaGetLastError();
+  return launch<false>(out, in, outer, n, inner, stream);
 }
 
-#define OPFORGE_INSTANTIATE(T)                                     \
-  template cudaError_t launch_softmax<T>(T*, const T*, int64_t, int64_t, \
-                                         int64_t, cudaStream_t);
+template <typename T>
+cudaError_t launch_log_softmax(T* out, const T* in, int64_t outer, int64_t n,
+                               int64_t inner, cudaStream_t stream) {
+  return launch<true>(out, in, outer, n, inner, stream);
+}
+
+#define OPFORGE_INSTANTIATE(T)                                           \
+  template cudaError_t launch_softmax<T>(T*, const T*, int64_t, int64_t,       \
+                                         int64_t, cudaStream_t);               \
+  template cudaError_t launch_log_softmax<T>(T*, const T*, int64_t, int64_t,   \
+                                             int64_t, cudaStream_t);
 OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
 #undef OPFORGE_INSTANTIATE
 

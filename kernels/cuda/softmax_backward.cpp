@@ -1,6 +1,7 @@
-// CUDA entry point for softmax_backward (a template over the scalar type; the
-// generated wrapper dispatches on dtype and guards the device). Kernels in
-// softmax_backward.cu.
+// CUDA entry points for softmax_backward and log_softmax_backward (templates
+// over the scalar type; the generated wrapper dispatches on dtype and guards
+// the device). Kernels in softmax_backward.cu.
+#include <opforge/ops/log_softmax_backward.h>
 #include <opforge/ops/softmax_backward.h>
 
 #include "softmax_backward.cuh"
@@ -11,13 +12,15 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
 
-namespace opforge {
+#include <string_view>
 
-template <typename scalar_t>
-at::Tensor softmax_backward_cuda(const at::Tensor& grad_output,
-                                 const at::Tensor& output, int64_t dim) {
-  const int64_t d =
-      wrap_dim("opforge.softmax_backward", "dim", dim, grad_output.dim());
+namespace opforge {
+namespace {
+
+template <bool Log, typename scalar_t>
+at::Tensor backward_impl(std::string_view op, const at::Tensor& grad_output,
+                         const at::Tensor& output, int64_t dim) {
+  const int64_t d = wrap_dim(op, "dim", dim, grad_output.dim());
   const at::Tensor grad = grad_output.contiguous();
   const at::Tensor result = output.contiguous();
   at::Tensor out = at::empty(grad.sizes(), grad.options());
@@ -27,13 +30,37 @@ at::Tensor softmax_backward_cuda(const at::Tensor& grad_output,
   // A 0-d tensor is one row of length 1.
   const dim_split s =
       grad.dim() == 0 ? dim_split{} : split_at_dim(grad.sizes(), d);
-  C10_CUDA_CHECK(cuda::launch_softmax_backward(
-      out.mutable_data_ptr<scalar_t>(), grad.const_data_ptr<scalar_t>(),
-      result.const_data_ptr<scalar_t>(), s.outer, s.size, s.inner,
-      c10::cuda::getCurrentCUDAStream()));
+  scalar_t* o = out.mutable_data_ptr<scalar_t>();
+  const scalar_t* g = grad.const_data_ptr<scalar_t>();
+  const scalar_t* y = result.const_data_ptr<scalar_t>();
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  if constexpr (Log) {
+    C10_CUDA_CHECK(cuda::launch_log_softmax_backward(o, g, y, s.outer, s.size,
+                                                     s.inner, stream));
+  } else {
+    C10_CUDA_CHECK(cuda::launch_softmax_backward(o, g, y, s.outer, s.size,
+                                                 s.inner, stream));
+  }
   return out;
 }
 
+} // namespace
+
+template <typename scalar_t>
+at::Tensor softmax_backward_cuda(const at::Tensor& grad_output,
+                                 const at::Tensor& output, int64_t dim) {
+  return backward_impl<false, scalar_t>("opforge.softmax_backward",
+                                        grad_output, output, dim);
+}
+
+template <typename scalar_t>
+at::Tensor log_softmax_backward_cuda(const at::Tensor& grad_output,
+                                     const at::Tensor& output, int64_t dim) {
+  return backward_impl<true, scalar_t>("opforge.log_softmax_backward",
+                                       grad_output, output, dim);
+}
+
 OPFORGE_INSTANTIATE_softmax_backward_cuda
+OPFORGE_INSTANTIATE_log_softmax_backward_cuda
 
 } // namespace opforge

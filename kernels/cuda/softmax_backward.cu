@@ -1,10 +1,12 @@
-// CUDA kernels for softmax_backward: out = y * (g - sum(g * y, dim)), the dot
-// product accumulated in opmath (float for half/bf16). Same row/column split as
+// CUDA kernels for softmax_backward, out = y * (g - sum(g * y, dim)), and
+// log_softmax_backward, out = g - exp(y) * sum(g, dim) (`Log`, math/softmax.h);
+// the sum accumulated in opmath (float for half/bf16). Same row/column split as
 // the forward kernels in softmax.cu.
 #include "common.cuh"
 #include "softmax_backward.cuh"
 
 #include <opforge/math/opmath.h>
+#include <opforge/math/softmax.h>
 
 namespace opforge::cuda {
 namespace {
@@ -16,28 +18,29 @@ constexpr int k_max_row_threads = 512;
 template <typename T>
 using acc_t = math::opmath_t<T>;
 
-template <typename T>
-__device__ acc_t<T> partial_dot(const T* g, const T* y, int64_t begin,
+template <bool Log, typename T>
+__device__ acc_t<T> partial_sum(const T* g, const T* y, int64_t begin,
                                 int64_t n, int64_t step) {
   acc_t<T> s = 0;
   for (int64_t i = begin; i < n; i += step) {
-    s += math::cast_to<acc_t<T>>(g[i]) * math::cast_to<acc_t<T>>(y[i]);
+    s += math::softmax_backward_term<Log>(math::cast_to<acc_t<T>>(g[i]),
+                                          math::cast_to<acc_t<T>>(y[i]));
   }
   return s;
 }
 
-template <typename T>
+template <bool Log, typename T>
 __device__ void write_grad(T* out, const T* g, const T* y, int64_t begin,
                            int64_t n, int64_t step, acc_t<T> dot) {
   using A = acc_t<T>;
   for (int64_t i = begin; i < n; i += step) {
-    out[i] = math::cast_to<T>(math::cast_to<A>(y[i]) *
-                              (math::cast_to<A>(g[i]) - dot));
+    out[i] = math::cast_to<T>(math::softmax_backward_grad<Log>(
+        math::cast_to<A>(g[i]), math::cast_to<A>(y[i]), dot));
   }
 }
 
 // One warp per contiguous row: no shared memory or block barriers.
-template <typename T>
+template <bool Log, typename T>
 __global__ void softmax_backward_warp_rows_kernel(T* out, const T* grad,
                                                   const T* output, int64_t rows,
                                                   int64_t n) {
@@ -45,14 +48,14 @@ __global__ void softmax_backward_warp_rows_kernel(T* out, const T* grad,
   const int64_t warps = grid_threads() / 32;
   for (int64_t row = global_thread() / 32; row < rows; row += warps) {
     const int64_t base = row * n;
-    acc_t<T> dot = partial_dot(grad + base, output + base, lane, n, 32);
+    acc_t<T> dot = partial_sum<Log>(grad + base, output + base, lane, n, 32);
     dot = __shfl_sync(0xffffffffu, warp_reduce(dot, sum_op{}), 0);
-    write_grad(out + base, grad + base, output + base, lane, n, 32, dot);
+    write_grad<Log>(out + base, grad + base, output + base, lane, n, 32, dot);
   }
 }
 
 // One block per contiguous row, for long rows.
-template <typename T>
+template <bool Log, typename T>
 __global__ void softmax_backward_block_rows_kernel(T* out, const T* grad,
                                                    const T* output,
                                                    int64_t rows, int64_t n) {
@@ -60,16 +63,16 @@ __global__ void softmax_backward_block_rows_kernel(T* out, const T* grad,
   __shared__ A shared[32];
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int64_t base = row * n;
-    A dot = partial_dot(grad + base, output + base, threadIdx.x, n, blockDim.x);
+    A dot = partial_sum<Log>(grad + base, output + base, threadIdx.x, n, blockDim.x);
     dot = block_reduce(dot, sum_op{}, A(0), shared);
-    write_grad(out + base, grad + base, output + base, threadIdx.x, n,
+    write_grad<Log>(out + base, grad + base, output + base, threadIdx.x, n,
                blockDim.x, dot);
   }
 }
 
 // Softmax dim not innermost: one thread per (outer, inner) column; adjacent
 // threads read adjacent columns, so loads coalesce.
-template <typename T>
+template <bool Log, typename T>
 __global__ void softmax_backward_columns_kernel(T* out, const T* grad,
                                                 const T* output, int64_t outer,
                                                 int64_t n, int64_t inner) {
@@ -78,10 +81,34 @@ __global__ void softmax_backward_columns_kernel(T* out, const T* grad,
     const int64_t o = c / inner;
     const int64_t base = o * n * inner + (c - o * inner);
     const acc_t<T> dot =
-        partial_dot(grad + base, output + base, 0, n * inner, inner);
-    write_grad(out + base, grad + base, output + base, 0, n * inner, inner,
+        partial_sum<Log>(grad + base, output + base, 0, n * inner, inner);
+    write_grad<Log>(out + base, grad + base, output + base, 0, n * inner, inner,
                dot);
   }
+}
+
+template <bool Log, typename T>
+cudaError_t launch(T* out, const T* grad, const T* output, int64_t outer,
+                   int64_t n, int64_t inner, cudaStream_t stream) {
+  if (outer == 0 || n == 0 || inner == 0) {
+    return cudaSuccess;
+  }
+  if (inner > 1) {
+    softmax_backward_columns_kernel<Log><<<elementwise_blocks(outer * inner),
+                                      k_threads, 0, stream>>>(
+        out, grad, output, outer, n, inner);
+  } else if (n <= k_warp_row_max) {
+    softmax_backward_warp_rows_kernel<Log><<<elementwise_blocks(outer * 32),
+                                        k_threads, 0, stream>>>(
+        out, grad, output, outer, n);
+  } else {
+    const auto blocks =
+        static_cast<unsigned>(outer < k_max_blocks ? outer : k_max_blocks);
+    softmax_backward_block_rows_kernel<Log><<<blocks,
+                                         row_threads(n, k_max_row_threads), 0,
+                                         stream>>>(out, grad, output, outer, n);
+  }
+  return cudaGetLastError();
 }
 
 } // namespace
@@ -90,29 +117,20 @@ template <typename T>
 cudaError_t launch_softmax_backward(T* out, const T* grad, const T* output,
                                     int64_t outer, int64_t n, int64_t inner,
                                     cudaStream_t stream) {
-  if (outer == 0 || n == 0 || inner == 0) {
-    return cudaSuccess;
-  }
-  if (inner > 1) {
-    softmax_backward_columns_kernel<<<elementwise_blocks(outer * inner),
-                                      k_threads, 0, stream>>>(
-        out, grad, output, outer, n, inner);
-  } else if (n <= k_warp_row_max) {
-    softmax_backward_warp_rows_kernel<<<elementwise_blocks(outer * 32),
-                                        k_threads, 0, stream>>>(
-        out, grad, output, outer, n);
-  } else {
-    const auto blocks =
-        static_cast<unsigned>(outer < k_max_blocks ? outer : k_max_blocks);
-    softmax_backward_block_rows_kernel<<<blocks,
-                                         row_threads(n, k_max_row_threads), 0,
-                                         stream>>>(out, grad, output, outer, n);
-  }
-  return cudaGetLastError();
+  return launch<false>(out, grad, output, outer, n, inner, stream);
+}
+
+template <typename T>
+cudaError_t launch_log_softmax_backward(T* out, const T* grad, const T* output,
+                                        int64_t outer, int64_t n, int64_t inner,
+                                        cudaStream_t stream) {
+  return launch<true>(out, grad, output, outer, n, inner, stream);
 }
 
 #define OPFORGE_INSTANTIATE(T)                                         \
   template cudaError_t launch_softmax_backward<T>(                     \
+      T*, const T*, const T*, int64_t, int64_t, int64_t, cudaStream_t); \
+  template cudaError_t launch_log_softmax_backward<T>(                 \
       T*, const T*, const T*, int64_t, int64_t, int64_t, cudaStream_t);
 OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
 #undef OPFORGE_INSTANTIATE

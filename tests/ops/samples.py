@@ -84,3 +84,16 @@ def _register_activation_specials() -> None:
 
 
 _register_activation_specials()
+
+
+@samples("log_softmax")
+def _log_softmax_large_logits(
+    dtype: torch.dtype, device: str
+) -> list[tuple[list[Any], dict[str, Any]]]:
+    # exp(1000) overflows and log(exp(-1000)) underflows: only x - max - log(sum)
+    # gets these right (-2000.3 for the -1000 entry).
+    x = torch.tensor([[1000.0, 999.0, -1000.0], [-5e3, -5e3 + 1, -5e3 + 2]], dtype=torch.float64)
+    return [
+        ([x.to(dtype=dtype, device=device), 1], {}),
+        ([x.to(dtype=dtype, device=device), 0], {}),
+    ]

@@ -13,6 +13,12 @@ def test_dim_out_of_range() -> None:
         IndexError, match=r"opforge\.softmax: dim out of range .*\[-2, 1\], but got 2"
     ):
         opforge.softmax(torch.randn(3, 4), 2)
+    with pytest.raises(
+        IndexError, match=r"opforge\.log_softmax: dim out of range .*\[-1, 0\], but got -2"
+    ):
+        opforge.log_softmax(torch.randn(()), -2)
+    with pytest.raises(IndexError, match=r"opforge\.log_softmax_backward: dim out of range"):
+        opforge.log_softmax_backward(torch.randn(3, 4), torch.randn(3, 4), 2)
     with pytest.raises(IndexError, match=r"opforge\.sum: dim out of range"):
         opforge.sum(torch.randn(3, 4), [-3])
 

@@ -50,6 +50,10 @@ C10_HOST_DEVICE inline double exp_(double x) { return ::exp(x); }
 C10_HOST_DEVICE inline double erf_(double x) { return ::erf(x); }
 C10_HOST_DEVICE inline double tanh_(double x) { return ::tanh(x); }
 C10_HOST_DEVICE inline double log1p_(double x) { return ::log1p(x); }
+// log: libm/CUDA on both sides (log-softmax calls it once per row, so exactness
+// matters more than vectorizing).
+C10_HOST_DEVICE inline float log_(float x) { return ::logf(x); }
+C10_HOST_DEVICE inline double log_(double x) { return ::log(x); }
 
 // c ? a : b. On the host a bit blend: GCC moves arithmetic that only one arm
 // of a float ternary uses into a branch, and a loop with a branch holding
