@@ -17,6 +17,8 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/leaky_relu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/log_softmax.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/log_softmax_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/prelu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/prelu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/relu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/relu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sigmoid.cpp

@@ -55,6 +55,11 @@ def _scaled_call(row: dict[str, Any], schema: Any) -> tuple[list[Any], dict[str,
     return args, kwargs
 
 
+def _outputs(result: Any) -> tuple[torch.Tensor, ...]:
+    """An op's result as a tuple (prelu_backward returns two tensors)."""
+    return tuple(result) if isinstance(result, (tuple, list)) else (result,)
+
+
 def _time(fn: Callable[[], Any], repeat: int = 15) -> float:
     fn()
     times = []
@@ -92,7 +97,12 @@ def main() -> None:
         args, kwargs = _scaled_call(row, schema)
         ours = getattr(opforge, schema.name.name)
         ref = _reference(row["reference"])
-        err = (ours(*args, **kwargs).double() - ref(*args, **kwargs).double()).abs().max().item()
+        err = max(
+            (o.double() - r.double()).abs().max().item()
+            for o, r in zip(
+                _outputs(ours(*args, **kwargs)), _outputs(ref(*args, **kwargs)), strict=True
+            )
+        )
         t_ours = _time(lambda: ours(*args, **kwargs))  # noqa: B023 - called within the iteration
         t_ref = _time(lambda: ref(*args, **kwargs))  # noqa: B023
         shapes = " ".join(

@@ -76,3 +76,12 @@ def hardsigmoid_backward(grad_output: Tensor, self: Tensor) -> Tensor:
 
 def hardswish_backward(grad_output: Tensor, self: Tensor) -> Tensor:
     return torch.ops.aten.hardswish_backward(grad_output, self)
+
+
+def prelu_backward(grad_output: Tensor, self: Tensor, weight: Tensor) -> tuple[Tensor, Tensor]:
+    x = self.detach().requires_grad_()
+    w = weight.detach().requires_grad_()
+    with torch.enable_grad():
+        y = torch.nn.functional.prelu(x, w)
+    grad_self, grad_weight = torch.autograd.grad(y, (x, w), grad_output)
+    return grad_self, grad_weight

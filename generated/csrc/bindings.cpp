@@ -20,6 +20,8 @@
 #include <opforge/ops/leaky_relu_backward.h>
 #include <opforge/ops/log_softmax.h>
 #include <opforge/ops/log_softmax_backward.h>
+#include <opforge/ops/prelu.h>
+#include <opforge/ops/prelu_backward.h>
 #include <opforge/ops/relu.h>
 #include <opforge/ops/relu_backward.h>
 #include <opforge/ops/sigmoid.h>
@@ -196,6 +198,25 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("grad_output"),
       pybind11::arg("output"),
       pybind11::arg("dim")
+      );
+  m.def(
+      "prelu",
+      [](const at::Tensor& self, const at::Tensor& weight) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::prelu(self, weight);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("weight")
+      );
+  m.def(
+      "prelu_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) -> std::tuple<at::Tensor, at::Tensor> {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::prelu_backward(grad_output, self, weight);
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("self"),
+      pybind11::arg("weight")
       );
   m.def(
       "relu",

@@ -19,6 +19,8 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(log_softmax(Tensor self, int dim) -> Tensor)schema", {});
   m.def(R"schema(log_softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor)schema", {});
+  m.def(R"schema(prelu(Tensor self, Tensor weight) -> Tensor)schema", {});
+  m.def(R"schema(prelu_backward(Tensor grad_output, Tensor self, Tensor weight) -> (Tensor, Tensor))schema", {});
   m.def(R"schema(relu(Tensor self) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!))schema", {at::Tag::out});
   m.def(R"schema(relu_(Tensor(a!) self) -> Tensor(a!))schema", {at::Tag::inplace});

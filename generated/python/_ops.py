@@ -21,7 +21,7 @@ from opforge import _C
 Number = Union[int, float, bool]
 _ops = torch.ops.opforge
 
-__all__ = ["add", "add_", "add_relu", "elu", "elu_backward", "gelu", "gelu_backward", "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward", "leaky_relu", "leaky_relu_backward", "log_softmax", "log_softmax_backward", "relu", "relu_", "relu_backward", "sigmoid", "sigmoid_backward", "silu", "silu_backward", "softmax", "softmax_backward", "softplus", "softplus_backward", "sum", "sum_backward", "tanh", "tanh_backward", ]
+__all__ = ["add", "add_", "add_relu", "elu", "elu_backward", "gelu", "gelu_backward", "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward", "leaky_relu", "leaky_relu_backward", "log_softmax", "log_softmax_backward", "prelu", "prelu_backward", "relu", "relu_", "relu_backward", "sigmoid", "sigmoid_backward", "silu", "silu_backward", "softmax", "softmax_backward", "softplus", "softplus_backward", "sum", "sum_backward", "tanh", "tanh_backward", ]
 
 # One row per operator overload, as declared in schemas/ (used by build_info and the tests).
 OP_TABLE: tuple[dict[str, Any], ...] = (
@@ -41,6 +41,8 @@ OP_TABLE: tuple[dict[str, Any], ...] = (
     {'qualified': 'leaky_relu_backward', 'schema': 'leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.leaky_relu_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33], 'negative_slope': 0.01}, {'grad_output': [8, 9], 'self': [8, 9], 'negative_slope': -1.5}]},
     {'qualified': 'log_softmax', 'schema': 'log_softmax(Tensor self, int dim) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.log_softmax', 'family': 'softmax', 'shape': 'like(self)', 'samples': [{'self': [4, 10], 'dim': 1}, {'self': [4, 10], 'dim': -1}, {'self': [3, 5, 7], 'dim': 1}, {'self': [3, 5, 7], 'dim': -3}, {'self': [], 'dim': 0}]},
     {'qualified': 'log_softmax_backward', 'schema': 'log_softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.log_softmax_backward', 'family': 'softmax', 'shape': 'same(grad_output, output)', 'samples': [{'grad_output': [4, 10], 'output': {'shape': [4, 10], 'low': -3, 'high': 0}, 'dim': 1}, {'grad_output': [4, 10], 'output': {'shape': [4, 10], 'low': -3, 'high': 0}, 'dim': -1}, {'grad_output': [3, 5, 7], 'output': {'shape': [3, 5, 7], 'low': -3, 'high': 0}, 'dim': 0}, {'grad_output': [], 'output': {'shape': [], 'low': -1, 'high': 0}, 'dim': 0}]},
+    {'qualified': 'prelu', 'schema': 'prelu(Tensor self, Tensor weight) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.nn.functional.prelu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [4, 3, 5], 'weight': [3]}, {'self': [2, 3, 4, 5], 'weight': [3]}, {'self': [4, 6], 'weight': [6]}, {'self': [4, 3, 5], 'weight': [1]}, {'self': [7], 'weight': [1]}, {'self': [4, 5], 'weight': []}, {'self': [], 'weight': [1]}]},
+    {'qualified': 'prelu_backward', 'schema': 'prelu_backward(Tensor grad_output, Tensor self, Tensor weight) -> (Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.prelu_backward', 'family': 'activation', 'shape': 'prelu_backward_meta', 'samples': [{'grad_output': [4, 3, 5], 'self': [4, 3, 5], 'weight': [3]}, {'grad_output': [4, 6], 'self': [4, 6], 'weight': [6]}, {'grad_output': [4, 3, 5], 'self': [4, 3, 5], 'weight': [1]}, {'grad_output': [], 'self': [], 'weight': []}]},
     {'qualified': 'relu', 'schema': 'relu(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.relu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': []}]},
     {'qualified': 'relu.out', 'schema': 'relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.relu', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': []}]},
     {'qualified': 'relu_', 'schema': 'relu_(Tensor(a!) self) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.relu', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': []}]},
@@ -227,6 +229,28 @@ def log_softmax_backward(grad_output: Tensor, output: Tensor, dim: int) -> Tenso
     if _compiling():
         return _ops.log_softmax_backward.default(grad_output, output, dim)
     return _C.log_softmax_backward(grad_output, output, dim)
+
+
+def prelu(self: Tensor, weight: Tensor) -> Tensor:
+    """x if x > 0 else weight[c] * x, with one learned slope per channel (dim 1 of `self`) or a single slope for all elements.
+
+    Schema: ``prelu(Tensor self, Tensor weight) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.prelu.default(self, weight)
+    return _C.prelu(self, weight)
+
+
+def prelu_backward(grad_output: Tensor, self: Tensor, weight: Tensor) -> tuple[Tensor, Tensor]:
+    """Gradients of prelu with respect to `self` and `weight`; the weight gradient sums x * grad_output over each channel where x <= 0.
+
+    Schema: ``prelu_backward(Tensor grad_output, Tensor self, Tensor weight) -> (Tensor, Tensor)``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.prelu_backward.default(grad_output, self, weight)
+    return _C.prelu_backward(grad_output, self, weight)
 
 
 def relu(self: Tensor, *, out: Tensor | None = None) -> Tensor:

@@ -159,6 +159,11 @@ def _build(
     return Call(args, kwargs, variant)
 
 
+def outputs(result: Any) -> tuple[torch.Tensor, ...]:
+    """An op's result as a tuple of tensors (ops like prelu_backward return several)."""
+    return tuple(result) if isinstance(result, (tuple, list)) else (result,)
+
+
 def _shape(spec: Any) -> list[int]:
     return list(spec["shape"] if isinstance(spec, dict) else spec)
 

@@ -63,3 +63,14 @@ def test_in_place_into_a_smaller_tensor() -> None:
         RuntimeError, match=r"opforge\.add_: result of shape \[2, 3\] cannot be written in place"
     ):
         opforge.add_(torch.randn(3), torch.randn(2, 3))
+
+
+def test_prelu_weight_size() -> None:
+    with pytest.raises(
+        RuntimeError, match=r"opforge\.prelu: expected 'weight' to have 1 element or 3 .*got 4"
+    ):
+        opforge.prelu(torch.randn(2, 3, 5), torch.randn(4))
+    with pytest.raises(RuntimeError, match=r"opforge\.prelu: expected 'weight' to be a scalar"):
+        opforge.prelu(torch.randn(2, 3), torch.randn(3, 1))
+    with pytest.raises(RuntimeError, match=r"opforge\.prelu_backward: expected 'weight'"):
+        opforge.prelu_backward(torch.randn(4), torch.randn(4), torch.randn(4))

@@ -1,0 +1,53 @@
+// CUDA entry points for prelu and prelu_backward (templates over the scalar
+// type; the generated wrapper dispatches on dtype and guards the device).
+// Kernels in prelu.cu.
+#include <opforge/ops/prelu.h>
+#include <opforge/ops/prelu_backward.h>
+
+#include "prelu.cuh"
+
+#include <opforge/prelu.h>
+
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <tuple>
+
+namespace opforge {
+
+template <typename scalar_t>
+at::Tensor prelu_cuda(const at::Tensor& self, const at::Tensor& weight) {
+  const prelu_layout l = prelu_check("opforge.prelu", self, weight);
+  const at::Tensor in = self.contiguous();
+  const at::Tensor wt = weight.contiguous();
+  at::Tensor out = at::empty(in.sizes(), in.options());
+  C10_CUDA_CHECK(cuda::launch_prelu(
+      out.mutable_data_ptr<scalar_t>(), in.const_data_ptr<scalar_t>(),
+      wt.const_data_ptr<scalar_t>(), l.outer, l.channels, l.inner,
+      c10::cuda::getCurrentCUDAStream()));
+  return out;
+}
+
+template <typename scalar_t>
+std::tuple<at::Tensor, at::Tensor>
+prelu_backward_cuda(const at::Tensor& grad_output, const at::Tensor& self,
+                    const at::Tensor& weight) {
+  const prelu_layout l = prelu_check("opforge.prelu_backward", self, weight);
+  const at::Tensor g = grad_output.contiguous();
+  const at::Tensor in = self.contiguous();
+  const at::Tensor wt = weight.contiguous();
+  at::Tensor grad_self = at::empty(in.sizes(), in.options());
+  at::Tensor grad_weight = at::empty(wt.sizes(), wt.options());
+  C10_CUDA_CHECK(cuda::launch_prelu_backward(
+      grad_self.mutable_data_ptr<scalar_t>(),
+      grad_weight.mutable_data_ptr<scalar_t>(), g.const_data_ptr<scalar_t>(),
+      in.const_data_ptr<scalar_t>(), wt.const_data_ptr<scalar_t>(), l.outer,
+      l.channels, l.inner, c10::cuda::getCurrentCUDAStream()));
+  return {grad_self, grad_weight};
+}
+
+OPFORGE_INSTANTIATE_prelu_cuda
+OPFORGE_INSTANTIATE_prelu_backward_cuda
+
+} // namespace opforge
