@@ -274,21 +274,25 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
                 )
             impls.setdefault(key, []).append({"qualified": op.qualified, "fn": target})
         if op.shape is not None and "Meta" not in op.keys:
+            # A hand-written meta function still gets the generated argument checks first.
+            target = f"{op.cpp_id}_meta"
             if isinstance(op.shape, rules.MetaFunction):
-                target = f"opforge::{op.shape.name}"
+                target = f"{op.cpp_id}_meta_checked"
+                names = ", ".join(a.name for a in op.schema.arguments.flat_all)
+                meta_call = f"return opforge::{op.shape.name}({names});"
             else:
-                target = f"{op.cpp_id}_meta"
-                wrappers.append(
-                    {
-                        "key": "Meta",
-                        "signature": cpp.signature(op.schema, target),
-                        "op_label": label,
-                        "lines": _same_device_checks(op)
-                        + _same_shape_checks(op)
-                        + _same_dtype_checks(op),
-                        "call": _meta_return(op),
-                    }
-                )
+                meta_call = _meta_return(op)
+            wrappers.append(
+                {
+                    "key": "Meta",
+                    "signature": cpp.signature(op.schema, target),
+                    "op_label": label,
+                    "lines": _same_device_checks(op)
+                    + _same_shape_checks(op)
+                    + _same_dtype_checks(op),
+                    "call": meta_call,
+                }
+            )
             impls.setdefault("Meta", []).append({"qualified": op.qualified, "fn": target})
         if _needs_autograd_kernel(op):
             ag = autograd(op, index.api)

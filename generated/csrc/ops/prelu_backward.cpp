@@ -66,6 +66,15 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda_checked(const at::Tensor&
 }
 #endif  // OPFORGE_WITH_CUDA
 
+std::tuple<at::Tensor, at::Tensor> prelu_backward_meta_checked(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.prelu_backward";
+  opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
+  opforge::check::same_device(kOp, "weight", weight, "grad_output", grad_output);
+  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
+  opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
+  return opforge::prelu_backward_meta(grad_output, self, weight);
+}
+
 // Autograd for opforge.prelu_backward: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor> prelu_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) {
   auto result = [&] {
@@ -107,5 +116,5 @@ TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("prelu_backward", TORCH_FN(opforge::prelu_backward_meta));
+  m.impl("prelu_backward", TORCH_FN(prelu_backward_meta_checked));
 }
