@@ -133,6 +133,12 @@ _CUDA_KERNEL_STUB = """
 // __global__ void {name}_kernel(T* out, const T* in, int64_t n) {{ ... }}
 """
 
+# Per dispatch key: (kernels/ subfolder, file suffix, stub) for each file a new op touches.
+_STUBS = {
+    "CPU": [("cpu", ".cpp", _CPU_STUB)],
+    "CUDA": [("cuda", ".cpp", _CUDA_ENTRY_STUB), ("cuda", ".cu", _CUDA_KERNEL_STUB)],
+}
+
 
 def new_op(
     name: str, family: str, keys: Sequence[str], func: str | None, reference: str | None, root: Path
@@ -189,36 +195,13 @@ def new_op(
     fields = {"qualified": str(schema.name), "name": name, "family": family}
     for key, kern in kernels.items():
         fields |= {"kernel": kern, "signature": cpp.signature(schema, kern)}
-        if key == "CPU":
-            touched.append(
-                _append(
-                    root / "kernels" / "cpu" / f"{family}.cpp",
-                    name,
-                    _CPU_STUB.format(**fields),
-                    root,
-                )
-            )
-        elif key == "CUDA":
-            touched.append(
-                _append(
-                    root / "kernels" / "cuda" / f"{family}.cpp",
-                    name,
-                    _CUDA_ENTRY_STUB.format(**fields),
-                    root,
-                )
-            )
-            touched.append(
-                _append(
-                    root / "kernels" / "cuda" / f"{family}.cu",
-                    None,
-                    _CUDA_KERNEL_STUB.format(**fields),
-                    root,
-                )
-            )
+        for folder, suffix, stub in _STUBS.get(key, ()):
+            path = root / "kernels" / folder / f"{family}{suffix}"
+            touched.append(_append(path, name, stub.format(**fields), root))
     return touched
 
 
-def _append(path: Path, op: str | None, stub: str, root: Path) -> str:
+def _append(path: Path, op: str, stub: str, root: Path) -> str:
     """Append a stub; a new .cpp starts with the op's generated header and namespace."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".cpp":

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import importlib
-import re
 
+from codegen import formulas
 from codegen.diagnostics import Diagnostics, did_you_mean
 from codegen.opdecl import BACKEND_KEYS, OpDecl
 
 # Identifiers a formula may use besides the op's arguments (see README, `derivatives`).
 _FORMULA_NAMES = {"grad", "grads", "result", "grad_input_mask", "true", "false", "nullptr"}
 _CPP_WORDS = {"static_cast", "double", "float", "int64_t", "bool", "auto", "std", "at", "c10"}
-_TOKEN = re.compile(r"(?<![\w.:])([A-Za-z_]\w*)\b(?!\s*::)(\s*\()?")
-_STRING = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 
 def validate(ops: list[OpDecl], diags: Diagnostics) -> None:
@@ -48,9 +46,7 @@ def _check_formulas(op: OpDecl, api: set[str], diags: Diagnostics) -> None:
     )
     allowed = args | _FORMULA_NAMES | results | _CPP_WORDS
     for d in op.derivatives:
-        text = _STRING.sub("''", d.formula)
-        for m in _TOKEN.finditer(text):
-            name, call = m.group(1), m.group(2)
+        for name, call in formulas.tokens(d.formula):
             if call and name not in api and name not in _CPP_WORDS:
                 diags.error(
                     d.loc,

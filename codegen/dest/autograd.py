@@ -9,15 +9,14 @@ without a formula raises "opforge.<op> is not differentiable with respect to
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from codegen import formulas
 from codegen.api import cpp
 from codegen.dest.common import tensor_args
 from codegen.opdecl import OpDecl
 
 Context = dict[str, Any]
-_WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 
 # dispatcher C++ type -> (captured copy, statement giving the formula a value of the argument's name)
 _CAPTURE: dict[str, tuple[str, str]] = {
@@ -35,19 +34,9 @@ _CAPTURE: dict[str, tuple[str, str]] = {
 }
 
 
-def qualify_calls(formula: str, api: frozenset[str]) -> str:
-    """`gelu_backward(...)` -> `opforge::ops::gelu_backward(...)`: unqualified, argument-dependent
-    lookup on at::Tensor would also find (and clash with) ATen's op of the same name."""
-    return re.sub(
-        r"(?<![\w.:])([A-Za-z_]\w*)(?=\s*\()",
-        lambda m: f"opforge::ops::{m.group(1)}" if m.group(1) in api else m.group(1),
-        formula,
-    )
-
-
 def autograd(op: OpDecl, api: frozenset[str]) -> Context:
     schema = op.schema
-    used = {w for d in op.derivatives for w in _WORD.findall(d.formula)}
+    used = {n for d in op.derivatives for n in formulas.names(d.formula)}
     n_out = len(schema.returns)
     result_names = ["result"] if n_out == 1 else [f"result{i}" for i in range(n_out)]
     tensors = tensor_args(op)
@@ -97,7 +86,7 @@ def _grad_lines(op: OpDecl, tensor_names: list[str], api: frozenset[str]) -> lis
     position = {n: i for i, n in enumerate(tensor_names)}
     lines = []
     for d in op.derivatives:
-        formula = qualify_calls(d.formula, api)
+        formula = formulas.qualify_calls(d.formula, api)
         if len(d.inputs) == 1:
             i = position[d.inputs[0]]
             lines.append(f"if (needs[{i}]) {{\n      grad_inputs[{i}] = {formula};\n    }}")

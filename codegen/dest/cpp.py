@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from codegen import rules
+from codegen import formulas, rules
 from codegen.api import binding, cpp
 from codegen.dest.autograd import autograd
 from codegen.dest.common import dtype_description, sources, tensor_args
@@ -28,17 +27,14 @@ def _checks(op: OpDecl, key: str) -> tuple[list[str], dict[str, str]]:
     dtypes = ", ".join(f"at::ScalarType::{DTYPES[d]}" for d in op.dtypes)
     allowed = f'{{{dtypes}}}, "{dtype_description(op.dtypes)}"'
     ref = _first_tensor(op)
-    for a, _ in tensors:
-        if key == "CPU":
-            lines.append(
-                f'opforge::check::device_type(kOp, "{a.name}", {a.name}, c10::DeviceType::CPU);'
-            )
-        elif a.name == ref:
-            lines.append(
-                f'opforge::check::device_type(kOp, "{a.name}", {a.name}, c10::DeviceType::CUDA);'
-            )
-        elif ref is not None:
-            lines.append(f'opforge::check::same_device(kOp, "{a.name}", {a.name}, "{ref}", {ref});')
+    if key == "CPU":
+        lines += [
+            f'opforge::check::device_type(kOp, "{a.name}", {a.name}, c10::DeviceType::CPU);'
+            for a, _ in tensors
+        ]
+    elif ref is not None:
+        lines.append(f'opforge::check::device_type(kOp, "{ref}", {ref}, c10::DeviceType::CUDA);')
+        lines += _same_device_checks(op)
     promoted = op.dtype_rule.args if isinstance(op.dtype_rule, rules.Promote) else ()
     if promoted:
         label = "/".join(f"'{n}'" for n in promoted)
@@ -313,7 +309,7 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
 def _formula_headers(ops: Sequence[OpDecl], index: Index, own: str) -> list[str]:
     """Headers of the opforge ops that derivative formulas call."""
     stems = index.stem_of_api
-    words = {w for op in ops for d in op.derivatives for w in re.findall(r"\b\w+\b", d.formula)}
+    words = {c for op in ops for d in op.derivatives for c in formulas.calls(d.formula)}
     return sorted({stems[w] for w in words if w in stems} - {own})
 
 

@@ -84,14 +84,13 @@ void softmax_backward_columns(const T* g, const T* y, T* o, const dim_split& s) 
 template <bool Log, typename scalar_t>
 at::Tensor backward_impl(std::string_view op, const at::Tensor& grad_output,
                          const at::Tensor& output, int64_t dim) {
+  const dim_split s = split_along(op, grad_output.sizes(), dim);
   const at::Tensor grad = grad_output.contiguous();
   const at::Tensor result = output.contiguous();
   at::Tensor out = at::empty(grad.sizes(), grad.options());
   if (grad.numel() == 0) {
     return out;
   }
-  const int64_t d = wrap_dim(op, "dim", dim, grad.dim());
-  const dim_split s = split_at_dim(grad.sizes(), grad.dim() == 0 ? 0 : d);
   const scalar_t* g = grad.const_data_ptr<scalar_t>();
   const scalar_t* y = result.const_data_ptr<scalar_t>();
   scalar_t* o = out.mutable_data_ptr<scalar_t>();

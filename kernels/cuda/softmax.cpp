@@ -20,14 +20,12 @@ namespace {
 template <bool Log, typename scalar_t>
 at::Tensor softmax_impl(std::string_view op, const at::Tensor& self,
                         int64_t dim) {
-  const int64_t d = wrap_dim(op, "dim", dim, self.dim());
+  const dim_split s = split_along(op, self.sizes(), dim);
   const at::Tensor in = self.contiguous();
   at::Tensor out = at::empty(in.sizes(), in.options());
   if (in.numel() == 0) {
     return out;
   }
-  // A 0-d tensor is one row of length 1.
-  const dim_split s = in.dim() == 0 ? dim_split{} : split_at_dim(in.sizes(), d);
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   scalar_t* y = out.mutable_data_ptr<scalar_t>();
   const scalar_t* x = in.const_data_ptr<scalar_t>();

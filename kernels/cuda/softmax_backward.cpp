@@ -20,16 +20,13 @@ namespace {
 template <bool Log, typename scalar_t>
 at::Tensor backward_impl(std::string_view op, const at::Tensor& grad_output,
                          const at::Tensor& output, int64_t dim) {
-  const int64_t d = wrap_dim(op, "dim", dim, grad_output.dim());
+  const dim_split s = split_along(op, grad_output.sizes(), dim);
   const at::Tensor grad = grad_output.contiguous();
   const at::Tensor result = output.contiguous();
   at::Tensor out = at::empty(grad.sizes(), grad.options());
   if (grad.numel() == 0) {
     return out;
   }
-  // A 0-d tensor is one row of length 1.
-  const dim_split s =
-      grad.dim() == 0 ? dim_split{} : split_at_dim(grad.sizes(), d);
   scalar_t* o = out.mutable_data_ptr<scalar_t>();
   const scalar_t* g = grad.const_data_ptr<scalar_t>();
   const scalar_t* y = result.const_data_ptr<scalar_t>();

@@ -74,9 +74,6 @@ bool any_requires_grad(const std::vector<std::optional<at::Tensor>>& inputs) {
 
 void record(const char* op, const std::vector<std::optional<at::Tensor>>& inputs, const tensor_list& outputs,
             const tensor_list& saved_inputs, const std::vector<size_t>& saved_outputs, backward_fn backward) {
-  if (!any_requires_grad(inputs)) {
-    return;
-  }
   auto node = c10::make_intrusive<GeneratedBackward>();
   node->op_name = op;
   node->backward = std::move(backward);

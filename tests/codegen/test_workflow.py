@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from codegen.__main__ import main
+from tests.codegen.cxx import syntax_check
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,25 +74,8 @@ def test_new_stub_compiles(checkout: Path, capsys: pytest.CaptureFixture[str]) -
         main(["gen", "--schemas", str(checkout / "schemas"), "--out", str(checkout / "generated")])
         == 0
     )
-    probe = subprocess.run(
-        [sys.executable, str(ROOT / "cmake/torch_probe.py")],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    includes = dict(line.split("=", 1) for line in probe.splitlines())[
-        "TORCH_PROBE_INCLUDES"
-    ].split(",")
-    cmd = [
-        "g++",
-        "-std=c++20",
-        "-fsyntax-only",
-        f"-I{checkout / 'generated/include'}",
-        f"-I{checkout / 'kernels/include'}",
-        *[f"-isystem{p}" for p in includes],
-        str(checkout / "kernels/cpu/cubes.cpp"),
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    include_dirs = [checkout / "generated/include", checkout / "kernels/include"]
+    proc = syntax_check(checkout / "kernels/cpu/cubes.cpp", include_dirs)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,23 +12,13 @@ from typing import Any
 
 import torch
 
-from codegen import parse
+from codegen import formulas, parse
 from codegen.model import BaseTy, BaseType
-from codegen.opdecl import OpDecl
+from codegen.opdecl import DTYPES, OpDecl
 
 ROOT = Path(__file__).resolve().parents[2]
-TORCH_DTYPES = {
-    "float32": torch.float32,
-    "float64": torch.float64,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "int32": torch.int32,
-    "int64": torch.int64,
-    "int8": torch.int8,
-    "int16": torch.int16,
-    "uint8": torch.uint8,
-    "bool": torch.bool,
-}
+# YAML dtype names are torch's own attribute names (torch.float32, torch.int64, ...).
+TORCH_DTYPES = {name: getattr(torch, name) for name in DTYPES}
 TENSOR = BaseType(BaseTy.Tensor)
 
 
@@ -63,7 +52,7 @@ def double_differentiable(op: OpDecl) -> bool:
     if not op.derivatives:
         return False
     api = {o.api_name: o for o in ops()}
-    called = {w for d in op.derivatives for w in re.findall(r"\b\w+(?=\()", d.formula)}
+    called = {c for d in op.derivatives for c in formulas.calls(d.formula)}
     return all(differentiable(api[c]) for c in called if c in api)
 
 

@@ -2,7 +2,6 @@
 // opforge::softplus_backward: C++ API, argument checks before the kernels, Meta,
 // autograd and variant kernels, and their dispatcher registration.
 #include <opforge/ops/softplus_backward.h>
-#include <opforge/ops/sigmoid.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>

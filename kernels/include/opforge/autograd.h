@@ -29,7 +29,9 @@ using backward_fn =
 bool any_requires_grad(const std::vector<std::optional<at::Tensor>>& inputs);
 
 // Attaches a backward node named `op` to the floating outputs. `inputs` are the
-// op's tensor arguments in schema order (nullopt for an absent optional).
+// op's tensor arguments in schema order (nullopt for an absent optional). Call
+// only when any_requires_grad(inputs): the generated kernels check first, so
+// that no backward lambda is built for inference calls.
 void record(const char* op, const std::vector<std::optional<at::Tensor>>& inputs, const tensor_list& outputs,
             const tensor_list& saved_inputs, const std::vector<size_t>& saved_outputs, backward_fn backward);
 

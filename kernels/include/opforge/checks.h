@@ -88,22 +88,25 @@ inline at::ScalarType promote(std::initializer_list<at::Tensor> tensors) {
   return at::native::result_type(state);
 }
 
+// A result written into an existing tensor must fit its dtype (torch's casting rule).
+inline void castable(const char* op, const char* arg, const at::Tensor& result, const at::Tensor& target) {
+  TORCH_CHECK(c10::canCast(result.scalar_type(), target.scalar_type()), op, ": result type ",
+              c10::getDtypeNames(result.scalar_type()).first, " can't be cast to the dtype of '", arg, "' (",
+              c10::getDtypeNames(target.scalar_type()).first, ")");
+}
+
 // In-place variants: the result must fit the tensor it is written into.
 inline void writable_result(const char* op, const char* arg, const at::Tensor& target, const at::Tensor& result) {
   TORCH_CHECK(target.sizes() == result.sizes(), op, ": result of shape ", result.sizes(),
               " cannot be written in place into '", arg, "' of shape ", target.sizes());
-  TORCH_CHECK(c10::canCast(result.scalar_type(), target.scalar_type()), op, ": result type ",
-              c10::getDtypeNames(result.scalar_type()).first, " can't be cast to the dtype of '", arg, "' (",
-              c10::getDtypeNames(target.scalar_type()).first, ")");
+  castable(op, arg, result, target);
 }
 
 // out= variants: `out` takes the result's shape (resized if it differs) and must be able to hold its dtype.
 inline void resize_out(const char* op, const char* arg, at::Tensor& out, const at::Tensor& result) {
   TORCH_CHECK(out.device() == result.device(), op, ": expected '", arg, "' on ", result.device(), ", got ",
               out.device());
-  TORCH_CHECK(c10::canCast(result.scalar_type(), out.scalar_type()), op, ": result type ",
-              c10::getDtypeNames(result.scalar_type()).first, " can't be cast to the dtype of '", arg, "' (",
-              c10::getDtypeNames(out.scalar_type()).first, ")");
+  castable(op, arg, result, out);
   if (out.sym_sizes() != result.sym_sizes()) {
     out.resize__symint(result.sym_sizes());
   }

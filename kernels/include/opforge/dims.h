@@ -63,4 +63,11 @@ inline dim_split split_at_dim(c10::IntArrayRef sizes, int64_t dim) {
   return s;
 }
 
+// The [outer, size, inner] split around a possibly negative `dim`, checked;
+// a 0-d tensor is one row of length 1 (softmax-style ops along one dim).
+inline dim_split split_along(std::string_view op, c10::IntArrayRef sizes, int64_t dim) {
+  const int64_t d = wrap_dim(op, "dim", dim, static_cast<int64_t>(sizes.size()));
+  return sizes.empty() ? dim_split{} : split_at_dim(sizes, d);
+}
+
 } // namespace opforge
