@@ -85,3 +85,73 @@ def prelu_backward(grad_output: Tensor, self: Tensor, weight: Tensor) -> tuple[T
         y = torch.nn.functional.prelu(x, w)
     grad_self, grad_weight = torch.autograd.grad(y, (x, w), grad_output)
     return grad_self, grad_weight
+
+
+# --- pooling (schemas/pooling.yaml) ---
+
+
+def max_pool2d_with_indices(
+    self: Tensor,
+    kernel_size: Sequence[int],
+    stride: Sequence[int] = (),
+    padding: Sequence[int] | int = 0,
+    dilation: Sequence[int] | int = 1,
+    ceil_mode: bool = False,
+) -> tuple[Tensor, Tensor]:
+    out, indices = torch.ops.aten.max_pool2d_with_indices(
+        self, kernel_size, stride, padding, dilation, ceil_mode
+    )
+    return out, indices
+
+
+def avg_pool2d_backward(
+    grad_output: Tensor,
+    self: Tensor,
+    kernel_size: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: int | None = None,
+) -> Tensor:
+    return torch.ops.aten.avg_pool2d_backward(
+        grad_output,
+        self,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+    )
+
+
+def adaptive_avg_pool2d_backward(grad_output: Tensor, self: Tensor) -> Tensor:
+    return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
+
+
+def adaptive_max_pool2d_with_indices(
+    self: Tensor, output_size: Sequence[int] | int
+) -> tuple[Tensor, Tensor]:
+    out, indices = torch.nn.functional.adaptive_max_pool2d(self, output_size, return_indices=True)
+    return out, indices
+
+
+def spatial_pyramid_pool(
+    self: Tensor, levels: Sequence[int] = (4, 2, 1), mode: str = "max"
+) -> Tensor:
+    pool = {
+        "max": torch.nn.functional.adaptive_max_pool2d,
+        "avg": torch.nn.functional.adaptive_avg_pool2d,
+    }[mode]
+    return torch.cat([pool(self, n).flatten(1) for n in levels], 1)
+
+
+def spatial_pyramid_pool_backward(
+    grad_output: Tensor, self: Tensor, levels: Sequence[int], mode: str
+) -> Tensor:
+    x = self.detach().requires_grad_()
+    with torch.enable_grad():
+        y = spatial_pyramid_pool(x, levels, mode)
+    (grad,) = torch.autograd.grad(y, (x,), grad_output)
+    return grad

@@ -1,0 +1,66 @@
+// CPU kernels for max_pool2d_with_indices and adaptive_max_pool2d_with_indices
+// (templates over the scalar type; the generated wrapper dispatches on dtype).
+// One walk serves both: the window policies of opforge/math/pooling.h say
+// which input positions each output reads. See kernels/cpu/pooling.h.
+#include <opforge/ops/adaptive_max_pool2d_with_indices.h>
+#include <opforge/ops/max_pool2d_with_indices.h>
+
+#include "pooling.h"
+
+#include <opforge/math/pooling.h>
+#include <opforge/pooling.h>
+
+#include <ATen/ops/empty.h>
+
+#include <tuple>
+
+namespace opforge {
+namespace {
+
+// Values and flat indices (h * W + w within the plane) of every window.
+template <typename T, typename Rows, typename Cols>
+std::tuple<at::Tensor, at::Tensor> max_pool(const at::Tensor& self, c10::IntArrayRef sizes,
+                                             const Rows& rows, const Cols& cols, int64_t window) {
+  const at::Tensor in = self.contiguous();
+  at::Tensor out = at::empty(sizes, in.options());
+  at::Tensor indices = at::empty(sizes, in.options().dtype(at::kLong));
+  const math::planes g = pooling::plane_shape(in, sizes);
+  const T* x = in.const_data_ptr<T>();
+  T* y = out.mutable_data_ptr<T>();
+  int64_t* ind = indices.mutable_data_ptr<int64_t>();
+  cpu::plane_ranges(g.count, g.out_size() * window, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      cpu::max_plane(x + p * g.in_size(), g.in_w, rows, cols, y + p * g.out_size(),
+                     ind + p * g.out_size());
+    }
+  });
+  return {out, indices};
+}
+
+} // namespace
+
+template <typename scalar_t>
+std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cpu(const at::Tensor& self,
+                                                               at::IntArrayRef kernel_size,
+                                                               at::IntArrayRef stride,
+                                                               at::IntArrayRef padding,
+                                                               at::IntArrayRef dilation,
+                                                               bool ceil_mode) {
+  const auto m = pooling::max_geometry("opforge.max_pool2d_with_indices", self.sizes(),
+                                       kernel_size, stride, padding, dilation, ceil_mode);
+  return max_pool<scalar_t>(self, m.sizes, m.rows, m.cols, m.window);
+}
+
+template <typename scalar_t>
+std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_cpu(const at::Tensor& self,
+                                                                        at::IntArrayRef output_size) {
+  const auto m = pooling::adaptive_geometry(
+      self.sizes(), pooling::adaptive_sizes<int64_t>("opforge.adaptive_max_pool2d_with_indices",
+                                                     self.sizes(), output_size));
+  return max_pool<scalar_t>(self, m.sizes, m.rows, m.cols, m.window);
+}
+
+OPFORGE_INSTANTIATE_max_pool2d_with_indices_cpu
+OPFORGE_INSTANTIATE_adaptive_max_pool2d_with_indices_cpu
+
+} // namespace opforge
