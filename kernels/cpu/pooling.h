@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -67,6 +68,71 @@ void max_plane(const T* x, int64_t width, const Rows& rows, const Cols& cols, T*
       if (ind != nullptr) {
         ind[oh * cols.out + ow] = m.index;
       }
+    }
+  }
+}
+
+// max_plane for regular windows. Outputs whose column taps all lie inside the
+// input are done one kernel tap at a time across the output row: a loop over
+// outputs the compiler vectorizes (strided loads, blends), where window_argmax
+// would branch on every tap. Each output still sees its taps in row-major
+// order, so ties and NaN resolve exactly as in window_argmax, which handles
+// the border columns.
+template <typename T, typename Rows>
+void max_plane(const T* x, int64_t width, const Rows& rows, const math::strided_windows& cols,
+               T* y, int64_t* ind) {
+  using A = math::opmath_t<T>;
+  const math::pool_dim& d = cols.d;
+  const int64_t lo = std::min(cols.out, (d.pad + d.stride - 1) / d.stride);
+  const int64_t last = width - 1 - (d.kernel - 1) * d.dilation + d.pad;  // largest inner o * stride
+  const int64_t hi = last < 0 ? lo : std::clamp(last / d.stride + 1, lo, cols.out);
+  const int64_t n = hi - lo;
+  std::vector<A> best(static_cast<size_t>(n));
+  std::vector<int64_t> arg(static_cast<size_t>(n));
+  for (int64_t oh = 0; oh < rows.out; ++oh) {
+    T* yr = y + oh * cols.out;
+    int64_t* ir = ind == nullptr ? nullptr : ind + oh * cols.out;
+    const auto border = [&](int64_t ow) {
+      const auto m = math::window_argmax(x, width, rows, cols, oh, ow);
+      yr[ow] = math::cast_to<T>(m.value);
+      if (ir != nullptr) {
+        ir[ow] = m.index;
+      }
+    };
+    for (int64_t ow = 0; ow < lo; ++ow) {
+      border(ow);
+    }
+    for (int64_t ow = hi; ow < cols.out; ++ow) {
+      border(ow);
+    }
+    if (n == 0) {
+      continue;
+    }
+    const math::tap_range r = rows.taps(oh);
+    const int64_t first = r.start * width + lo * d.stride - d.pad;  // tap (0, 0) of output lo
+    for (int64_t i = 0; i < n; ++i) {
+      best[i] = -std::numeric_limits<A>::infinity();
+      arg[i] = first + i * d.stride;
+    }
+    for (int64_t h = r.start; h < r.end; h += rows.step()) {
+      for (int64_t j = 0; j < d.kernel; ++j) {
+        const int64_t tap = h * width + lo * d.stride - d.pad + j * d.dilation;
+        const T* src = x + tap;
+        A* b = best.data();
+        int64_t* a = arg.data();
+        for (int64_t i = 0; i < n; ++i) {
+          const A v = math::cast_to<A>(src[i * d.stride]);
+          const bool take = v > b[i] || v != v;
+          b[i] = take ? v : b[i];
+          a[i] = take ? tap + i * d.stride : a[i];
+        }
+      }
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      yr[lo + i] = math::cast_to<T>(best[i]);
+    }
+    if (ir != nullptr) {
+      std::copy(arg.begin(), arg.end(), ir + lo);
     }
   }
 }
