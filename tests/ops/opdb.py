@@ -13,13 +13,14 @@ from typing import Any
 import torch
 
 from codegen import formulas, parse
-from codegen.model import BaseTy, BaseType
+from codegen.model import BaseTy, BaseType, OptionalType
 from codegen.opdecl import DTYPES, OpDecl
 
 ROOT = Path(__file__).resolve().parents[2]
 # YAML dtype names are torch's own attribute names (torch.float32, torch.int64, ...).
 TORCH_DTYPES = {name: getattr(torch, name) for name in DTYPES}
 TENSOR = BaseType(BaseTy.Tensor)
+OPTIONAL_TENSOR = OptionalType(TENSOR)
 
 
 @functools.cache
@@ -121,7 +122,9 @@ def _build(
 ) -> Call | None:
     gen = torch.Generator().manual_seed(1234 + seed)
     schema_args = op.schema.arguments
-    tensor_shapes = [get(a.name) for a in schema_args.flat_non_out if a.type == TENSOR]
+    tensor_shapes = [
+        get(a.name) for a in schema_args.flat_non_out if _is_tensor(a.type, get(a.name))
+    ]
     if variant == "noncontiguous" and not any(_shape(s) for s in tensor_shapes):
         return None
     if variant == "empty":
@@ -133,7 +136,7 @@ def _build(
     skipped = False  # after an omitted positional argument, later ones go by keyword
     for a in schema_args.flat_non_out:
         value = get(a.name)
-        if a.type == TENSOR:
+        if _is_tensor(a.type, value):
             spec = value
             if variant == "empty":
                 spec = [0, *_shape(value)[1:]]
@@ -151,6 +154,11 @@ def _build(
 def outputs(result: Any) -> tuple[torch.Tensor, ...]:
     """An op's result as a tuple of tensors (ops like prelu_backward return several)."""
     return tuple(result) if isinstance(result, (tuple, list)) else (result,)
+
+
+def _is_tensor(ty: Any, value: Any) -> bool:
+    """A Tensor argument, or a Tensor? one the sample gives a shape for (None: left out)."""
+    return bool(ty == TENSOR or (ty == OPTIONAL_TENSOR and value is not None))
 
 
 def _shape(spec: Any) -> list[int]:

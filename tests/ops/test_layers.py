@@ -1,0 +1,84 @@
+"""Layer ops (schemas/layers.yaml): bad inputs and behaviour the generated battery cannot state."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import opforge
+
+# --- linear ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_linear_bad_inputs(device: str) -> None:
+    x, w, b = (torch.randn(s, device=device) for s in ((4, 5), (3, 5), (3,)))
+    with pytest.raises(RuntimeError, match=r"opforge\.linear: expected the last dim of 'input'"):
+        torch.ops.opforge.linear(x, torch.randn(3, 4, device=device))
+    with pytest.raises(RuntimeError, match=r"opforge\.linear: expected 'weight' to be 2-D"):
+        torch.ops.opforge.linear(x, torch.randn(5, device=device))
+    with pytest.raises(RuntimeError, match=r"opforge\.linear: expected 'weight' to be 2-D"):
+        torch.ops.opforge.linear(x, torch.randn(1, 3, 5, device=device))
+    with pytest.raises(RuntimeError, match=r"opforge\.linear: expected 'bias' of shape \[3\]"):
+        torch.ops.opforge.linear(x, w, torch.randn(4, device=device))
+    with pytest.raises(RuntimeError, match=r"opforge\.linear: expected 'bias' of shape \[3\]"):
+        torch.ops.opforge.linear(x, w, torch.randn(1, 3, device=device))
+    with pytest.raises(RuntimeError, match=r"opforge\.linear: expected 'input' to have at least 1"):
+        torch.ops.opforge.linear(torch.randn((), device=device), w, b)
+    with pytest.raises(
+        RuntimeError, match=r"opforge\.linear_backward: expected 'grad_output' of shape \[4, 3\]"
+    ):
+        torch.ops.opforge.linear_backward(torch.randn(4, 2, device=device), x, w, [True] * 3)
+    with pytest.raises(RuntimeError, match=r"opforge\.linear_backward: expected the last dim"):
+        torch.ops.opforge.linear_backward(torch.randn(4, 3, device=device), x, w.T, [True] * 3)
+
+
+def test_linear_double_backward_bad_inputs() -> None:
+    g, x, w = torch.randn(4, 3), torch.randn(4, 5), torch.randn(3, 5)
+    with pytest.raises(RuntimeError, match=r"linear_double_backward: expected 'grad_grad_input'"):
+        opforge.linear_double_backward(g, x, w, [True] * 3, grad_grad_input=torch.randn(4, 4))
+    with pytest.raises(RuntimeError, match=r"linear_double_backward: expected 'grad_grad_bias'"):
+        opforge.linear_double_backward(g, x, w, [True] * 3, grad_grad_bias=torch.randn(5))
+
+
+def test_linear_backward_output_mask() -> None:
+    g, x, w = torch.randn(2, 3, 4), torch.randn(2, 3, 5), torch.randn(4, 5)
+    full = opforge.linear_backward(g, x, w, [True, True, True])
+    for mask in ([True, False, False], [False, True, False], [False, False, True], [False] * 3):
+        got = opforge.linear_backward(g, x, w, mask)
+        meta = torch.ops.opforge.linear_backward(g.to("meta"), x.to("meta"), w.to("meta"), mask)
+        for keep, a, m, f in zip(mask, got, meta, full, strict=True):
+            if keep:
+                torch.testing.assert_close(a, f)
+                assert m.shape == f.shape
+            else:
+                assert a is None and m is None
+
+
+def test_linear_matches_torch_for_large_and_strided_inputs() -> None:
+    x = torch.randn(3, 37, 130)[:, ::2]  # non-contiguous rows
+    w, b = torch.randn(65, 130), torch.randn(65)
+    torch.testing.assert_close(opforge.linear(x, w, b), F.linear(x, w, b))
+    torch.testing.assert_close(opforge.linear(x, w.T.contiguous().T), F.linear(x, w))
+
+
+@pytest.mark.parametrize("needs", [(True, False, True), (False, True, True), (True, True, False)])
+def test_linear_double_backward_with_some_inputs_frozen(needs: tuple[bool, bool, bool]) -> None:
+    # A frozen input or a missing bias leaves linear_backward outputs undefined; the double
+    # backward must treat them as zero (e.g. a gradient penalty through a frozen layer).
+    x = torch.randn(4, 5, dtype=torch.float64, requires_grad=needs[0])
+    w = torch.randn(3, 5, dtype=torch.float64, requires_grad=needs[1])
+    b = torch.randn(3, dtype=torch.float64, requires_grad=True) if needs[2] else None
+    inputs = tuple(t for t in (x, w, b) if t is not None and t.requires_grad)
+
+    def penalty(impl: object) -> tuple[torch.Tensor, ...]:
+        y = impl(x, w, b)  # type: ignore[operator]
+        grads = torch.autograd.grad((y.sin()).sum(), inputs, create_graph=True)
+        return torch.autograd.grad(torch.stack([(g**2).sum() for g in grads]).sum(), inputs)
+
+    for got, expected in zip(penalty(opforge.linear), penalty(F.linear), strict=True):
+        torch.testing.assert_close(got, expected)
+    args = [t for t in (x, w, b) if t is not None]
+    fn = lambda *t: opforge.linear(t[0], t[1], t[2] if len(t) > 2 else None)  # noqa: E731
+    assert torch.autograd.gradgradcheck(fn, args)
