@@ -5,6 +5,7 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/bindings.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/add.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/add_relu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/channel_shuffle.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/elu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/elu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gelu.cpp

@@ -8,6 +8,7 @@
 #include "bindings/arguments.h"
 #include <opforge/ops/add.h>
 #include <opforge/ops/add_relu.h>
+#include <opforge/ops/channel_shuffle.h>
 #include <opforge/ops/elu.h>
 #include <opforge/ops/elu_backward.h>
 #include <opforge/ops/gelu.h>
@@ -87,6 +88,15 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("self"),
       pybind11::arg("other"),
       pybind11::arg("alpha")
+      );
+  m.def(
+      "channel_shuffle",
+      [](const at::Tensor& self, int64_t groups) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::channel_shuffle(self, c10::SymInt(groups));
+      },
+      pybind11::arg("self"),
+      pybind11::arg("groups")
       );
   m.def(
       "elu",

@@ -7,6 +7,7 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!))schema", {at::Tag::out});
   m.def(R"schema(add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!))schema", {at::Tag::inplace});
   m.def(R"schema(add_relu(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor)schema", {});
+  m.def(R"schema(channel_shuffle(Tensor self, SymInt groups) -> Tensor)schema", {});
   m.def(R"schema(elu(Tensor self, Scalar alpha=1) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(gelu(Tensor self, *, str approximate='none') -> Tensor)schema", {at::Tag::pointwise});

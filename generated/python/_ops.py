@@ -21,7 +21,7 @@ from opforge import _C
 Number = Union[int, float, bool]
 _ops = torch.ops.opforge
 
-__all__ = ["add", "add_", "add_relu", "elu", "elu_backward", "gelu", "gelu_backward", "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward", "leaky_relu", "leaky_relu_backward", "linear", "linear_backward", "linear_double_backward", "log_softmax", "log_softmax_backward", "prelu", "prelu_backward", "relu", "relu_", "relu_backward", "sigmoid", "sigmoid_backward", "silu", "silu_backward", "softmax", "softmax_backward", "softplus", "softplus_backward", "sum", "sum_backward", "tanh", "tanh_backward", ]
+__all__ = ["add", "add_", "add_relu", "channel_shuffle", "elu", "elu_backward", "gelu", "gelu_backward", "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward", "leaky_relu", "leaky_relu_backward", "linear", "linear_backward", "linear_double_backward", "log_softmax", "log_softmax_backward", "prelu", "prelu_backward", "relu", "relu_", "relu_backward", "sigmoid", "sigmoid_backward", "silu", "silu_backward", "softmax", "softmax_backward", "softplus", "softplus_backward", "sum", "sum_backward", "tanh", "tanh_backward", ]
 
 # One row per operator overload, as declared in schemas/ (used by build_info and the tests).
 OP_TABLE: tuple[dict[str, Any], ...] = (
@@ -29,6 +29,7 @@ OP_TABLE: tuple[dict[str, Any], ...] = (
     {'qualified': 'add.out', 'schema': 'add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int64'], 'reference': 'torch.add', 'family': 'binary', 'shape': None, 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': 2}, {'self': [3, 1, 6], 'other': [4, 1], 'alpha': -2}, {'self': [], 'other': [2, 3]}]},
     {'qualified': 'add_.Tensor', 'schema': 'add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int64'], 'reference': 'torch.add', 'family': 'binary', 'shape': None, 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': 2}, {'self': [3, 1, 6], 'other': [4, 1], 'alpha': -2}, {'self': [], 'other': [2, 3]}]},
     {'qualified': 'add_relu', 'schema': 'add_relu(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor', 'keys': ['CompositeExplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.add_relu', 'family': 'binary', 'shape': 'broadcast(self, other)', 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': -2}]},
+    {'qualified': 'channel_shuffle', 'schema': 'channel_shuffle(Tensor self, SymInt groups) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.nn.functional.channel_shuffle', 'family': 'layers', 'shape': 'channel_shuffle_meta', 'samples': [{'self': [2, 6, 3, 4], 'groups': 3}, {'self': [2, 6, 5], 'groups': 2}, {'self': [1, 8, 2, 3, 2], 'groups': 4}, {'self': [3, 4, 5], 'groups': 1}, {'self': [2, 6, 1, 1], 'groups': 6}, {'self': [2, 4, 0, 3], 'groups': 2}]},
     {'qualified': 'elu', 'schema': 'elu(Tensor self, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.nn.functional.elu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -20, 'high': 5}, 'alpha': 0.5}, {'self': []}]},
     {'qualified': 'elu_backward', 'schema': 'elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'opforge.reference.elu_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33], 'alpha': 1}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -20, 'high': 5}, 'alpha': 0.5}]},
     {'qualified': 'gelu', 'schema': "gelu(Tensor self, *, str approximate='none') -> Tensor", 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.nn.functional.gelu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [8, 17]}, {'self': [8, 17], 'approximate': 'tanh'}]},
@@ -100,6 +101,17 @@ def add_relu(self: Tensor, other: Tensor, *, alpha: Number = 1) -> Tensor:
     if _compiling():
         return _ops.add_relu.default(self, other, alpha=alpha)
     return _C.add_relu(self, other, alpha)
+
+
+def channel_shuffle(self: Tensor, groups: int) -> Tensor:
+    """ShuffleNet's channel shuffle of `self` (N, C, *), C divisible by `groups`; viewed as (N, groups, C / groups, *), the two channel dims are swapped and flattened back, so output channel i * groups + j is input channel j * (C / groups) + i.
+
+    Schema: ``channel_shuffle(Tensor self, SymInt groups) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.channel_shuffle.default(self, groups)
+    return _C.channel_shuffle(self, groups)
 
 
 def elu(self: Tensor, alpha: Number = 1) -> Tensor:

@@ -1,6 +1,7 @@
 // Meta (fake) kernels for the layer ops whose output shapes a shape rule cannot
 // say. The generated Meta wrappers have already checked devices and dtypes; the
 // argument checks are the kernels' own (opforge/layers.h).
+#include <opforge/ops/channel_shuffle.h>
 #include <opforge/ops/linear.h>
 #include <opforge/ops/linear_backward.h>
 
@@ -36,6 +37,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> linear_backward_meta(const at::Te
     grad_bias = at::empty_symint({weight.sym_size(0)}, weight.options());
   }
   return {grad_input, grad_weight, grad_bias};
+}
+
+at::Tensor channel_shuffle_meta(const at::Tensor& self, c10::SymInt groups) {
+  channel_shuffle_check("opforge.channel_shuffle", self, groups);
+  return at::empty_symint(self.sym_sizes(), self.options());
 }
 
 }  // namespace opforge

@@ -82,3 +82,45 @@ def test_linear_double_backward_with_some_inputs_frozen(needs: tuple[bool, bool,
     args = [t for t in (x, w, b) if t is not None]
     fn = lambda *t: opforge.linear(t[0], t[1], t[2] if len(t) > 2 else None)  # noqa: E731
     assert torch.autograd.gradgradcheck(fn, args)
+
+
+# --- channel_shuffle -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_channel_shuffle_bad_inputs(device: str) -> None:
+    x = torch.randn(2, 6, 4, device=device)
+    for groups in (0, -2):
+        with pytest.raises(
+            RuntimeError,
+            match=rf"opforge\.channel_shuffle: expected 'groups' to be positive, got {groups}",
+        ):
+            torch.ops.opforge.channel_shuffle(x, groups)
+    with pytest.raises(
+        RuntimeError, match=r"channels of 'self' \(6\) to be divisible by 'groups' \(4\)"
+    ):
+        torch.ops.opforge.channel_shuffle(x, 4)
+    with pytest.raises(
+        RuntimeError, match=r"opforge\.channel_shuffle: expected 'self' to have at least 3"
+    ):
+        torch.ops.opforge.channel_shuffle(torch.randn(2, 6, device=device), 2)
+
+
+def test_channel_shuffle_layouts() -> None:
+    base = torch.randn(3, 13, 24, 5, 7)
+    for x, groups in (
+        (base[1:, 1:], 3),  # contiguous but starting mid-storage
+        (base[:, :12].permute(0, 1, 3, 4, 2), 4),  # strided
+        (torch.randn(4, 12, 5, 5).to(memory_format=torch.channels_last), 6),
+        (torch.randn(5, 64, 1, 1), 8),  # one element per plane
+        (torch.randn(2, 9, 3, dtype=torch.float16), 3),
+    ):
+        torch.testing.assert_close(
+            opforge.channel_shuffle(x, groups), F.channel_shuffle(x, groups), rtol=0, atol=0
+        )
+
+
+def test_channel_shuffle_is_inverted_by_the_complementary_groups() -> None:
+    x = torch.randn(2, 12, 3, 3)
+    y = opforge.channel_shuffle(x, 3)
+    assert torch.equal(opforge.channel_shuffle(y, 4), x)

@@ -45,4 +45,13 @@ inline void linear_backward_check(const char* op, const at::Tensor& grad_output,
               grad_output.sym_sizes());
 }
 
+// self (N, C, *) with C divisible by a positive 'groups', as torch.channel_shuffle.
+inline void channel_shuffle_check(const char* op, const at::Tensor& self, const c10::SymInt& groups) {
+  TORCH_CHECK(self.dim() >= 3, op, ": expected 'self' to have at least 3 dims (N, C, *), got ", self.dim(),
+              "-D of shape ", self.sym_sizes());
+  TORCH_CHECK(groups > 0, op, ": expected 'groups' to be positive, got ", groups);
+  TORCH_CHECK(self.sym_size(1) % groups == 0, op, ": expected the channels of 'self' (", self.sym_size(1),
+              ") to be divisible by 'groups' (", groups, ")");
+}
+
 }  // namespace opforge
