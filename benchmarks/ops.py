@@ -47,7 +47,7 @@ def _with(*extra: Callable[[torch.device], Any], shape: tuple[int, ...]) -> Call
 
 
 ACT = (4, 64, 128, 128)  # 4M activations
-ELEMENTWISE = [
+ELEMENTWISE: list[tuple[str, Fn, Fn]] = [
     ("relu", opforge.relu, torch.relu),
     ("gelu", opforge.gelu, F.gelu),
     ("leaky_relu", opforge.leaky_relu, F.leaky_relu),
@@ -79,7 +79,8 @@ def _bn_eval(x: Tensor, w: Tensor, b: Tensor, bn: list[Tensor]) -> Tensor:
 
 
 def _fused(x: Tensor, w: Tensor, b: Tensor, folded: tuple[Tensor, Tensor]) -> Tensor:
-    return _op("conv2d_bias_act")(x, folded[0], folded[1], 1, 1, 1, 1, "relu")
+    out: Tensor = _op("conv2d_bias_act")(x, folded[0], folded[1], 1, 1, 1, 1, "relu")
+    return out
 
 
 def _bn_params(c: int) -> Callable[[torch.device], list[Tensor]]:
