@@ -63,7 +63,8 @@ at::Tensor channel_shuffle_autograd(const at::Tensor& self, c10::SymInt groups) 
     return result;
   }
   opforge::autograd::record(
-      "opforge.channel_shuffle", {self}, outputs, {}, {},
+      "opforge.channel_shuffle", {self}, outputs, {true},
+      {}, {},
       [groups_c = groups](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const auto& groups = groups_c;

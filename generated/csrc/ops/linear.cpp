@@ -73,7 +73,8 @@ at::Tensor linear_autograd(const at::Tensor& input, const at::Tensor& weight, co
     return result;
   }
   opforge::autograd::record(
-      "opforge.linear", {input, weight, bias}, outputs, {input, weight}, {},
+      "opforge.linear", {input, weight, bias}, outputs, {true},
+      {input, weight}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const at::Tensor& input = saved[0];

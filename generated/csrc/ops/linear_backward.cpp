@@ -74,7 +74,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> linear_backward_autograd(const at
     return result;
   }
   opforge::autograd::record(
-      "opforge.linear_backward", {grad_output, input, weight}, outputs, {grad_output, input, weight}, {},
+      "opforge.linear_backward", {grad_output, input, weight}, outputs, {true, true, true},
+      {grad_output, input, weight}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const at::Tensor& grad_output = saved[0];
