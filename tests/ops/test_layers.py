@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import opforge
+from opforge import reference
 
 # --- linear ----------------------------------------------------------------------------------
 
@@ -124,3 +125,17 @@ def test_channel_shuffle_is_inverted_by_the_complementary_groups() -> None:
     x = torch.randn(2, 12, 3, 3)
     y = opforge.channel_shuffle(x, 3)
     assert torch.equal(opforge.channel_shuffle(y, 4), x)
+
+
+@pytest.mark.parametrize("present", [(False, True, True), (True, False, False), (False, False, True)])
+def test_linear_double_backward_absent_grads_count_as_zero(present: tuple[bool, ...]) -> None:
+    g, x, w = torch.randn(4, 3), torch.randn(4, 5), torch.randn(3, 5)
+    given = [torch.randn(s) if p else None for s, p in zip(((4, 5), (3, 5), (3,)), present)]
+    for mask in ([True, True, True], [True, False, True], [False, True, False]):
+        got = opforge.linear_double_backward(g, x, w, mask, *given)
+        expected = reference.linear_double_backward(g, x, w, mask, *given)
+        for a, e in zip(got, expected, strict=True):
+            if e is None:
+                assert a is None
+            else:
+                torch.testing.assert_close(a, e.detach())
