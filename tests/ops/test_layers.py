@@ -127,10 +127,14 @@ def test_channel_shuffle_is_inverted_by_the_complementary_groups() -> None:
     assert torch.equal(opforge.channel_shuffle(y, 4), x)
 
 
-@pytest.mark.parametrize("present", [(False, True, True), (True, False, False), (False, False, True)])
+@pytest.mark.parametrize(
+    "present", [(False, True, True), (True, False, False), (False, False, True)]
+)
 def test_linear_double_backward_absent_grads_count_as_zero(present: tuple[bool, ...]) -> None:
     g, x, w = torch.randn(4, 3), torch.randn(4, 5), torch.randn(3, 5)
-    given = [torch.randn(s) if p else None for s, p in zip(((4, 5), (3, 5), (3,)), present)]
+    given = [
+        torch.randn(s) if p else None for s, p in zip(((4, 5), (3, 5), (3,)), present, strict=True)
+    ]
     for mask in ([True, True, True], [True, False, True], [False, True, False]):
         got = opforge.linear_double_backward(g, x, w, mask, *given)
         expected = reference.linear_double_backward(g, x, w, mask, *given)
