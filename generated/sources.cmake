@@ -8,6 +8,8 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/channel_shuffle.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/elu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/elu_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/embedding.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/embedding_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gelu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gelu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/hardsigmoid.cpp

@@ -130,3 +130,18 @@ def linear_double_backward(
             total, (g, x, w), create_graph=True, allow_unused=True, materialize_grads=True
         )
     return tuple(gr if m else None for gr, m in zip(grads, output_mask, strict=True))  # type: ignore[return-value]
+
+
+def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1) -> Tensor:
+    # opforge's argument order and padding convention (-1: none) -> torch's.
+    return torch.nn.functional.embedding(
+        indices, weight, padding_idx=None if padding_idx == -1 else padding_idx
+    )
+
+
+def embedding_backward(
+    grad_output: Tensor, indices: Tensor, num_weights: int, padding_idx: int = -1
+) -> Tensor:
+    return torch.ops.aten.embedding_dense_backward(
+        grad_output, indices, num_weights, padding_idx, False
+    )

@@ -11,6 +11,8 @@
 #include <opforge/ops/channel_shuffle.h>
 #include <opforge/ops/elu.h>
 #include <opforge/ops/elu_backward.h>
+#include <opforge/ops/embedding.h>
+#include <opforge/ops/embedding_backward.h>
 #include <opforge/ops/gelu.h>
 #include <opforge/ops/gelu_backward.h>
 #include <opforge/ops/hardsigmoid.h>
@@ -118,6 +120,27 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("grad_output"),
       pybind11::arg("self"),
       pybind11::arg("alpha")
+      );
+  m.def(
+      "embedding",
+      [](const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::embedding(weight, indices, padding_idx);
+      },
+      pybind11::arg("weight"),
+      pybind11::arg("indices"),
+      pybind11::arg("padding_idx")
+      );
+  m.def(
+      "embedding_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& indices, int64_t num_weights, int64_t padding_idx) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::embedding_backward(grad_output, indices, c10::SymInt(num_weights), padding_idx);
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("indices"),
+      pybind11::arg("num_weights"),
+      pybind11::arg("padding_idx")
       );
   m.def(
       "gelu",

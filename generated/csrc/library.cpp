@@ -10,6 +10,8 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(channel_shuffle(Tensor self, SymInt groups) -> Tensor)schema", {});
   m.def(R"schema(elu(Tensor self, Scalar alpha=1) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor)schema", {at::Tag::pointwise});
+  m.def(R"schema(embedding(Tensor weight, Tensor indices, int padding_idx=-1) -> Tensor)schema", {});
+  m.def(R"schema(embedding_backward(Tensor grad_output, Tensor indices, SymInt num_weights, int padding_idx=-1) -> Tensor)schema", {});
   m.def(R"schema(gelu(Tensor self, *, str approximate='none') -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(hardsigmoid(Tensor self) -> Tensor)schema", {at::Tag::pointwise});

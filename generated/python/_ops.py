@@ -21,7 +21,7 @@ from opforge import _C
 Number = Union[int, float, bool]
 _ops = torch.ops.opforge
 
-__all__ = ["add", "add_", "add_relu", "channel_shuffle", "elu", "elu_backward", "gelu", "gelu_backward", "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward", "leaky_relu", "leaky_relu_backward", "linear", "linear_backward", "linear_double_backward", "log_softmax", "log_softmax_backward", "prelu", "prelu_backward", "relu", "relu_", "relu_backward", "sigmoid", "sigmoid_backward", "silu", "silu_backward", "softmax", "softmax_backward", "softplus", "softplus_backward", "sum", "sum_backward", "tanh", "tanh_backward", ]
+__all__ = ["add", "add_", "add_relu", "channel_shuffle", "elu", "elu_backward", "embedding", "embedding_backward", "gelu", "gelu_backward", "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward", "leaky_relu", "leaky_relu_backward", "linear", "linear_backward", "linear_double_backward", "log_softmax", "log_softmax_backward", "prelu", "prelu_backward", "relu", "relu_", "relu_backward", "sigmoid", "sigmoid_backward", "silu", "silu_backward", "softmax", "softmax_backward", "softplus", "softplus_backward", "sum", "sum_backward", "tanh", "tanh_backward", ]
 
 # One row per operator overload, as declared in schemas/ (used by build_info and the tests).
 OP_TABLE: tuple[dict[str, Any], ...] = (
@@ -32,6 +32,8 @@ OP_TABLE: tuple[dict[str, Any], ...] = (
     {'qualified': 'channel_shuffle', 'schema': 'channel_shuffle(Tensor self, SymInt groups) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.channel_shuffle', 'family': 'layers', 'shape': 'channel_shuffle_meta', 'samples': [{'self': [2, 6, 3, 4], 'groups': 3}, {'self': [2, 6, 5], 'groups': 2}, {'self': [1, 8, 2, 3, 2], 'groups': 4}, {'self': [3, 4, 5], 'groups': 1}, {'self': [2, 6, 1, 1], 'groups': 6}, {'self': [2, 4, 0, 3], 'groups': 2}]},
     {'qualified': 'elu', 'schema': 'elu(Tensor self, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.elu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -20, 'high': 5}, 'alpha': 0.5}, {'self': []}]},
     {'qualified': 'elu_backward', 'schema': 'elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.elu_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33], 'alpha': 1}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -20, 'high': 5}, 'alpha': 0.5}]},
+    {'qualified': 'embedding', 'schema': 'embedding(Tensor weight, Tensor indices, int padding_idx=-1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'indices': ['int64', 'int32']}, 'reference': 'opforge.reference.embedding', 'family': 'layers', 'shape': 'embedding_meta', 'samples': [{'weight': [10, 4], 'indices': {'shape': [3, 5], 'low': 0, 'high': 10}}, {'weight': [7, 3], 'indices': {'shape': [12], 'low': 0, 'high': 6}, 'padding_idx': 6}, {'weight': [5, 3], 'indices': {'shape': [], 'low': 0, 'high': 5}}, {'weight': [5, 3], 'indices': {'shape': [0, 2], 'low': 0, 'high': 5}}, {'weight': [6, 0], 'indices': {'shape': [4], 'low': 0, 'high': 6}}]},
+    {'qualified': 'embedding_backward', 'schema': 'embedding_backward(Tensor grad_output, Tensor indices, SymInt num_weights, int padding_idx=-1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'indices': ['int64', 'int32']}, 'reference': 'opforge.reference.embedding_backward', 'family': 'layers', 'shape': 'embedding_backward_meta', 'samples': [{'grad_output': [3, 5, 4], 'indices': {'shape': [3, 5], 'low': 0, 'high': 10}, 'num_weights': 10}, {'grad_output': [12, 3], 'indices': {'shape': [12], 'low': 0, 'high': 4}, 'num_weights': 7, 'padding_idx': 2}, {'grad_output': [2, 2, 3, 6], 'indices': {'shape': [2, 2, 3], 'low': 0, 'high': 5}, 'num_weights': 5, 'padding_idx': 0}, {'grad_output': [3], 'indices': {'shape': [], 'low': 0, 'high': 5}, 'num_weights': 5}]},
     {'qualified': 'gelu', 'schema': "gelu(Tensor self, *, str approximate='none') -> Tensor", 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.gelu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [8, 17]}, {'self': [8, 17], 'approximate': 'tanh'}]},
     {'qualified': 'gelu_backward', 'schema': "gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor", 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.gelu_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [8, 17], 'self': [8, 17]}, {'grad_output': [8, 17], 'self': [8, 17], 'approximate': 'tanh'}]},
     {'qualified': 'hardsigmoid', 'schema': 'hardsigmoid(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.hardsigmoid', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -5, 'high': 5}}, {'self': {'shape': [8, 9], 'low': -3.05, 'high': -2.95}}, {'self': {'shape': [8, 9], 'low': 2.95, 'high': 3.05}}, {'self': []}]},
@@ -134,6 +136,28 @@ def elu_backward(grad_output: Tensor, self: Tensor, alpha: Number) -> Tensor:
     if _compiling():
         return _ops.elu_backward.default(grad_output, self, alpha)
     return _C.elu_backward(grad_output, self, alpha)
+
+
+def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1) -> Tensor:
+    """Rows of `weight` (num_embeddings, embedding_dim) picked by integer `indices` of any shape; the output has shape indices.shape + (embedding_dim,). Note the argument order (weight first, as aten::embedding; torch.nn.functional.embedding takes indices first). `padding_idx` is -1 for none (aten::embedding's convention, not Python-style negative indexing) or a row in [0, num_embeddings) that gets no gradient. Out-of-range indices raise IndexError.
+
+    Schema: ``embedding(Tensor weight, Tensor indices, int padding_idx=-1) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16; indices: int64, int32.
+    """
+    if _compiling():
+        return _ops.embedding.default(weight, indices, padding_idx)
+    return _C.embedding(weight, indices, padding_idx)
+
+
+def embedding_backward(grad_output: Tensor, indices: Tensor, num_weights: int, padding_idx: int = -1) -> Tensor:
+    """Gradient of embedding with respect to its weight, (num_weights, embedding_dim), the rows of `grad_output` summed into the rows `indices` name, none into `padding_idx`. Deterministic on CPU (each thread owns a range of weight rows); CUDA accumulates with atomic adds (float32/float64 sums in a nondeterministic order; float16/bfloat16 through a float32 buffer).
+
+    Schema: ``embedding_backward(Tensor grad_output, Tensor indices, SymInt num_weights, int padding_idx=-1) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16; indices: int64, int32.
+    """
+    if _compiling():
+        return _ops.embedding_backward.default(grad_output, indices, num_weights, padding_idx)
+    return _C.embedding_backward(grad_output, indices, num_weights, padding_idx)
 
 
 def gelu(self: Tensor, *, approximate: str = 'none') -> Tensor:

@@ -2,6 +2,8 @@
 // say. The generated Meta wrappers have already checked devices and dtypes; the
 // argument checks are the kernels' own (opforge/layers.h).
 #include <opforge/ops/channel_shuffle.h>
+#include <opforge/ops/embedding.h>
+#include <opforge/ops/embedding_backward.h>
 #include <opforge/ops/linear.h>
 #include <opforge/ops/linear_backward.h>
 
@@ -42,6 +44,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> linear_backward_meta(const at::Te
 at::Tensor channel_shuffle_meta(const at::Tensor& self, c10::SymInt groups) {
   channel_shuffle_check("opforge.channel_shuffle", self, groups);
   return at::empty_symint(self.sym_sizes(), self.options());
+}
+
+at::Tensor embedding_meta(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
+  embedding_check("opforge.embedding", weight, padding_idx);
+  return at::empty_symint(embedding_output_sizes(indices, weight.sym_size(1)), weight.options());
+}
+
+at::Tensor embedding_backward_meta(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights,
+                                   int64_t padding_idx) {
+  embedding_backward_check("opforge.embedding_backward", grad_output, indices, num_weights, padding_idx);
+  return at::empty_symint({num_weights, grad_output.sym_size(-1)}, grad_output.options());
 }
 
 }  // namespace opforge

@@ -143,3 +143,98 @@ def test_linear_double_backward_absent_grads_count_as_zero(present: tuple[bool, 
                 assert a is None
             else:
                 torch.testing.assert_close(a, e.detach())
+
+
+# --- embedding -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_embedding_bad_arguments(device: str) -> None:
+    w = torch.randn(5, 3, device=device)
+    idx = torch.tensor([0, 4, 2], device=device)
+    with pytest.raises(RuntimeError, match=r"opforge\.embedding: expected 'weight' to be 2-D"):
+        torch.ops.opforge.embedding(torch.randn(5, device=device), idx)
+    for pad in (-2, 5):
+        with pytest.raises(
+            RuntimeError,
+            match=rf"opforge\.embedding: expected 'padding_idx' to be -1 \(none\) or in \[0, 5\), got {pad}",
+        ):
+            torch.ops.opforge.embedding(w, idx, pad)
+    if device == "cpu":  # Meta kernels check devices, not dtypes
+        with pytest.raises(TypeError, match=r"opforge\.embedding: expected .* 'indices'.*float32"):
+            torch.ops.opforge.embedding(w, idx.float())
+    g = torch.randn(3, 3, device=device)
+    with pytest.raises(RuntimeError, match=r"embedding_backward: expected 'padding_idx' .* got 7"):
+        torch.ops.opforge.embedding_backward(g, idx, 5, 7)
+    with pytest.raises(RuntimeError, match=r"embedding_backward: expected 'num_weights' to be non"):
+        torch.ops.opforge.embedding_backward(g, idx, -1)
+    with pytest.raises(RuntimeError, match=r"embedding_backward: expected 'grad_output' of shape"):
+        torch.ops.opforge.embedding_backward(torch.randn(2, 3, device=device), idx, 5)
+
+
+def test_embedding_index_out_of_range() -> None:
+    w = torch.randn(5, 3)
+    for bad in (5, -1, 2**40):
+        idx = torch.tensor([[0, 1], [bad, 2]])
+        with pytest.raises(
+            IndexError, match=rf"opforge\.embedding: 'indices' out of range: {bad} "
+        ):
+            opforge.embedding(w, idx)
+        with pytest.raises(
+            IndexError, match=rf"embedding_backward: 'indices' out of range: {bad} "
+        ):
+            opforge.embedding_backward(torch.randn(2, 2, 3), idx, 5)
+    with pytest.raises(IndexError, match=r"'indices' out of range: 3 is not in \[0, 3\)"):
+        opforge.embedding(torch.randn(3, 0), torch.tensor([3]))  # checked even with nothing to copy
+    with pytest.raises(IndexError, match=r"'indices' out of range: 7 "):
+        opforge.embedding(w, torch.tensor([1, 7], dtype=torch.int32))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_embedding_int32_indices_and_padding_gradients(dtype: torch.dtype) -> None:
+    w = torch.randn(50, 16, dtype=dtype)
+    idx = torch.randint(0, 50, (7, 30))
+    idx[0, :5] = 3  # the padding row, used several times
+    for pad in (-1, 3):
+        ours_w = w.clone().requires_grad_()
+        ref_w = w.double().requires_grad_()  # float64: ATen sums bfloat16 in bfloat16
+        ours = opforge.embedding(ours_w, idx.int(), pad)
+        ref = F.embedding(idx, ref_w, padding_idx=None if pad == -1 else pad)
+        assert torch.equal(ours, ref.to(dtype))
+        grad = torch.randn_like(ours)
+        (g_ours,) = torch.autograd.grad(ours, ours_w, grad)
+        (g_ref,) = torch.autograd.grad(ref, ref_w, grad.double())
+        torch.testing.assert_close(g_ours, g_ref.to(dtype))
+        if pad == 3:
+            assert not g_ours[3].any()
+
+
+def test_embedding_double_backward_skips_padding_positions() -> None:
+    w = torch.randn(6, 4, dtype=torch.float64, requires_grad=True)
+    idx = torch.tensor([[0, 2, 2], [5, 2, 1]])
+    fn = lambda t: opforge.embedding(t, idx, 2)  # noqa: E731
+    assert torch.autograd.gradgradcheck(fn, (w,))
+    g = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    gw = opforge.embedding_backward(g, idx, 6, 2)
+    (gg,) = torch.autograd.grad(gw, g, torch.ones_like(gw))
+    torch.testing.assert_close(gg, (idx != 2).unsqueeze(-1).double().expand(2, 3, 4))
+
+
+def test_embedding_backward_empty_and_deterministic() -> None:
+    out = opforge.embedding_backward(torch.randn(0, 2, 3), torch.zeros(0, 2, dtype=torch.long), 5)
+    assert torch.equal(out, torch.zeros(5, 3))
+    # Many repeats of a few rows: the same bits whatever the thread count.
+    idx = torch.randint(0, 4, (20000,))
+    grad = torch.randn(20000, 64)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = opforge.embedding_backward(grad, idx, 4)
+        torch.set_num_threads(max(2, threads))
+        many = opforge.embedding_backward(grad, idx, 4)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(one, many)
+    torch.testing.assert_close(
+        one, torch.zeros(4, 64).index_add_(0, idx, grad), rtol=1e-4, atol=1e-3
+    )

@@ -54,4 +54,39 @@ inline void channel_shuffle_check(const char* op, const at::Tensor& self, const 
               ") to be divisible by 'groups' (", groups, ")");
 }
 
+// padding_idx: -1 for none (aten::embedding's convention) or a row of the weight.
+inline void embedding_padding_check(const char* op, int64_t padding_idx, const c10::SymInt& num_weights) {
+  TORCH_CHECK(padding_idx == -1 || (padding_idx >= 0 && num_weights > padding_idx), op,
+              ": expected 'padding_idx' to be -1 (none) or in [0, ", num_weights, "), got ", padding_idx);
+}
+
+inline void embedding_check(const char* op, const at::Tensor& weight, int64_t padding_idx) {
+  TORCH_CHECK(weight.dim() == 2, op, ": expected 'weight' to be 2-D (num_embeddings, embedding_dim), got ",
+              weight.dim(), "-D of shape ", weight.sym_sizes());
+  embedding_padding_check(op, padding_idx, weight.sym_size(0));
+}
+
+// The shape of embedding's output: indices.shape + (embedding_dim,).
+inline c10::SymDimVector embedding_output_sizes(const at::Tensor& indices, const c10::SymInt& dim) {
+  c10::SymDimVector sizes(indices.sym_sizes().begin(), indices.sym_sizes().end());
+  sizes.push_back(dim);
+  return sizes;
+}
+
+inline void embedding_backward_check(const char* op, const at::Tensor& grad_output, const at::Tensor& indices,
+                                     const c10::SymInt& num_weights, int64_t padding_idx) {
+  TORCH_CHECK(num_weights >= 0, op, ": expected 'num_weights' to be non-negative, got ", num_weights);
+  embedding_padding_check(op, padding_idx, num_weights);
+  TORCH_CHECK(grad_output.dim() == indices.dim() + 1 &&
+                  grad_output.sym_sizes().slice(0, indices.dim()) == indices.sym_sizes(),
+              op, ": expected 'grad_output' of shape indices.shape + (embedding_dim,) = ", indices.sym_sizes(),
+              " + (D,), got ", grad_output.sym_sizes());
+}
+
+// Raised by the kernels for an index outside [0, num_weights).
+[[noreturn]] inline void embedding_index_error(const char* op, int64_t index, int64_t num_weights) {
+  TORCH_CHECK_INDEX(false, op, ": 'indices' out of range: ", index, " is not in [0, ", num_weights,
+                    ") (the rows of the weight)");
+}
+
 }  // namespace opforge
