@@ -6,6 +6,7 @@ name torch functions directly, backward ops name these.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -85,6 +86,65 @@ def prelu_backward(grad_output: Tensor, self: Tensor, weight: Tensor) -> tuple[T
         y = torch.nn.functional.prelu(x, w)
     grad_self, grad_weight = torch.autograd.grad(y, (x, w), grad_output)
     return grad_self, grad_weight
+
+
+# --- layers (schemas/layers.yaml) ---------------------------------------------------------------
+
+
+def linear_backward(
+    grad_output: Tensor, input: Tensor, weight: Tensor, output_mask: Sequence[bool]
+) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    out_features, in_features = weight.shape
+    rows = math.prod(input.shape[:-1])
+    g = grad_output.reshape(rows, out_features)
+    x = input.reshape(rows, in_features)
+    return (
+        (g @ weight).reshape(input.shape) if output_mask[0] else None,
+        g.T @ x if output_mask[1] else None,
+        g.sum(0) if output_mask[2] else None,
+    )
+
+
+def linear_double_backward(
+    grad_output: Tensor,
+    input: Tensor,
+    weight: Tensor,
+    output_mask: Sequence[bool],
+    grad_grad_input: Tensor | None = None,
+    grad_grad_weight: Tensor | None = None,
+    grad_grad_bias: Tensor | None = None,
+) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    # linear_backward is bilinear: differentiate <grads, outputs> through torch's autograd,
+    # keeping the graph so that this reference is differentiable itself.
+    with torch.enable_grad():
+        g, x, w = (
+            t if t.requires_grad else t.detach().requires_grad_()
+            for t in (grad_output, input, weight)
+        )
+        outs = linear_backward(g, x, w, [True, True, True])
+        total = g.sum() * 0
+        for o, gg in zip(outs, (grad_grad_input, grad_grad_weight, grad_grad_bias), strict=True):
+            if o is not None and gg is not None:
+                total = total + (o * gg).sum()
+        grads = torch.autograd.grad(
+            total, (g, x, w), create_graph=True, allow_unused=True, materialize_grads=True
+        )
+    return tuple(gr if m else None for gr, m in zip(grads, output_mask, strict=True))  # type: ignore[return-value]
+
+
+def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1) -> Tensor:
+    # opforge's argument order and padding convention (-1: none) -> torch's.
+    return torch.nn.functional.embedding(
+        indices, weight, padding_idx=None if padding_idx == -1 else padding_idx
+    )
+
+
+def embedding_backward(
+    grad_output: Tensor, indices: Tensor, num_weights: int, padding_idx: int = -1
+) -> Tensor:
+    return torch.ops.aten.embedding_dense_backward(
+        grad_output, indices, num_weights, padding_idx, False
+    )
 
 
 # --- pooling (schemas/pooling.yaml) ---

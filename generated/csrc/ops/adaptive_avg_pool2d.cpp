@@ -71,7 +71,8 @@ at::Tensor adaptive_avg_pool2d_autograd(const at::Tensor& self, c10::SymIntArray
     return result;
   }
   opforge::autograd::record(
-      "opforge.adaptive_avg_pool2d", {self}, outputs, {self}, {},
+      "opforge.adaptive_avg_pool2d", {self}, outputs, {true},
+      {self}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const at::Tensor& self = saved[0];

@@ -79,7 +79,8 @@ at::Tensor adaptive_avg_pool2d_backward_autograd(const at::Tensor& grad_output, 
     return result;
   }
   opforge::autograd::record(
-      "opforge.adaptive_avg_pool2d_backward", {grad_output, self}, outputs, {grad_output}, {},
+      "opforge.adaptive_avg_pool2d_backward", {grad_output, self}, outputs, {true},
+      {grad_output}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const at::Tensor& grad_output = saved[0];

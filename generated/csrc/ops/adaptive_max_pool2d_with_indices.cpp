@@ -71,7 +71,8 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_autograd(con
     return result;
   }
   opforge::autograd::record(
-      "opforge.adaptive_max_pool2d_with_indices", {self}, outputs, {}, {},
+      "opforge.adaptive_max_pool2d_with_indices", {self}, outputs, {true, true},
+      {}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     [[maybe_unused]] const at::Tensor& grad = grads[0];

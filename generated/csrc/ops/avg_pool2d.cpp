@@ -71,7 +71,8 @@ at::Tensor avg_pool2d_autograd(const at::Tensor& self, at::IntArrayRef kernel_si
     return result;
   }
   opforge::autograd::record(
-      "opforge.avg_pool2d", {self}, outputs, {self}, {},
+      "opforge.avg_pool2d", {self}, outputs, {true},
+      {self}, {},
       [kernel_size_c = kernel_size.vec(), stride_c = stride.vec(), padding_c = padding.vec(), ceil_mode_c = ceil_mode, count_include_pad_c = count_include_pad, divisor_override_c = divisor_override](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const at::IntArrayRef kernel_size(kernel_size_c);

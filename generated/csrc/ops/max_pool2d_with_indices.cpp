@@ -71,7 +71,8 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_autograd(const at::Te
     return result;
   }
   opforge::autograd::record(
-      "opforge.max_pool2d_with_indices", {self}, outputs, {}, {},
+      "opforge.max_pool2d_with_indices", {self}, outputs, {true, true},
+      {}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     [[maybe_unused]] const at::Tensor& grad = grads[0];

@@ -71,7 +71,8 @@ at::Tensor spatial_pyramid_pool_autograd(const at::Tensor& self, at::IntArrayRef
     return result;
   }
   opforge::autograd::record(
-      "opforge.spatial_pyramid_pool", {self}, outputs, {self}, {},
+      "opforge.spatial_pyramid_pool", {self}, outputs, {true},
+      {self}, {},
       [levels_c = levels.vec(), mode_c = std::string(mode)](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const at::IntArrayRef levels(levels_c);

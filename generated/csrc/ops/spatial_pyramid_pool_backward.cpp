@@ -78,7 +78,8 @@ at::Tensor spatial_pyramid_pool_backward_autograd(const at::Tensor& grad_output,
     return result;
   }
   opforge::autograd::record(
-      "opforge.spatial_pyramid_pool_backward", {grad_output, self}, outputs, {}, {},
+      "opforge.spatial_pyramid_pool_backward", {grad_output, self}, outputs, {true},
+      {}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     [[maybe_unused]] const at::Tensor& grad = grads[0];
