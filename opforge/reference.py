@@ -6,7 +6,7 @@ name torch functions directly, backward ops name these.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -85,3 +85,127 @@ def prelu_backward(grad_output: Tensor, self: Tensor, weight: Tensor) -> tuple[T
         y = torch.nn.functional.prelu(x, w)
     grad_self, grad_weight = torch.autograd.grad(y, (x, w), grad_output)
     return grad_self, grad_weight
+
+
+# ---- norm family (schemas/norm.yaml) ---------------------------------------------------------
+# The backward references are the formulas of Note [Norm backward coefficients] written with
+# differentiable torch ops, mean and rstd being independent inputs: autograd through them gives
+# the partial derivatives the double backward ops must match.
+
+
+def _norm_input_grad(
+    grad_out: Tensor,
+    xhat: Tensor,
+    rstd: Tensor,
+    weight: Tensor | None,
+    dims: Sequence[int],
+    grad_mean: Tensor | None,
+    grad_rstd: Tensor | None,
+) -> Tensor:
+    a = grad_out if weight is None else grad_out * weight
+    n = 1
+    for d in dims:
+        n *= xhat.shape[d]
+    dx = rstd * (a - a.mean(dims, keepdim=True) - xhat * (a * xhat).mean(dims, keepdim=True))
+    if grad_mean is not None:
+        dx = dx + grad_mean / n
+    if grad_rstd is not None:
+        dx = dx - grad_rstd * rstd * rstd * xhat / n
+    return dx
+
+
+def _sum_over(t: Tensor, dims: Sequence[int]) -> Tensor:
+    return t.sum(tuple(dims)) if dims else t
+
+
+def _masked(values: tuple[Tensor, ...], mask: Sequence[bool]) -> tuple[Tensor | None, ...]:
+    return tuple(v if m else None for v, m in zip(values, mask, strict=True))
+
+
+def _vjp(
+    fn: Callable[..., tuple[Tensor, ...]],
+    inputs: Sequence[Tensor],
+    cotangents: Sequence[Tensor | None],
+) -> tuple[Tensor, ...]:
+    """Gradients of sum(<cotangent, fn(*inputs)>) with respect to every input (zeros where
+    unused), differentiable again when the inputs require grad."""
+    with torch.enable_grad():
+        ins = [t if t.requires_grad else t.detach().requires_grad_() for t in inputs]
+        outs = fn(*ins)
+        pairs = [(o, c) for o, c in zip(outs, cotangents, strict=True) if c is not None]
+        if not pairs:
+            return tuple(torch.zeros_like(t) for t in inputs)
+        grads = torch.autograd.grad(
+            [o for o, _ in pairs],
+            ins,
+            [c for _, c in pairs],
+            create_graph=True,
+            allow_unused=True,
+        )
+    return tuple(
+        torch.zeros_like(t) if g is None else g for g, t in zip(grads, inputs, strict=True)
+    )
+
+
+def layer_norm_forward(
+    input: Tensor,
+    normalized_shape: Sequence[int],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> tuple[Tensor, Tensor, Tensor]:
+    dims = tuple(range(input.dim() - len(normalized_shape), input.dim()))
+    mean = input.mean(dims, keepdim=True)
+    rstd = torch.rsqrt((input - mean).square().mean(dims, keepdim=True) + eps)
+    out = (input - mean) * rstd
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out, mean, rstd
+
+
+def layer_norm_backward(
+    grad_out: Tensor,
+    input: Tensor,
+    normalized_shape: Sequence[int],
+    mean: Tensor,
+    rstd: Tensor,
+    output_mask: Sequence[bool],
+    weight: Tensor | None = None,
+    grad_mean: Tensor | None = None,
+    grad_rstd: Tensor | None = None,
+) -> tuple[Tensor | None, ...]:
+    axis = input.dim() - len(normalized_shape)
+    dims = tuple(range(axis, input.dim()))
+    xhat = (input - mean) * rstd
+    dx = _norm_input_grad(grad_out, xhat, rstd, weight, dims, grad_mean, grad_rstd)
+    lead = tuple(range(axis))
+    return _masked((dx, _sum_over(grad_out * xhat, lead), _sum_over(grad_out, lead)), output_mask)
+
+
+def layer_norm_double_backward(
+    grad_grad_input: Tensor,
+    grad_out: Tensor,
+    input: Tensor,
+    normalized_shape: Sequence[int],
+    mean: Tensor,
+    rstd: Tensor,
+    weight: Tensor | None = None,
+    grad_mean: Tensor | None = None,
+    grad_rstd: Tensor | None = None,
+    grad_grad_weight: Tensor | None = None,
+    grad_grad_bias: Tensor | None = None,
+) -> tuple[Tensor, ...]:
+    w = weight if weight is not None else input.new_ones(list(normalized_shape))
+    gm = grad_mean if grad_mean is not None else torch.zeros_like(mean)
+    gr = grad_rstd if grad_rstd is not None else torch.zeros_like(rstd)
+
+    def backward(*t: Tensor) -> tuple[Tensor, ...]:
+        out = layer_norm_backward(
+            t[0], t[1], normalized_shape, t[2], t[3], [True] * 3, t[4], t[5], t[6]
+        )
+        return tuple(o for o in out if o is not None)
+
+    cot = (grad_grad_input, grad_grad_weight, grad_grad_bias)
+    return _vjp(backward, (grad_out, input, mean, rstd, w, gm, gr), cot)
