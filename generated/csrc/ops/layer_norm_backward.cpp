@@ -120,7 +120,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_autograd(cons
     return result;
   }
   opforge::autograd::record(
-      "opforge.layer_norm_backward", {grad_out, input, mean, rstd, weight, grad_mean, grad_rstd}, outputs, {grad_out, input, mean, rstd, weight.value_or(at::Tensor()), grad_mean.value_or(at::Tensor()), grad_rstd.value_or(at::Tensor())}, {},
+      "opforge.layer_norm_backward", {grad_out, input, mean, rstd, weight, grad_mean, grad_rstd}, outputs, {true, true, true},
+      {grad_out, input, mean, rstd, weight.value_or(at::Tensor()), grad_mean.value_or(at::Tensor()), grad_rstd.value_or(at::Tensor())}, {},
       [normalized_shape_c = normalized_shape.vec()](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const c10::SymIntArrayRef normalized_shape(normalized_shape_c);

@@ -88,7 +88,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_autograd(const
     return result;
   }
   opforge::autograd::record(
-      "opforge.layer_norm_forward", {input, weight, bias}, outputs, {input, weight.value_or(at::Tensor())}, {1, 2},
+      "opforge.layer_norm_forward", {input, weight, bias}, outputs, {true, true, true},
+      {input, weight.value_or(at::Tensor())}, {1, 2},
       [normalized_shape_c = normalized_shape.vec()](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const c10::SymIntArrayRef normalized_shape(normalized_shape_c);
