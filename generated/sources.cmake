@@ -9,6 +9,10 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/elu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gelu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gelu_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/group_norm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/group_norm_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/group_norm_double_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/group_norm_forward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/hardsigmoid.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/hardsigmoid_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/hardswish.cpp

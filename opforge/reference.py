@@ -209,3 +209,82 @@ def layer_norm_double_backward(
 
     cot = (grad_grad_input, grad_grad_weight, grad_grad_bias)
     return _vjp(backward, (grad_out, input, mean, rstd, w, gm, gr), cot)
+
+
+def _group_views(input: Tensor, num_groups: int) -> tuple[list[int], list[int], list[int]]:
+    """[N, G, C/G, HxW] for the input, [N, G, 1, 1] for statistics, [1, G, C/G, 1] for weights."""
+    n, c = input.shape[0], input.shape[1]
+    hw = 1
+    for s in input.shape[2:]:
+        hw *= s
+    d = c // num_groups
+    return [n, num_groups, d, hw], [n, num_groups, 1, 1], [1, num_groups, d, 1]
+
+
+def group_norm_forward(
+    input: Tensor,
+    num_groups: int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> tuple[Tensor, Tensor, Tensor]:
+    xv, sv, wv = _group_views(input, num_groups)
+    x = input.reshape(xv)
+    mean = x.mean((2, 3), keepdim=True)
+    rstd = torch.rsqrt((x - mean).square().mean((2, 3), keepdim=True) + eps)
+    out = (x - mean) * rstd
+    if weight is not None:
+        out = out * weight.reshape(wv)
+    if bias is not None:
+        out = out + bias.reshape(wv)
+    stat = sv[:2]
+    return out.reshape(input.shape), mean.reshape(stat), rstd.reshape(stat)
+
+
+def group_norm_backward(
+    grad_out: Tensor,
+    input: Tensor,
+    num_groups: int,
+    mean: Tensor,
+    rstd: Tensor,
+    output_mask: Sequence[bool],
+    weight: Tensor | None = None,
+    grad_mean: Tensor | None = None,
+    grad_rstd: Tensor | None = None,
+) -> tuple[Tensor | None, ...]:
+    xv, sv, wv = _group_views(input, num_groups)
+    g = grad_out.reshape(xv)
+    r = rstd.reshape(sv)
+    xhat = (input.reshape(xv) - mean.reshape(sv)) * r
+    w = None if weight is None else weight.reshape(wv)
+    gm = None if grad_mean is None else grad_mean.reshape(sv)
+    gr = None if grad_rstd is None else grad_rstd.reshape(sv)
+    dx = _norm_input_grad(g, xhat, r, w, (2, 3), gm, gr).reshape(input.shape)
+    c = input.shape[1]
+    dw = (g * xhat).sum((0, 3)).reshape(c)
+    return _masked((dx, dw, g.sum((0, 3)).reshape(c)), output_mask)
+
+
+def group_norm_double_backward(
+    grad_grad_input: Tensor,
+    grad_out: Tensor,
+    input: Tensor,
+    num_groups: int,
+    mean: Tensor,
+    rstd: Tensor,
+    weight: Tensor | None = None,
+    grad_mean: Tensor | None = None,
+    grad_rstd: Tensor | None = None,
+    grad_grad_weight: Tensor | None = None,
+    grad_grad_bias: Tensor | None = None,
+) -> tuple[Tensor, ...]:
+    w = weight if weight is not None else input.new_ones(input.shape[1])
+    gm = grad_mean if grad_mean is not None else torch.zeros_like(mean)
+    gr = grad_rstd if grad_rstd is not None else torch.zeros_like(rstd)
+
+    def backward(*t: Tensor) -> tuple[Tensor, ...]:
+        out = group_norm_backward(t[0], t[1], num_groups, t[2], t[3], [True] * 3, t[4], t[5], t[6])
+        return tuple(o for o in out if o is not None)
+
+    cot = (grad_grad_input, grad_grad_weight, grad_grad_bias)
+    return _vjp(backward, (grad_out, input, mean, rstd, w, gm, gr), cot)

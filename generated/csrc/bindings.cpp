@@ -12,6 +12,10 @@
 #include <opforge/ops/elu_backward.h>
 #include <opforge/ops/gelu.h>
 #include <opforge/ops/gelu_backward.h>
+#include <opforge/ops/group_norm.h>
+#include <opforge/ops/group_norm_backward.h>
+#include <opforge/ops/group_norm_double_backward.h>
+#include <opforge/ops/group_norm_forward.h>
 #include <opforge/ops/hardsigmoid.h>
 #include <opforge/ops/hardsigmoid_backward.h>
 #include <opforge/ops/hardswish.h>
@@ -128,6 +132,64 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("grad_output"),
       pybind11::arg("self"),
       pybind11::arg("approximate")
+      );
+  m.def(
+      "group_norm",
+      [](const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::group_norm(input, num_groups, weight, bias, eps);
+      },
+      pybind11::arg("input"),
+      pybind11::arg("num_groups"),
+      pybind11::arg("weight"),
+      pybind11::arg("bias"),
+      pybind11::arg("eps")
+      );
+  m.def(
+      "group_norm_backward",
+      [](const at::Tensor& grad_out, const at::Tensor& input, int64_t num_groups, const at::Tensor& mean, const at::Tensor& rstd, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd) -> std::tuple<at::Tensor, at::Tensor, at::Tensor> {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::group_norm_backward(grad_out, input, num_groups, mean, rstd, output_mask, weight, grad_mean, grad_rstd);
+      },
+      pybind11::arg("grad_out"),
+      pybind11::arg("input"),
+      pybind11::arg("num_groups"),
+      pybind11::arg("mean"),
+      pybind11::arg("rstd"),
+      pybind11::arg("output_mask"),
+      pybind11::arg("weight"),
+      pybind11::arg("grad_mean"),
+      pybind11::arg("grad_rstd")
+      );
+  m.def(
+      "group_norm_double_backward",
+      [](const at::Tensor& grad_grad_input, const at::Tensor& grad_out, const at::Tensor& input, int64_t num_groups, const at::Tensor& mean, const at::Tensor& rstd, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd, const std::optional<at::Tensor>& grad_grad_weight, const std::optional<at::Tensor>& grad_grad_bias) -> std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::group_norm_double_backward(grad_grad_input, grad_out, input, num_groups, mean, rstd, weight, grad_mean, grad_rstd, grad_grad_weight, grad_grad_bias);
+      },
+      pybind11::arg("grad_grad_input"),
+      pybind11::arg("grad_out"),
+      pybind11::arg("input"),
+      pybind11::arg("num_groups"),
+      pybind11::arg("mean"),
+      pybind11::arg("rstd"),
+      pybind11::arg("weight"),
+      pybind11::arg("grad_mean"),
+      pybind11::arg("grad_rstd"),
+      pybind11::arg("grad_grad_weight"),
+      pybind11::arg("grad_grad_bias")
+      );
+  m.def(
+      "group_norm_forward",
+      [](const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) -> std::tuple<at::Tensor, at::Tensor, at::Tensor> {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::group_norm_forward(input, num_groups, weight, bias, eps);
+      },
+      pybind11::arg("input"),
+      pybind11::arg("num_groups"),
+      pybind11::arg("weight"),
+      pybind11::arg("bias"),
+      pybind11::arg("eps")
       );
   m.def(
       "hardsigmoid",

@@ -11,6 +11,10 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(gelu(Tensor self, *, str approximate='none') -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor)schema", {at::Tag::pointwise});
+  m.def(R"schema(group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor)schema", {});
+  m.def(R"schema(group_norm_backward(Tensor grad_out, Tensor input, int num_groups, Tensor mean, Tensor rstd, bool[3] output_mask, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_rstd=None) -> (Tensor, Tensor, Tensor))schema", {});
+  m.def(R"schema(group_norm_double_backward(Tensor grad_grad_input, Tensor grad_out, Tensor input, int num_groups, Tensor mean, Tensor rstd, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_rstd=None, Tensor? grad_grad_weight=None, Tensor? grad_grad_bias=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor))schema", {});
+  m.def(R"schema(group_norm_forward(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> (Tensor, Tensor, Tensor))schema", {});
   m.def(R"schema(hardsigmoid(Tensor self) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(hardswish(Tensor self) -> Tensor)schema", {at::Tag::pointwise});

@@ -24,11 +24,6 @@ namespace {
 template <typename T>
 using acc_t = math::opmath_t<T>;
 
-template <typename T>
-const T* data_or_null(const at::Tensor& t) {
-  return t.defined() ? t.const_data_ptr<T>() : nullptr;
-}
-
 // y = (x - mean) * rstd * w + b, one row per task; mean/rstd stored per row.
 template <typename T, bool HasW, bool HasB>
 void forward_rows(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int64_t rows, int64_t n,
@@ -82,9 +77,7 @@ void backward_rows(const backward_args<T>& p, int64_t begin, int64_t end, T* dx,
     const T* __restrict__ w = p.w;
     const A m = math::cast_to<A>(p.mean[r]);
     const A rs = math::cast_to<A>(p.rstd[r]);
-    A la[cpu::k_lanes] = {};
-    A lax[cpu::k_lanes] = {};
-    const auto step = [&](int64_t i, A& sa, A& sax) {
+    const auto sums = cpu::lane_sum2<A>(n, [&](int64_t i, A& sa, A& sax) {
       const A gi = math::cast_to<A>(g[i]);
       const A xh = (math::cast_to<A>(x[i]) - m) * rs;
       A a = gi;
@@ -97,28 +90,13 @@ void backward_rows(const backward_args<T>& p, int64_t begin, int64_t end, T* dx,
         wsum[i] += gi * xh;
         bsum[i] += gi;
       }
-    };
-    int64_t i = 0;
-    for (; i + cpu::k_lanes <= n; i += cpu::k_lanes) {
-      for (int64_t j = 0; j < cpu::k_lanes; ++j) {
-        step(i + j, la[j], lax[j]);
-      }
-    }
-    for (; i < n; ++i) {
-      step(i, la[0], lax[0]);
-    }
+    });
     if (dx == nullptr) {
       continue;
     }
-    A sa = 0;
-    A sax = 0;
-    for (int64_t j = 0; j < cpu::k_lanes; ++j) {
-      sa += la[j];
-      sax += lax[j];
-    }
     const A gm = p.grad_mean ? math::cast_to<A>(p.grad_mean[r]) : A(0);
     const A gr = p.grad_rstd ? math::cast_to<A>(p.grad_rstd[r]) : A(0);
-    const auto k = math::norm_backward_coeffs<A>::make(sa, sax, m, rs, static_cast<A>(n), gm, gr);
+    const auto k = math::norm_backward_coeffs<A>::make(sums.first, sums.second, m, rs, static_cast<A>(n), gm, gr);
     T* __restrict__ dxr = dx + r * n;
     for (int64_t j = 0; j < n; ++j) {
       A a = math::cast_to<A>(g[j]);
@@ -154,8 +132,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cpu(const at::
   const int64_t axis = layer_norm_check("opforge.layer_norm_forward", input, normalized_shape, weight, bias);
   const rows_view v = split_rows(input, axis);
   const at::Tensor x = input.contiguous();
-  const at::Tensor w = defined(weight) ? weight->contiguous() : at::Tensor();
-  const at::Tensor b = defined(bias) ? bias->contiguous() : at::Tensor();
+  const at::Tensor w = contiguous_or_undefined(weight);
+  const at::Tensor b = contiguous_or_undefined(bias);
   at::Tensor out = at::empty(x.sizes(), x.options());
   const sym_sizes_t stat_sizes = layer_norm_stat_sizes(input, axis);
   at::Tensor mean = at::empty(C10_AS_INTARRAYREF_SLOW(stat_sizes), x.options());
@@ -191,11 +169,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cpu(
   const rows_view v = split_rows(input, axis);
   const at::Tensor g = grad_out.contiguous();
   const at::Tensor x = input.contiguous();
-  const at::Tensor w = defined(weight) ? weight->contiguous() : at::Tensor();
+  const at::Tensor w = contiguous_or_undefined(weight);
   const at::Tensor m = mean.contiguous();
   const at::Tensor rs = rstd.contiguous();
-  const at::Tensor gm = defined(grad_mean) ? grad_mean->contiguous() : at::Tensor();
-  const at::Tensor gr = defined(grad_rstd) ? grad_rstd->contiguous() : at::Tensor();
+  const at::Tensor gm = contiguous_or_undefined(grad_mean);
+  const at::Tensor gr = contiguous_or_undefined(grad_rstd);
   const auto wshape = C10_AS_INTARRAYREF_SLOW(normalized_shape);
   at::Tensor dx = output_mask[0] ? at::empty(x.sizes(), x.options()) : at::Tensor();
   at::Tensor dw = output_mask[1] ? at::empty(wshape, x.options()) : at::Tensor();
@@ -213,7 +191,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cpu(
                                   data_or_null<scalar_t>(w),     m.const_data_ptr<scalar_t>(),
                                   rs.const_data_ptr<scalar_t>(), data_or_null<scalar_t>(gm),
                                   data_or_null<scalar_t>(gr),    v.n};
-  scalar_t* dx_ptr = dx.defined() ? dx.mutable_data_ptr<scalar_t>() : nullptr;
+  scalar_t* dx_ptr = mutable_data_or_null<scalar_t>(dx);
   // Per-chunk partial sums of g * xhat (weight) and g (bias), added up below.
   const int64_t chunks = want_wb ? cpu::chunk_count(v.rows) : 0;
   const at::Tensor partial = at::zeros({chunks, 2, v.n}, x.options().dtype(c10::CppTypeToScalarType<A>::value));
@@ -231,8 +209,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cpu(
     }
   });
   if (want_wb) {
-    scalar_t* dw_ptr = dw.defined() ? dw.mutable_data_ptr<scalar_t>() : nullptr;
-    scalar_t* db_ptr = db.defined() ? db.mutable_data_ptr<scalar_t>() : nullptr;
+    scalar_t* dw_ptr = mutable_data_or_null<scalar_t>(dw);
+    scalar_t* db_ptr = mutable_data_or_null<scalar_t>(db);
     at::parallel_for(0, v.n, cpu::k_norm_grain / std::max<int64_t>(1, chunks), [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         A sw = 0;

@@ -40,6 +40,35 @@ math::sum_acc_t<T> group_sum(const T* x, int64_t blocks, int64_t len, int64_t st
 }
 
 template <typename A>
+struct sum2 {
+  A first = 0;
+  A second = 0;
+};
+
+// Two sums in one pass over [0, n): f(i, s1, s2) adds element i's terms to
+// s1 and s2 (it may also write per-element state). k_lanes partial sums each.
+template <typename A, typename F>
+sum2<A> lane_sum2(int64_t n, F f) {
+  A l1[k_lanes] = {};
+  A l2[k_lanes] = {};
+  int64_t i = 0;
+  for (; i + k_lanes <= n; i += k_lanes) {
+    for (int64_t j = 0; j < k_lanes; ++j) {
+      f(i + j, l1[j], l2[j]);
+    }
+  }
+  sum2<A> s;
+  for (; i < n; ++i) {
+    f(i, s.first, s.second);
+  }
+  for (int64_t j = 0; j < k_lanes; ++j) {
+    s.first += l1[j];
+    s.second += l2[j];
+  }
+  return s;
+}
+
+template <typename A>
 struct moments {
   A mean;
   A var; // biased
@@ -56,6 +85,12 @@ moments<math::opmath_t<T>> group_moments(const T* x, int64_t blocks, int64_t len
     return d * d;
   });
   return {mean, static_cast<A>(sq / n)};
+}
+
+// Calls f(std::bool_constant<a>{}): a run-time flag as a template argument.
+template <typename F>
+decltype(auto) with_flag(bool a, F&& f) {
+  return a ? f(std::true_type{}) : f(std::false_type{});
 }
 
 // Calls f(std::bool_constant<a>{}, std::bool_constant<b>{}): turns run-time

@@ -15,22 +15,22 @@ namespace opforge::cuda {
 template <typename T>
 using norm_acc_t = math::opmath_t<T>;
 
-// Calls f(offset) for every element of the group, spread over the block's threads
-// (adjacent threads, adjacent elements). Short runs are flattened so that every
-// thread has work.
+// Calls f(run, offset) for every element of the group (offset = run * stride +
+// position in the run), spread over the block's threads, adjacent threads on
+// adjacent elements. Short runs are flattened so that every thread has work.
 template <typename F>
 __device__ void group_for_each(int64_t blocks, int64_t len, int64_t stride, F f) {
   if (len >= blockDim.x || blocks == 1) {
     for (int64_t b = 0; b < blocks; ++b) {
       for (int64_t s = threadIdx.x; s < len; s += blockDim.x) {
-        f(b * stride + s);
+        f(b, b * stride + s);
       }
     }
   } else {
     const int64_t total = blocks * len;
     for (int64_t i = threadIdx.x; i < total; i += blockDim.x) {
       const int64_t b = i / len;
-      f(b * stride + (i - b * len));
+      f(b, b * stride + (i - b * len));
     }
   }
 }
@@ -48,10 +48,10 @@ template <typename T, typename A = norm_acc_t<T>>
 __device__ group_stats<A> block_group_stats(const T* x, int64_t blocks, int64_t len, int64_t stride, A* shared) {
   const A n = static_cast<A>(blocks * len);
   A s = 0;
-  group_for_each(blocks, len, stride, [&](int64_t o) { s += math::cast_to<A>(x[o]); });
+  group_for_each(blocks, len, stride, [&](int64_t, int64_t o) { s += math::cast_to<A>(x[o]); });
   const A mean = block_reduce(s, sum_op{}, A(0), shared) / n;
   A q = 0;
-  group_for_each(blocks, len, stride, [&](int64_t o) {
+  group_for_each(blocks, len, stride, [&](int64_t, int64_t o) {
     const A d = math::cast_to<A>(x[o]) - mean;
     q += d * d;
   });

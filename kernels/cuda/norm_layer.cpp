@@ -18,15 +18,6 @@
 namespace opforge {
 namespace {
 
-template <typename T>
-const T* data_or_null(const at::Tensor& t) {
-  return t.defined() ? t.const_data_ptr<T>() : nullptr;
-}
-
-at::Tensor contiguous_or_undefined(const std::optional<at::Tensor>& t) {
-  return defined(t) ? t->contiguous() : at::Tensor();
-}
-
 // [rows, n] around the first normalized dim.
 template <typename T>
 cuda::layer_norm_args<T> rows_of(const at::Tensor& x, const at::Tensor& w, int64_t axis) {
@@ -100,8 +91,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cuda(
     at::Tensor partial = at::empty({chunks, 2, a.n}, x.options().dtype(c10::CppTypeToScalarType<A>::value));
     C10_CUDA_CHECK(cuda::launch_layer_norm_backward_weight(
         a, g.const_data_ptr<scalar_t>(), m.const_data_ptr<scalar_t>(), rs.const_data_ptr<scalar_t>(),
-        dw.defined() ? dw.mutable_data_ptr<scalar_t>() : nullptr,
-        db.defined() ? db.mutable_data_ptr<scalar_t>() : nullptr, partial.mutable_data_ptr<A>(), stream));
+        mutable_data_or_null<scalar_t>(dw), mutable_data_or_null<scalar_t>(db), partial.mutable_data_ptr<A>(),
+        stream));
   }
   return {dx, dw, db};
 }

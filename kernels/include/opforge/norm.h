@@ -21,6 +21,21 @@ inline bool defined(const std::optional<at::Tensor>& t) {
   return t.has_value() && t->defined();
 }
 
+// Optional inputs for the kernels: a contiguous tensor, or undefined / null.
+inline at::Tensor contiguous_or_undefined(const std::optional<at::Tensor>& t) {
+  return defined(t) ? t->contiguous() : at::Tensor();
+}
+
+template <typename T>
+const T* data_or_null(const at::Tensor& t) {
+  return t.defined() ? t.const_data_ptr<T>() : nullptr;
+}
+
+template <typename T>
+T* mutable_data_or_null(at::Tensor& t) {
+  return t.defined() ? t.mutable_data_ptr<T>() : nullptr;
+}
+
 // `t` must have exactly the sizes `expected` (named `what` in the message).
 inline void expect_sizes(const char* op, const char* arg, const at::Tensor& t,
                          c10::SymIntArrayRef expected, const char* what) {
