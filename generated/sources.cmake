@@ -5,6 +5,10 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/bindings.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/add.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/add_relu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/batch_norm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/batch_norm_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/batch_norm_double_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/batch_norm_forward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/elu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/elu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gelu.cpp
@@ -23,6 +27,8 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/layer_norm_forward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/leaky_relu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/leaky_relu_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/local_response_norm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/local_response_norm_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/log_softmax.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/log_softmax_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/prelu.cpp

@@ -8,6 +8,10 @@
 #include "bindings/arguments.h"
 #include <opforge/ops/add.h>
 #include <opforge/ops/add_relu.h>
+#include <opforge/ops/batch_norm.h>
+#include <opforge/ops/batch_norm_backward.h>
+#include <opforge/ops/batch_norm_double_backward.h>
+#include <opforge/ops/batch_norm_forward.h>
 #include <opforge/ops/elu.h>
 #include <opforge/ops/elu_backward.h>
 #include <opforge/ops/gelu.h>
@@ -26,6 +30,8 @@
 #include <opforge/ops/layer_norm_forward.h>
 #include <opforge/ops/leaky_relu.h>
 #include <opforge/ops/leaky_relu_backward.h>
+#include <opforge/ops/local_response_norm.h>
+#include <opforge/ops/local_response_norm_backward.h>
 #include <opforge/ops/log_softmax.h>
 #include <opforge/ops/log_softmax_backward.h>
 #include <opforge/ops/prelu.h>
@@ -92,6 +98,70 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("self"),
       pybind11::arg("other"),
       pybind11::arg("alpha")
+      );
+  m.def(
+      "batch_norm",
+      [](const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps);
+      },
+      pybind11::arg("input"),
+      pybind11::arg("weight"),
+      pybind11::arg("bias"),
+      pybind11::arg("running_mean"),
+      pybind11::arg("running_var"),
+      pybind11::arg("training"),
+      pybind11::arg("momentum"),
+      pybind11::arg("eps")
+      );
+  m.def(
+      "batch_norm_backward",
+      [](const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& save_mean, const at::Tensor& save_invstd, bool training, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_invstd) -> std::tuple<at::Tensor, at::Tensor, at::Tensor> {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::batch_norm_backward(grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
+      },
+      pybind11::arg("grad_out"),
+      pybind11::arg("input"),
+      pybind11::arg("save_mean"),
+      pybind11::arg("save_invstd"),
+      pybind11::arg("training"),
+      pybind11::arg("output_mask"),
+      pybind11::arg("weight"),
+      pybind11::arg("grad_mean"),
+      pybind11::arg("grad_invstd")
+      );
+  m.def(
+      "batch_norm_double_backward",
+      [](const at::Tensor& grad_grad_input, const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& save_mean, const at::Tensor& save_invstd, bool training, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_invstd, const std::optional<at::Tensor>& grad_grad_weight, const std::optional<at::Tensor>& grad_grad_bias) -> std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::batch_norm_double_backward(grad_grad_input, grad_out, input, save_mean, save_invstd, training, weight, grad_mean, grad_invstd, grad_grad_weight, grad_grad_bias);
+      },
+      pybind11::arg("grad_grad_input"),
+      pybind11::arg("grad_out"),
+      pybind11::arg("input"),
+      pybind11::arg("save_mean"),
+      pybind11::arg("save_invstd"),
+      pybind11::arg("training"),
+      pybind11::arg("weight"),
+      pybind11::arg("grad_mean"),
+      pybind11::arg("grad_invstd"),
+      pybind11::arg("grad_grad_weight"),
+      pybind11::arg("grad_grad_bias")
+      );
+  m.def(
+      "batch_norm_forward",
+      [](const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps) -> std::tuple<at::Tensor, at::Tensor, at::Tensor> {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::batch_norm_forward(input, weight, bias, running_mean, running_var, training, momentum, eps);
+      },
+      pybind11::arg("input"),
+      pybind11::arg("weight"),
+      pybind11::arg("bias"),
+      pybind11::arg("running_mean"),
+      pybind11::arg("running_var"),
+      pybind11::arg("training"),
+      pybind11::arg("momentum"),
+      pybind11::arg("eps")
       );
   m.def(
       "elu",
@@ -307,6 +377,31 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("grad_output"),
       pybind11::arg("self"),
       pybind11::arg("negative_slope")
+      );
+  m.def(
+      "local_response_norm",
+      [](const at::Tensor& input, int64_t size, double alpha, double beta, double k) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::local_response_norm(input, size, alpha, beta, k);
+      },
+      pybind11::arg("input"),
+      pybind11::arg("size"),
+      pybind11::arg("alpha"),
+      pybind11::arg("beta"),
+      pybind11::arg("k")
+      );
+  m.def(
+      "local_response_norm_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::local_response_norm_backward(grad_output, input, size, alpha, beta, k);
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("input"),
+      pybind11::arg("size"),
+      pybind11::arg("alpha"),
+      pybind11::arg("beta"),
+      pybind11::arg("k")
       );
   m.def(
       "log_softmax",

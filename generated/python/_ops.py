@@ -21,7 +21,7 @@ from opforge import _C
 Number = Union[int, float, bool]
 _ops = torch.ops.opforge
 
-__all__ = ["add", "add_", "add_relu", "elu", "elu_backward", "gelu", "gelu_backward", "group_norm", "group_norm_backward", "group_norm_double_backward", "group_norm_forward", "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward", "layer_norm", "layer_norm_backward", "layer_norm_double_backward", "layer_norm_forward", "leaky_relu", "leaky_relu_backward", "log_softmax", "log_softmax_backward", "prelu", "prelu_backward", "relu", "relu_", "relu_backward", "sigmoid", "sigmoid_backward", "silu", "silu_backward", "softmax", "softmax_backward", "softplus", "softplus_backward", "sum", "sum_backward", "tanh", "tanh_backward", ]
+__all__ = ["add", "add_", "add_relu", "batch_norm", "batch_norm_backward", "batch_norm_double_backward", "batch_norm_forward", "elu", "elu_backward", "gelu", "gelu_backward", "group_norm", "group_norm_backward", "group_norm_double_backward", "group_norm_forward", "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward", "layer_norm", "layer_norm_backward", "layer_norm_double_backward", "layer_norm_forward", "leaky_relu", "leaky_relu_backward", "local_response_norm", "local_response_norm_backward", "log_softmax", "log_softmax_backward", "prelu", "prelu_backward", "relu", "relu_", "relu_backward", "sigmoid", "sigmoid_backward", "silu", "silu_backward", "softmax", "softmax_backward", "softplus", "softplus_backward", "sum", "sum_backward", "tanh", "tanh_backward", ]
 
 # One row per operator overload, as declared in schemas/ (used by build_info and the tests).
 OP_TABLE: tuple[dict[str, Any], ...] = (
@@ -29,6 +29,10 @@ OP_TABLE: tuple[dict[str, Any], ...] = (
     {'qualified': 'add.out', 'schema': 'add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int64'], 'arg_dtypes': {}, 'reference': 'torch.add', 'family': 'binary', 'shape': None, 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': 2}, {'self': [3, 1, 6], 'other': [4, 1], 'alpha': -2}, {'self': [], 'other': [2, 3]}]},
     {'qualified': 'add_.Tensor', 'schema': 'add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int64'], 'arg_dtypes': {}, 'reference': 'torch.add', 'family': 'binary', 'shape': None, 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': 2}, {'self': [3, 1, 6], 'other': [4, 1], 'alpha': -2}, {'self': [], 'other': [2, 3]}]},
     {'qualified': 'add_relu', 'schema': 'add_relu(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor', 'keys': ['CompositeExplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.add_relu', 'family': 'binary', 'shape': 'broadcast(self, other)', 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': -2}]},
+    {'qualified': 'batch_norm', 'schema': 'batch_norm(Tensor input, Tensor? weight=None, Tensor? bias=None, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, bool training=False, float momentum=0.1, float eps=1e-05) -> Tensor', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.batch_norm', 'family': 'norm', 'shape': None, 'samples': [{'input': [4, 3, 5], 'weight': [3], 'bias': [3], 'running_mean': [3], 'running_var': {'shape': [3], 'low': 0.5, 'high': 2}, 'training': True}, {'input': [4, 3, 2, 2], 'weight': [3], 'bias': [3], 'running_mean': [3], 'running_var': {'shape': [3], 'low': 0.5, 'high': 2}, 'training': False, 'eps': 0.001}, {'input': [6, 4], 'running_mean': [4], 'running_var': {'shape': [4], 'low': 0.5, 'high': 2}, 'training': True, 'momentum': 0.3}]},
+    {'qualified': 'batch_norm_backward', 'schema': 'batch_norm_backward(Tensor grad_out, Tensor input, Tensor save_mean, Tensor save_invstd, bool training, bool[3] output_mask, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_invstd=None) -> (Tensor, Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.batch_norm_backward', 'family': 'norm', 'shape': 'batch_norm_backward_meta', 'samples': [{'grad_out': [4, 3, 5], 'input': [4, 3, 5], 'save_mean': [3], 'save_invstd': {'shape': [3], 'low': 0.5, 'high': 2}, 'training': True, 'output_mask': [True, True, True], 'weight': [3], 'grad_mean': [3], 'grad_invstd': [3]}, {'grad_out': [4, 3, 5], 'input': [4, 3, 5], 'save_mean': [3], 'save_invstd': {'shape': [3], 'low': 0.5, 'high': 2}, 'training': False, 'output_mask': [True, True, True], 'weight': [3]}, {'grad_out': [6, 4], 'input': [6, 4], 'save_mean': [4], 'save_invstd': {'shape': [4], 'low': 0.5, 'high': 2}, 'training': True, 'output_mask': [True, True, True]}]},
+    {'qualified': 'batch_norm_double_backward', 'schema': 'batch_norm_double_backward(Tensor grad_grad_input, Tensor grad_out, Tensor input, Tensor save_mean, Tensor save_invstd, bool training, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_invstd=None, Tensor? grad_grad_weight=None, Tensor? grad_grad_bias=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.batch_norm_double_backward', 'family': 'norm', 'shape': None, 'samples': [{'grad_grad_input': [4, 3, 2], 'grad_out': [4, 3, 2], 'input': [4, 3, 2], 'save_mean': [3], 'save_invstd': {'shape': [3], 'low': 0.5, 'high': 2}, 'training': True, 'weight': [3], 'grad_invstd': [3], 'grad_grad_weight': [3], 'grad_grad_bias': [3]}, {'grad_grad_input': [5, 2], 'grad_out': [5, 2], 'input': [5, 2], 'save_mean': [2], 'save_invstd': {'shape': [2], 'low': 0.5, 'high': 2}, 'training': True, 'grad_mean': [2]}]},
+    {'qualified': 'batch_norm_forward', 'schema': 'batch_norm_forward(Tensor input, Tensor? weight=None, Tensor? bias=None, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, bool training=False, float momentum=0.1, float eps=1e-05) -> (Tensor, Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.batch_norm_forward', 'family': 'norm', 'shape': 'batch_norm_forward_meta', 'samples': [{'input': [4, 3, 5], 'weight': [3], 'bias': [3], 'running_mean': [3], 'running_var': {'shape': [3], 'low': 0.5, 'high': 2}, 'training': True}, {'input': [4, 3, 5], 'weight': [3], 'bias': [3], 'running_mean': [3], 'running_var': {'shape': [3], 'low': 0.5, 'high': 2}, 'training': False, 'eps': 0.001}, {'input': [6, 4], 'running_mean': [4], 'running_var': {'shape': [4], 'low': 0.5, 'high': 2}, 'training': True, 'momentum': 0.3}, {'input': [2, 3, 2, 3], 'weight': [3], 'training': True}, {'input': [5, 2], 'bias': [2], 'running_mean': [2], 'running_var': {'shape': [2], 'low': 0.5, 'high': 2}}]},
     {'qualified': 'elu', 'schema': 'elu(Tensor self, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.elu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -20, 'high': 5}, 'alpha': 0.5}, {'self': []}]},
     {'qualified': 'elu_backward', 'schema': 'elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.elu_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33], 'alpha': 1}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -20, 'high': 5}, 'alpha': 0.5}]},
     {'qualified': 'gelu', 'schema': "gelu(Tensor self, *, str approximate='none') -> Tensor", 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.gelu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [8, 17]}, {'self': [8, 17], 'approximate': 'tanh'}]},
@@ -47,6 +51,8 @@ OP_TABLE: tuple[dict[str, Any], ...] = (
     {'qualified': 'layer_norm_forward', 'schema': 'layer_norm_forward(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> (Tensor, Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.layer_norm_forward', 'family': 'norm', 'shape': 'layer_norm_forward_meta', 'samples': [{'input': [4, 10], 'normalized_shape': [10], 'weight': [10], 'bias': [10]}, {'input': [2, 3, 5], 'normalized_shape': [3, 5], 'eps': 0.001}, {'input': [3, 2, 4], 'normalized_shape': [2, 4], 'weight': [2, 4]}, {'input': [6, 1], 'normalized_shape': [1]}]},
     {'qualified': 'leaky_relu', 'schema': 'leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.leaky_relu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': [8, 9], 'negative_slope': 0.2}, {'self': [8, 9], 'negative_slope': -1.5}, {'self': []}]},
     {'qualified': 'leaky_relu_backward', 'schema': 'leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.leaky_relu_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33], 'negative_slope': 0.01}, {'grad_output': [8, 9], 'self': [8, 9], 'negative_slope': -1.5}]},
+    {'qualified': 'local_response_norm', 'schema': 'local_response_norm(Tensor input, int size, float alpha=0.0001, float beta=0.75, float k=1.0) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.local_response_norm', 'family': 'norm', 'shape': 'local_response_norm_meta', 'samples': [{'input': [2, 7, 5], 'size': 3}, {'input': [2, 6, 3, 4], 'size': 4, 'alpha': 0.5, 'beta': 0.6, 'k': 2.0}, {'input': [1, 5, 2, 2, 3], 'size': 7, 'alpha': 0.2}, {'input': [3, 4, 6], 'size': 1, 'alpha': 1.0, 'beta': 1.5, 'k': 0.1}]},
+    {'qualified': 'local_response_norm_backward', 'schema': 'local_response_norm_backward(Tensor grad_output, Tensor input, int size, float alpha, float beta, float k) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.local_response_norm_backward', 'family': 'norm', 'shape': 'local_response_norm_backward_meta', 'samples': [{'grad_output': [2, 7, 5], 'input': [2, 7, 5], 'size': 3, 'alpha': 0.0001, 'beta': 0.75, 'k': 1.0}, {'grad_output': [2, 6, 3, 4], 'input': [2, 6, 3, 4], 'size': 4, 'alpha': 0.5, 'beta': 0.6, 'k': 2.0}, {'grad_output': [3, 4, 6], 'input': [3, 4, 6], 'size': 1, 'alpha': 1.0, 'beta': 1.5, 'k': 0.1}]},
     {'qualified': 'log_softmax', 'schema': 'log_softmax(Tensor self, int dim) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.log_softmax', 'family': 'softmax', 'shape': 'like(self)', 'samples': [{'self': [4, 10], 'dim': 1}, {'self': [4, 10], 'dim': -1}, {'self': [3, 5, 7], 'dim': 1}, {'self': [3, 5, 7], 'dim': -3}, {'self': [], 'dim': 0}]},
     {'qualified': 'log_softmax_backward', 'schema': 'log_softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.log_softmax_backward', 'family': 'softmax', 'shape': 'same(grad_output, output)', 'samples': [{'grad_output': [4, 10], 'output': {'shape': [4, 10], 'low': -3, 'high': 0}, 'dim': 1}, {'grad_output': [4, 10], 'output': {'shape': [4, 10], 'low': -3, 'high': 0}, 'dim': -1}, {'grad_output': [3, 5, 7], 'output': {'shape': [3, 5, 7], 'low': -3, 'high': 0}, 'dim': 0}, {'grad_output': [], 'output': {'shape': [], 'low': -1, 'high': 0}, 'dim': 0}]},
     {'qualified': 'prelu', 'schema': 'prelu(Tensor self, Tensor weight) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.prelu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [4, 3, 5], 'weight': [3]}, {'self': [2, 3, 4, 5], 'weight': [3]}, {'self': [4, 6], 'weight': [6]}, {'self': [4, 3, 5], 'weight': [1]}, {'self': [7], 'weight': [1]}, {'self': [4, 5], 'weight': []}, {'self': [], 'weight': [1]}]},
@@ -105,6 +111,50 @@ def add_relu(self: Tensor, other: Tensor, *, alpha: Number = 1) -> Tensor:
     if _compiling():
         return _ops.add_relu.default(self, other, alpha=alpha)
     return _C.add_relu(self, other, alpha)
+
+
+def batch_norm(input: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, running_mean: Tensor | None = None, running_var: Tensor | None = None, training: bool = False, momentum: float = 0.1, eps: float = 1e-05) -> Tensor:
+    """Batch normalization of an [N, C, *] input per channel. training normalizes with the batch mean and biased variance and, where given, updates running_mean / running_var in place as (1 - momentum) * running + momentum * statistic (the variance unbiased, n / (n - 1)); otherwise the running statistics normalize and are left alone. Arguments in ATen's order (torch.nn.functional.batch_norm takes the running statistics second).
+
+    Schema: ``batch_norm(Tensor input, Tensor? weight=None, Tensor? bias=None, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, bool training=False, float momentum=0.1, float eps=1e-05) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.batch_norm.default(input, weight, bias, running_mean, running_var, training, momentum, eps)
+    return _C.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
+
+
+def batch_norm_backward(grad_out: Tensor, input: Tensor, save_mean: Tensor, save_invstd: Tensor, training: bool, output_mask: Sequence[bool], weight: Tensor | None = None, grad_mean: Tensor | None = None, grad_invstd: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    """Gradients of batch_norm_forward with respect to input, weight and bias (undefined where output_mask is false; weight None counts as ones), from the saved per-channel statistics. In training mode grad_mean / grad_invstd, the gradients reaching those outputs, are added to the input gradient; in eval mode the statistics are constants and they are ignored.
+
+    Schema: ``batch_norm_backward(Tensor grad_out, Tensor input, Tensor save_mean, Tensor save_invstd, bool training, bool[3] output_mask, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_invstd=None) -> (Tensor, Tensor, Tensor)``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.batch_norm_backward.default(grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd)
+    return _C.batch_norm_backward(grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd)
+
+
+def batch_norm_double_backward(grad_grad_input: Tensor, grad_out: Tensor, input: Tensor, save_mean: Tensor, save_invstd: Tensor, training: bool, weight: Tensor | None = None, grad_mean: Tensor | None = None, grad_invstd: Tensor | None = None, grad_grad_weight: Tensor | None = None, grad_grad_bias: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """Gradients of batch_norm_backward, given the gradients reaching its three outputs (grad_grad_weight / grad_grad_bias None count as zeros), with respect to grad_out, input, save_mean, save_invstd, weight (as if ones when None), grad_mean and grad_invstd. A composite of ATen ops, so it is differentiable again.
+
+    Schema: ``batch_norm_double_backward(Tensor grad_grad_input, Tensor grad_out, Tensor input, Tensor save_mean, Tensor save_invstd, bool training, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_invstd=None, Tensor? grad_grad_weight=None, Tensor? grad_grad_bias=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.batch_norm_double_backward.default(grad_grad_input, grad_out, input, save_mean, save_invstd, training, weight, grad_mean, grad_invstd, grad_grad_weight, grad_grad_bias)
+    return _C.batch_norm_double_backward(grad_grad_input, grad_out, input, save_mean, save_invstd, training, weight, grad_mean, grad_invstd, grad_grad_weight, grad_grad_bias)
+
+
+def batch_norm_forward(input: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, running_mean: Tensor | None = None, running_var: Tensor | None = None, training: bool = False, momentum: float = 0.1, eps: float = 1e-05) -> tuple[Tensor, Tensor, Tensor]:
+    """batch_norm returning (output, save_mean, save_invstd), the per-channel mean and 1 / sqrt(var + eps) that normalized the input (in eval mode, from the running statistics).
+
+    Schema: ``batch_norm_forward(Tensor input, Tensor? weight=None, Tensor? bias=None, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, bool training=False, float momentum=0.1, float eps=1e-05) -> (Tensor, Tensor, Tensor)``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.batch_norm_forward.default(input, weight, bias, running_mean, running_var, training, momentum, eps)
+    return _C.batch_norm_forward(input, weight, bias, running_mean, running_var, training, momentum, eps)
 
 
 def elu(self: Tensor, alpha: Number = 1) -> Tensor:
@@ -303,6 +353,28 @@ def leaky_relu_backward(grad_output: Tensor, self: Tensor, negative_slope: Numbe
     if _compiling():
         return _ops.leaky_relu_backward.default(grad_output, self, negative_slope)
     return _C.leaky_relu_backward(grad_output, self, negative_slope)
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 0.0001, beta: float = 0.75, k: float = 1.0) -> Tensor:
+    """Local response normalization across channels (AlexNet), x / (k + alpha / size * sum of x^2 over the `size` channels around each one)^beta, for [N, C, *] inputs; the window is zero-padded at the edges, size // 2 channels before and (size - 1) // 2 after.
+
+    Schema: ``local_response_norm(Tensor input, int size, float alpha=0.0001, float beta=0.75, float k=1.0) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.local_response_norm.default(input, size, alpha, beta, k)
+    return _C.local_response_norm(input, size, alpha, beta, k)
+
+
+def local_response_norm_backward(grad_output: Tensor, input: Tensor, size: int, alpha: float, beta: float, k: float) -> Tensor:
+    """Gradient of local_response_norm with respect to its input, grad_output * d^-beta - 2 alpha beta / size * x * sum over the windows holding x of grad_output * y / d, with d the denominators and y the outputs (recomputed from the input).
+
+    Schema: ``local_response_norm_backward(Tensor grad_output, Tensor input, int size, float alpha, float beta, float k) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.local_response_norm_backward.default(grad_output, input, size, alpha, beta, k)
+    return _C.local_response_norm_backward(grad_output, input, size, alpha, beta, k)
 
 
 def log_softmax(self: Tensor, dim: int) -> Tensor:

@@ -1,6 +1,9 @@
 // The public norm ops (CompositeImplicitAutograd over the backend *_forward ops,
 // which also return the statistics their backward reuses) and the double
 // backward composites, each a view of its tensors for norm_double_backward.
+#include <opforge/ops/batch_norm.h>
+#include <opforge/ops/batch_norm_double_backward.h>
+#include <opforge/ops/batch_norm_forward.h>
 #include <opforge/ops/group_norm.h>
 #include <opforge/ops/group_norm_double_backward.h>
 #include <opforge/ops/group_norm_forward.h>
@@ -130,6 +133,61 @@ tensors7 group_norm_double_backward_composite(const at::Tensor& grad_grad_input,
           r.weight.reshape_symint(channels),
           r.grad_mean.reshape_symint(stat),
           r.grad_rstd.reshape_symint(stat)};
+}
+
+at::Tensor batch_norm_composite(const at::Tensor& input, const std::optional<at::Tensor>& weight,
+                                const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean,
+                                const std::optional<at::Tensor>& running_var, bool training, double momentum,
+                                double eps) {
+  constexpr const char* op = "opforge.batch_norm"; // see layer_norm_composite
+  same_device_and_dtype(op, input, {{"weight", weight}, {"bias", bias}, {"running_mean", running_mean},
+                                    {"running_var", running_var}});
+  batch_norm_forward_check(op, input, weight, bias, running_mean, running_var, training);
+  return std::get<0>(ops::batch_norm_forward(input, weight, bias, running_mean, running_var, training, momentum, eps));
+}
+
+tensors7 batch_norm_double_backward_composite(const at::Tensor& grad_grad_input, const at::Tensor& grad_out,
+                                              const at::Tensor& input, const at::Tensor& save_mean,
+                                              const at::Tensor& save_invstd, bool training,
+                                              const std::optional<at::Tensor>& weight,
+                                              const std::optional<at::Tensor>& grad_mean,
+                                              const std::optional<at::Tensor>& grad_invstd,
+                                              const std::optional<at::Tensor>& grad_grad_weight,
+                                              const std::optional<at::Tensor>& grad_grad_bias) {
+  constexpr const char* op = "opforge.batch_norm_double_backward";
+  same_device_and_dtype(op, input, {{"grad_grad_input", grad_grad_input}, {"grad_out", grad_out},
+                                    {"save_mean", save_mean}, {"save_invstd", save_invstd}, {"weight", weight},
+                                    {"grad_mean", grad_mean}, {"grad_invstd", grad_invstd},
+                                    {"grad_grad_weight", grad_grad_weight}, {"grad_grad_bias", grad_grad_bias}});
+  batch_norm_backward_check(op, grad_out, input, save_mean, save_invstd, weight, grad_mean, grad_invstd);
+  expect_sizes(op, "grad_grad_input", grad_grad_input, input.sym_sizes(), "the shape of 'input'");
+  batch_norm_channel_check(op, "grad_grad_weight", grad_grad_weight, input);
+  batch_norm_channel_check(op, "grad_grad_bias", grad_grad_bias, input);
+  // [N, C, HxW]: statistics and weight are per channel, reduced over dims 0 and 2.
+  const c10::SymInt& c = input.sym_size(1);
+  c10::SymInt hw = 1;
+  for (int64_t i = 2; i < input.dim(); ++i) {
+    hw *= input.sym_size(i);
+  }
+  const std::array<c10::SymInt, 3> x_view{input.sym_size(0), c, hw};
+  const std::array<c10::SymInt, 3> c_view{1, c, 1};
+  const auto view = [&](const std::optional<at::Tensor>& t) -> std::optional<at::Tensor> {
+    return defined(t) ? std::optional<at::Tensor>(t->reshape_symint(c_view)) : std::nullopt;
+  };
+  const std::array<int64_t, 2> dims{0, 2};
+  norm_double_backward_args a{grad_out.reshape_symint(x_view), input.reshape_symint(x_view),
+                              save_mean.reshape_symint(c_view), save_invstd.reshape_symint(c_view),
+                              view(weight), view(grad_mean), view(grad_invstd), grad_grad_input.reshape_symint(x_view),
+                              view(grad_grad_weight), view(grad_grad_bias), dims, dims};
+  a.batch_stats = training;
+  const auto r = norm_double_backward(a);
+  const std::array<c10::SymInt, 1> channels{c};
+  return {r.grad_out.reshape_symint(input.sym_sizes()), r.input.reshape_symint(input.sym_sizes()),
+          r.mean.reshape_symint(channels),
+          r.rstd.reshape_symint(channels),
+          r.weight.reshape_symint(channels),
+          r.grad_mean.reshape_symint(channels),
+          r.grad_rstd.reshape_symint(channels)};
 }
 
 } // namespace opforge

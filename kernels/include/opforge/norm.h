@@ -136,16 +136,56 @@ inline group_layout group_norm_layout(const at::Tensor& input, int64_t num_group
 
 // ---- batch_norm ---------------------------------------------------------------
 
-// input is [N, C, *]; every per-channel tensor holds C values.
+inline void batch_norm_input_check(const char* op, const at::Tensor& input) {
+  TORCH_CHECK(input.dim() >= 2, op, ": expected 'input' with at least 2 dims [N, C, *], got shape ",
+              input.sym_sizes());
+}
+
+// A per-channel tensor (weight, statistics, ...) holds C values.
 inline void batch_norm_channel_check(const char* op, const char* arg, const std::optional<at::Tensor>& t,
                                      const at::Tensor& input) {
   const std::array<c10::SymInt, 1> c{input.sym_size(1)};
   expect_sizes(op, arg, t, c, "one value per channel, dim 1 of 'input'");
 }
 
-inline void batch_norm_input_check(const char* op, const at::Tensor& input) {
-  TORCH_CHECK(input.dim() >= 2, op, ": expected 'input' with at least 2 dims [N, C, *], got shape ",
-              input.sym_sizes());
+// Values each channel's statistics are taken over: N times the spatial size.
+inline c10::SymInt batch_norm_count(const at::Tensor& input) {
+  c10::SymInt n = input.sym_size(0);
+  for (int64_t d = 2; d < input.dim(); ++d) {
+    n *= input.sym_size(d);
+  }
+  return n;
+}
+
+inline void batch_norm_forward_check(const char* op, const at::Tensor& input, const std::optional<at::Tensor>& weight,
+                                     const std::optional<at::Tensor>& bias,
+                                     const std::optional<at::Tensor>& running_mean,
+                                     const std::optional<at::Tensor>& running_var, bool training) {
+  batch_norm_input_check(op, input);
+  batch_norm_channel_check(op, "weight", weight, input);
+  batch_norm_channel_check(op, "bias", bias, input);
+  batch_norm_channel_check(op, "running_mean", running_mean, input);
+  batch_norm_channel_check(op, "running_var", running_var, input);
+  TORCH_CHECK(training || (defined(running_mean) && defined(running_var)), op,
+              ": 'running_mean' and 'running_var' are required when training=False");
+  // One value has no variance (torch raises ValueError too).
+  TORCH_CHECK_VALUE(!training || batch_norm_count(input) != 1, op,
+                    ": expected more than 1 value per channel when training, got input of shape ",
+                    input.sym_sizes());
+}
+
+inline void batch_norm_backward_check(const char* op, const at::Tensor& grad_out, const at::Tensor& input,
+                                      const at::Tensor& save_mean, const at::Tensor& save_invstd,
+                                      const std::optional<at::Tensor>& weight,
+                                      const std::optional<at::Tensor>& grad_mean,
+                                      const std::optional<at::Tensor>& grad_invstd) {
+  batch_norm_input_check(op, input);
+  expect_sizes(op, "grad_out", grad_out, input.sym_sizes(), "the shape of 'input'");
+  batch_norm_channel_check(op, "save_mean", save_mean, input);
+  batch_norm_channel_check(op, "save_invstd", save_invstd, input);
+  batch_norm_channel_check(op, "weight", weight, input);
+  batch_norm_channel_check(op, "grad_mean", grad_mean, input);
+  batch_norm_channel_check(op, "grad_invstd", grad_invstd, input);
 }
 
 // [N, C, HxW] view of a concrete input.
