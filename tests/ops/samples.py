@@ -97,3 +97,39 @@ def _log_softmax_large_logits(
         ([x.to(dtype=dtype, device=device), 1], {}),
         ([x.to(dtype=dtype, device=device), 0], {}),
     ]
+
+
+# ---- norm family (schemas/norm.yaml): rows and groups whose mean is far larger than their
+# spread (x * rstd - mean * rstd would cancel), and optional arguments passed by keyword.
+
+Sample = tuple[list[Any], dict[str, Any]]
+
+
+def _norm_samples(build: Callable[[torch.Generator], list[Sample]]) -> SampleFn:
+    def fn(dtype: torch.dtype, device: str) -> list[Sample]:
+        conv = lambda v: v.to(dtype=dtype, device=device) if isinstance(v, torch.Tensor) else v  # noqa: E731
+        out = build(torch.Generator().manual_seed(5))
+        return [([conv(a) for a in args], {k: conv(v) for k, v in kw.items()}) for args, kw in out]
+
+    return fn
+
+
+def _uniform(gen: torch.Generator, *shape: int) -> torch.Tensor:
+    return torch.rand(shape, generator=gen, dtype=torch.float64) * 6 - 3
+
+
+def _layer_norm_offset(gen: torch.Generator) -> list[Sample]:
+    return [([_uniform(gen, 3, 6) + 100.0, [6]], {"bias": _uniform(gen, 6)})]
+
+
+def _group_norm_offset(gen: torch.Generator) -> list[Sample]:
+    return [([_uniform(gen, 2, 4, 3) + 100.0, 2], {"weight": _uniform(gen, 4)})]
+
+
+for _op, _inputs in (
+    ("layer_norm", _layer_norm_offset),
+    ("layer_norm_forward", _layer_norm_offset),
+    ("group_norm", _group_norm_offset),
+    ("group_norm_forward", _group_norm_offset),
+):
+    samples(_op)(_norm_samples(_inputs))
