@@ -8,6 +8,9 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!))schema", {at::Tag::inplace});
   m.def(R"schema(add_relu(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor)schema", {});
   m.def(R"schema(channel_shuffle(Tensor self, SymInt groups) -> Tensor)schema", {});
+  m.def(R"schema(dropout(Tensor input, float p=0.5, bool train=True, *, Generator? generator=None) -> Tensor)schema", {});
+  m.def(R"schema(dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor)schema", {});
+  m.def(R"schema(dropout_forward(Tensor input, float p, bool train, Generator? generator=None) -> (Tensor, Tensor))schema", {at::Tag::nondeterministic_seeded});
   m.def(R"schema(elu(Tensor self, Scalar alpha=1) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(embedding(Tensor weight, Tensor indices, int padding_idx=-1) -> Tensor)schema", {});
