@@ -8,6 +8,7 @@
 
 #include <opforge/layers_dropout.h>
 #include <opforge/math/dropout.h>
+#include <opforge/math/functions.h>
 #include <opforge/math/opmath.h>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -59,9 +60,11 @@ std::tuple<at::Tensor, at::Tensor> dropout_forward_cpu(const at::Tensor& input, 
         const int64_t i0 = 4 * b;
         const int64_t i1 = std::min(n, 4 * e);
         for (int64_t i = i0; i < i1; ++i) {
+          // Branch-free (math::select_, no branch around the load) so the loop vectorizes.
           const bool keep = math::dropout_keep(words[i - i0], threshold);
+          const A v = math::cast_to<A>(x[i]) * scale;
           m[i] = keep;
-          y[i] = keep ? math::cast_to<scalar_t>(math::cast_to<A>(x[i]) * scale) : scalar_t(0);
+          y[i] = math::cast_to<scalar_t>(math::select_(keep, v, A(0)));
         }
       }
     });
@@ -75,12 +78,15 @@ at::Tensor dropout_backward_cpu(const at::Tensor& grad_output, const at::Tensor&
   const at::Tensor mk = mask.contiguous();
   at::Tensor out = at::empty(g.sizes(), g.options());
   const scalar_t* gp = g.const_data_ptr<scalar_t>();
-  const bool* m = mk.const_data_ptr<bool>();
+  // Read as bytes: GCC has no vector type for bool loads.
+  const auto* m = reinterpret_cast<const uint8_t*>(mk.const_data_ptr<bool>());
   scalar_t* y = out.mutable_data_ptr<scalar_t>();
   const A s = static_cast<A>(scale);
-  at::parallel_for(0, g.numel(), k_grain, [&](int64_t begin, int64_t end) {
+  // Captured by value: pointers held in the closure could alias y, which blocks vectorizing.
+  at::parallel_for(0, g.numel(), k_grain, [=](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      y[i] = m[i] ? math::cast_to<scalar_t>(math::cast_to<A>(gp[i]) * s) : scalar_t(0);
+      const A v = math::cast_to<A>(gp[i]) * s;
+      y[i] = math::cast_to<scalar_t>(math::select_(m[i] != 0, v, A(0)));
     }
   });
   return out;
