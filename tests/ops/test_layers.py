@@ -385,3 +385,42 @@ def test_dropout_noncontiguous_and_compiled() -> None:
     a, b = twice(torch.ones(4096))
     assert not torch.equal(a, b)  # two draws, not one computed twice
     assert bool(((a == 0) | (a == 2)).all())
+
+
+# --- CUDA (skipped without a GPU) ------------------------------------------------------------
+
+
+@pytest.mark.cuda
+def test_dropout_cuda_mask_is_the_shared_philox_mask() -> None:
+    # A CUDA generator seeded with s starts at Philox offset 0 and advances by 4 words per
+    # 4 elements, so the first call uses counters 0.. and the second ceil(n / 4)..
+    n, p, seed = 1001, 0.35, 99
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(n, device="cuda")
+    threshold = math.ceil(p * 2**24)
+    base = 0
+    for _ in range(2):
+        out, mask = opforge.dropout_forward(x, p, True, generator=gen)
+        words = [w for g in range((n + 3) // 4) for w in _philox4x32_10(seed, base + g)]
+        expected = torch.tensor([(w >> 8) >= threshold for w in words[:n]])
+        assert torch.equal(mask.cpu(), expected)
+        kept = x * torch.tensor(1 / (1 - p), dtype=torch.float32, device="cuda")
+        assert torch.equal(out, torch.where(mask, kept, torch.zeros_like(x)))
+        base += (n + 3) // 4
+
+
+@pytest.mark.cuda
+def test_embedding_cuda_index_errors_and_gradients() -> None:
+    w = torch.randn(50, 8, device="cuda", requires_grad=True)
+    with pytest.raises(IndexError, match=r"opforge\.embedding: 'indices' out of range: 50 "):
+        opforge.embedding(w, torch.tensor([1, 50], device="cuda"))
+    with pytest.raises(IndexError, match=r"embedding_backward: 'indices' out of range: -3 "):
+        opforge.embedding_backward(
+            torch.randn(2, 8, device="cuda"), torch.tensor([-3, 1], device="cuda"), 50
+        )
+    idx = torch.randint(0, 50, (64, 9), device="cuda")
+    grad = torch.randn(64, 9, 8, device="cuda")
+    for dtype in (torch.float32, torch.float16):
+        got = opforge.embedding_backward(grad.to(dtype), idx.int(), 50, 4)
+        expected = opforge.embedding_backward(grad.cpu().to(dtype), idx.cpu(), 50, 4)
+        torch.testing.assert_close(got.cpu(), expected, rtol=1e-3, atol=1e-3)
