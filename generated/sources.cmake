@@ -16,6 +16,9 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/batch_norm_double_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/batch_norm_forward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/channel_shuffle.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/dropout.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/dropout_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/dropout_forward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/elu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/elu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/embedding.cpp

@@ -142,9 +142,10 @@ def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1) -> Tensor:
 def embedding_backward(
     grad_output: Tensor, indices: Tensor, num_weights: int, padding_idx: int = -1
 ) -> Tensor:
-    return torch.ops.aten.embedding_dense_backward(
+    grad: Tensor = torch.ops.aten.embedding_dense_backward(
         grad_output, indices, num_weights, padding_idx, False
     )
+    return grad
 
 
 # --- pooling (schemas/pooling.yaml) ---
@@ -538,3 +539,26 @@ def batch_norm_double_backward(
 
     cot = (grad_grad_input, grad_grad_weight, grad_grad_bias)
     return _vjp(backward, (grad_out, input, save_mean, save_invstd, w, gm, gi), cot)
+
+
+# dropout's random masks have no exact reference: these cover the calls without randomness
+# (the battery's samples); tests/ops/test_layers.py checks the random ones.
+def dropout(
+    input: Tensor, p: float = 0.5, train: bool = True, *, generator: torch.Generator | None = None
+) -> Tensor:
+    return dropout_forward(input, p, train, generator)[0]
+
+
+def dropout_forward(
+    input: Tensor, p: float, train: bool, generator: torch.Generator | None = None
+) -> tuple[Tensor, Tensor]:
+    if not train or p == 0:
+        return input.clone(), torch.ones_like(input, dtype=torch.bool)
+    if p == 1:
+        return input * 0, torch.zeros_like(input, dtype=torch.bool)
+    raise NotImplementedError("dropout with 0 < p < 1 is random: see tests/ops/test_layers.py")
+
+
+def dropout_backward(grad_output: Tensor, mask: Tensor, scale: float) -> Tensor:
+    grad: Tensor = torch.ops.aten.native_dropout_backward(grad_output, mask, scale)
+    return grad

@@ -19,6 +19,9 @@
 #include <opforge/ops/batch_norm_double_backward.h>
 #include <opforge/ops/batch_norm_forward.h>
 #include <opforge/ops/channel_shuffle.h>
+#include <opforge/ops/dropout.h>
+#include <opforge/ops/dropout_backward.h>
+#include <opforge/ops/dropout_forward.h>
 #include <opforge/ops/elu.h>
 #include <opforge/ops/elu_backward.h>
 #include <opforge/ops/embedding.h>
@@ -261,6 +264,40 @@ void register_ops(pybind11::module_& m) {
       },
       pybind11::arg("self"),
       pybind11::arg("groups")
+      );
+  m.def(
+      "dropout",
+      [](const at::Tensor& input, double p, bool train, pybind11::handle generator) -> at::Tensor {
+        auto generator_gen = opforge::bindings::optional_generator(generator, "opforge.dropout", "generator");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::dropout(input, p, train, generator_gen);
+      },
+      pybind11::arg("input"),
+      pybind11::arg("p"),
+      pybind11::arg("train"),
+      pybind11::arg("generator")
+      );
+  m.def(
+      "dropout_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& mask, double scale) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::dropout_backward(grad_output, mask, scale);
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("mask"),
+      pybind11::arg("scale")
+      );
+  m.def(
+      "dropout_forward",
+      [](const at::Tensor& input, double p, bool train, pybind11::handle generator) -> std::tuple<at::Tensor, at::Tensor> {
+        auto generator_gen = opforge::bindings::optional_generator(generator, "opforge.dropout_forward", "generator");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::dropout_forward(input, p, train, generator_gen);
+      },
+      pybind11::arg("input"),
+      pybind11::arg("p"),
+      pybind11::arg("train"),
+      pybind11::arg("generator")
       );
   m.def(
       "elu",

@@ -18,6 +18,9 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(batch_norm_double_backward(Tensor grad_grad_input, Tensor grad_out, Tensor input, Tensor save_mean, Tensor save_invstd, bool training, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_invstd=None, Tensor? grad_grad_weight=None, Tensor? grad_grad_bias=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor))schema", {});
   m.def(R"schema(batch_norm_forward(Tensor input, Tensor? weight=None, Tensor? bias=None, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, bool training=False, float momentum=0.1, float eps=1e-05) -> (Tensor, Tensor, Tensor))schema", {});
   m.def(R"schema(channel_shuffle(Tensor self, SymInt groups) -> Tensor)schema", {});
+  m.def(R"schema(dropout(Tensor input, float p=0.5, bool train=True, *, Generator? generator=None) -> Tensor)schema", {});
+  m.def(R"schema(dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor)schema", {});
+  m.def(R"schema(dropout_forward(Tensor input, float p, bool train, Generator? generator=None) -> (Tensor, Tensor))schema", {at::Tag::nondeterministic_seeded});
   m.def(R"schema(elu(Tensor self, Scalar alpha=1) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(embedding(Tensor weight, Tensor indices, int padding_idx=-1) -> Tensor)schema", {});

@@ -21,7 +21,7 @@ from opforge import _C
 Number = Union[int, float, bool]
 _ops = torch.ops.opforge
 
-__all__ = ["adaptive_avg_pool2d", "adaptive_avg_pool2d_backward", "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices", "add", "add_", "add_relu", "avg_pool2d", "avg_pool2d_backward", "batch_norm", "batch_norm_backward", "batch_norm_double_backward", "batch_norm_forward", "channel_shuffle", "elu", "elu_backward", "embedding", "embedding_backward", "gelu", "gelu_backward", "group_norm", "group_norm_backward", "group_norm_double_backward", "group_norm_forward", "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward", "layer_norm", "layer_norm_backward", "layer_norm_double_backward", "layer_norm_forward", "leaky_relu", "leaky_relu_backward", "linear", "linear_backward", "linear_double_backward", "local_response_norm", "local_response_norm_backward", "log_softmax", "log_softmax_backward", "max_pool2d", "max_pool2d_with_indices", "prelu", "prelu_backward", "relu", "relu_", "relu_backward", "sigmoid", "sigmoid_backward", "silu", "silu_backward", "softmax", "softmax_backward", "softplus", "softplus_backward", "spatial_pyramid_pool", "spatial_pyramid_pool_backward", "sum", "sum_backward", "tanh", "tanh_backward", ]
+__all__ = ["adaptive_avg_pool2d", "adaptive_avg_pool2d_backward", "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices", "add", "add_", "add_relu", "avg_pool2d", "avg_pool2d_backward", "batch_norm", "batch_norm_backward", "batch_norm_double_backward", "batch_norm_forward", "channel_shuffle", "dropout", "dropout_backward", "dropout_forward", "elu", "elu_backward", "embedding", "embedding_backward", "gelu", "gelu_backward", "group_norm", "group_norm_backward", "group_norm_double_backward", "group_norm_forward", "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward", "layer_norm", "layer_norm_backward", "layer_norm_double_backward", "layer_norm_forward", "leaky_relu", "leaky_relu_backward", "linear", "linear_backward", "linear_double_backward", "local_response_norm", "local_response_norm_backward", "log_softmax", "log_softmax_backward", "max_pool2d", "max_pool2d_with_indices", "prelu", "prelu_backward", "relu", "relu_", "relu_backward", "sigmoid", "sigmoid_backward", "silu", "silu_backward", "softmax", "softmax_backward", "softplus", "softplus_backward", "spatial_pyramid_pool", "spatial_pyramid_pool_backward", "sum", "sum_backward", "tanh", "tanh_backward", ]
 
 # One row per operator overload, as declared in schemas/ (used by build_info and the tests).
 OP_TABLE: tuple[dict[str, Any], ...] = (
@@ -40,6 +40,9 @@ OP_TABLE: tuple[dict[str, Any], ...] = (
     {'qualified': 'batch_norm_double_backward', 'schema': 'batch_norm_double_backward(Tensor grad_grad_input, Tensor grad_out, Tensor input, Tensor save_mean, Tensor save_invstd, bool training, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_invstd=None, Tensor? grad_grad_weight=None, Tensor? grad_grad_bias=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.batch_norm_double_backward', 'family': 'norm', 'shape': None, 'samples': [{'grad_grad_input': [4, 3, 2], 'grad_out': [4, 3, 2], 'input': [4, 3, 2], 'save_mean': [3], 'save_invstd': {'shape': [3], 'low': 0.5, 'high': 2}, 'training': True, 'weight': [3], 'grad_invstd': [3], 'grad_grad_weight': [3], 'grad_grad_bias': [3]}, {'grad_grad_input': [5, 2], 'grad_out': [5, 2], 'input': [5, 2], 'save_mean': [2], 'save_invstd': {'shape': [2], 'low': 0.5, 'high': 2}, 'training': True, 'grad_mean': [2]}]},
     {'qualified': 'batch_norm_forward', 'schema': 'batch_norm_forward(Tensor input, Tensor? weight=None, Tensor? bias=None, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, bool training=False, float momentum=0.1, float eps=1e-05) -> (Tensor, Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.batch_norm_forward', 'family': 'norm', 'shape': 'batch_norm_forward_meta', 'samples': [{'input': [4, 3, 5], 'weight': [3], 'bias': [3], 'running_mean': [3], 'running_var': {'shape': [3], 'low': 0.5, 'high': 2}, 'training': True}, {'input': [4, 3, 5], 'weight': [3], 'bias': [3], 'running_mean': [3], 'running_var': {'shape': [3], 'low': 0.5, 'high': 2}, 'training': False, 'eps': 0.001}, {'input': [6, 4], 'running_mean': [4], 'running_var': {'shape': [4], 'low': 0.5, 'high': 2}, 'training': True, 'momentum': 0.3}, {'input': [2, 3, 2, 3], 'weight': [3], 'training': True}, {'input': [5, 2], 'bias': [2], 'running_mean': [2], 'running_var': {'shape': [2], 'low': 0.5, 'high': 2}}]},
     {'qualified': 'channel_shuffle', 'schema': 'channel_shuffle(Tensor self, SymInt groups) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.channel_shuffle', 'family': 'layers', 'shape': 'channel_shuffle_meta', 'samples': [{'self': [2, 6, 3, 4], 'groups': 3}, {'self': [2, 6, 5], 'groups': 2}, {'self': [1, 8, 2, 3, 2], 'groups': 4}, {'self': [3, 4, 5], 'groups': 1}, {'self': [2, 6, 1, 1], 'groups': 6}, {'self': [2, 4, 0, 3], 'groups': 2}]},
+    {'qualified': 'dropout', 'schema': 'dropout(Tensor input, float p=0.5, bool train=True, *, Generator? generator=None) -> Tensor', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.dropout', 'family': 'layers', 'shape': None, 'samples': [{'input': [4, 5], 'p': 0.0}, {'input': [4, 5], 'p': 1.0}, {'input': [3, 4, 5], 'p': 0.3, 'train': False}, {'input': [], 'p': 0.0}]},
+    {'qualified': 'dropout_backward', 'schema': 'dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'mask': ['bool']}, 'reference': 'opforge.reference.dropout_backward', 'family': 'layers', 'shape': 'same(grad_output, mask)', 'samples': [{'grad_output': [4, 5], 'mask': {'shape': [4, 5], 'low': 0, 'high': 2}, 'scale': 2.0}, {'grad_output': [3, 7], 'mask': {'shape': [3, 7], 'low': 0, 'high': 2}, 'scale': 1.0}, {'grad_output': [], 'mask': {'shape': [], 'low': 1, 'high': 2}, 'scale': 1.25}]},
+    {'qualified': 'dropout_forward', 'schema': 'dropout_forward(Tensor input, float p, bool train, Generator? generator=None) -> (Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.dropout_forward', 'family': 'layers', 'shape': 'dropout_forward_meta', 'samples': [{'input': [4, 5], 'p': 0.0, 'train': True}, {'input': [4, 5], 'p': 1.0, 'train': True}, {'input': [3, 4, 5], 'p': 0.3, 'train': False}, {'input': [], 'p': 1.0, 'train': True}]},
     {'qualified': 'elu', 'schema': 'elu(Tensor self, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.elu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -20, 'high': 5}, 'alpha': 0.5}, {'self': []}]},
     {'qualified': 'elu_backward', 'schema': 'elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.elu_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33], 'alpha': 1}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -20, 'high': 5}, 'alpha': 0.5}]},
     {'qualified': 'embedding', 'schema': 'embedding(Tensor weight, Tensor indices, int padding_idx=-1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'indices': ['int64', 'int32']}, 'reference': 'opforge.reference.embedding', 'family': 'layers', 'shape': 'embedding_meta', 'samples': [{'weight': [10, 4], 'indices': {'shape': [3, 5], 'low': 0, 'high': 10}}, {'weight': [7, 3], 'indices': {'shape': [12], 'low': 0, 'high': 6}, 'padding_idx': 6}, {'weight': [5, 3], 'indices': {'shape': [], 'low': 0, 'high': 5}}, {'weight': [5, 3], 'indices': {'shape': [0, 2], 'low': 0, 'high': 5}}, {'weight': [6, 0], 'indices': {'shape': [4], 'low': 0, 'high': 6}}]},
@@ -248,6 +251,39 @@ def channel_shuffle(self: Tensor, groups: int) -> Tensor:
     if _compiling():
         return _ops.channel_shuffle.default(self, groups)
     return _C.channel_shuffle(self, groups)
+
+
+def dropout(input: Tensor, p: float = 0.5, train: bool = True, *, generator: torch.Generator | None = None) -> Tensor:
+    """Inverted dropout. In training each element is kept with probability 1 - p and scaled by 1 / (1 - p), else set to exactly 0 (even where the input is inf or NaN); p = 1 gives zeros. Not training, a copy of `input` (torch.nn.functional.dropout returns the input itself; an op's output must not alias its input). The mask comes from dropout_forward, counter-based (Philox) from one draw of `generator` (the default generator when None), so a seed fixes it whatever the thread count.
+
+    Schema: ``dropout(Tensor input, float p=0.5, bool train=True, *, Generator? generator=None) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.dropout.default(input, p, train, generator=generator)
+    return _C.dropout(input, p, train, generator)
+
+
+def dropout_backward(grad_output: Tensor, mask: Tensor, scale: float) -> Tensor:
+    """Gradient of dropout, grad_output * scale where `mask` is true, exactly 0 elsewhere; scale is 1 / (1 - p) in training, 1 when not training.
+
+    Schema: ``dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16; mask: bool.
+    """
+    if _compiling():
+        return _ops.dropout_backward.default(grad_output, mask, scale)
+    return _C.dropout_backward(grad_output, mask, scale)
+
+
+def dropout_forward(input: Tensor, p: float, train: bool, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+    """dropout's output and its boolean keep-mask (all true when not training). The mask of element i is a pure function of (seed, offset, i), with one (seed, offset) drawn from `generator` per call (none when p = 0 or not training).
+
+    Schema: ``dropout_forward(Tensor input, float p, bool train, Generator? generator=None) -> (Tensor, Tensor)``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.dropout_forward.default(input, p, train, generator)
+    return _C.dropout_forward(input, p, train, generator)
 
 
 def elu(self: Tensor, alpha: Number = 1) -> Tensor:

@@ -12,22 +12,11 @@
 #include <ATen/ops/zeros.h>
 
 #include <algorithm>
-#include <type_traits>
 
 namespace opforge {
 namespace {
 
 constexpr int64_t k_grain = 32768;
-
-// Calls f(const index_t*) with the indices' data as int64_t or int32_t.
-template <typename F>
-void with_indices(const at::Tensor& indices, F f) {
-  if (indices.scalar_type() == at::kLong) {
-    f(indices.const_data_ptr<int64_t>());
-  } else {
-    f(indices.const_data_ptr<int32_t>());
-  }
-}
 
 }  // namespace
 
@@ -76,7 +65,7 @@ at::Tensor embedding_backward_cpu(const at::Tensor& grad_output, const at::Tenso
   const int64_t rows = num_weights.expect_int();
   const int64_t dim = g.size(-1);
   const int64_t n = idx.numel();
-  at::Tensor acc = at::zeros({rows, dim}, g.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+  at::Tensor acc = embedding_grad_buffer(g, rows, c10::CppTypeToScalarType<acc_t>::value);
   acc_t* a = acc.mutable_data_ptr<acc_t>();
   const scalar_t* gp = g.const_data_ptr<scalar_t>();
   with_indices(idx, [&](const auto* ix) {
@@ -103,11 +92,7 @@ at::Tensor embedding_backward_cpu(const at::Tensor& grad_output, const at::Tenso
       }
     });
   });
-  if constexpr (std::is_same_v<acc_t, scalar_t>) {
-    return acc;
-  } else {
-    return acc.to(g.scalar_type());
-  }
+  return embedding_grad_result(acc, g);
 }
 
 OPFORGE_INSTANTIATE_embedding_cpu

@@ -15,20 +15,9 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include <type_traits>
 
 namespace opforge {
 namespace {
-
-// Calls f(const index_t*) with the indices' data as int64_t or int32_t.
-template <typename F>
-void with_indices(const at::Tensor& indices, F f) {
-  if (indices.scalar_type() == at::kLong) {
-    f(indices.const_data_ptr<int64_t>());
-  } else {
-    f(indices.const_data_ptr<int32_t>());
-  }
-}
 
 at::Tensor error_flag(const at::Tensor& like) {
   return at::zeros({2}, like.options().dtype(at::kLong));
@@ -73,7 +62,7 @@ at::Tensor embedding_backward_cuda(const at::Tensor& grad_output, const at::Tens
   const at::Tensor g = grad_output.contiguous();
   const at::Tensor idx = indices.contiguous();
   const int64_t rows = num_weights.expect_int();
-  at::Tensor acc = at::zeros({rows, g.size(-1)}, g.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+  at::Tensor acc = embedding_grad_buffer(g, rows, c10::CppTypeToScalarType<acc_t>::value);
   if (idx.numel() > 0) {
     const at::Tensor error = error_flag(idx);
     with_indices(idx, [&](const auto* ix) {
@@ -84,11 +73,7 @@ at::Tensor embedding_backward_cuda(const at::Tensor& grad_output, const at::Tens
     });
     raise_if_bad_index(op, error, rows);
   }
-  if constexpr (std::is_same_v<acc_t, scalar_t>) {
-    return acc;
-  } else {
-    return acc.to(g.scalar_type());
-  }
+  return embedding_grad_result(acc, g);
 }
 
 OPFORGE_INSTANTIATE_embedding_cuda

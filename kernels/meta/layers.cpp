@@ -2,12 +2,14 @@
 // say. The generated Meta wrappers have already checked devices and dtypes; the
 // argument checks are the kernels' own (opforge/layers.h).
 #include <opforge/ops/channel_shuffle.h>
+#include <opforge/ops/dropout_forward.h>
 #include <opforge/ops/embedding.h>
 #include <opforge/ops/embedding_backward.h>
 #include <opforge/ops/linear.h>
 #include <opforge/ops/linear_backward.h>
 
 #include <opforge/layers.h>
+#include <opforge/layers_dropout.h>
 
 #include <ATen/ops/empty.h>
 
@@ -55,6 +57,13 @@ at::Tensor embedding_backward_meta(const at::Tensor& grad_output, const at::Tens
                                    int64_t padding_idx) {
   embedding_backward_check("opforge.embedding_backward", grad_output, indices, num_weights, padding_idx);
   return at::empty_symint({num_weights, grad_output.sym_size(-1)}, grad_output.options());
+}
+
+std::tuple<at::Tensor, at::Tensor> dropout_forward_meta(const at::Tensor& input, double p, bool train,
+                                                        std::optional<at::Generator> generator) {
+  dropout_check("opforge.dropout_forward", p, generator, input);
+  return {at::empty_symint(input.sym_sizes(), input.options()),
+          at::empty_symint(input.sym_sizes(), input.options().dtype(at::kBool))};
 }
 
 }  // namespace opforge

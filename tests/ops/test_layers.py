@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -238,3 +240,187 @@ def test_embedding_backward_empty_and_deterministic() -> None:
     torch.testing.assert_close(
         one, torch.zeros(4, 64).index_add_(0, idx, grad), rtol=1e-4, atol=1e-3
     )
+
+
+# --- dropout ---------------------------------------------------------------------------------
+
+_M32 = 0xFFFFFFFF
+
+
+def _philox4x32_10(key: int, counter: int) -> list[int]:
+    """Philox4x32-10 with counter (counter, 0), as opforge/math/philox.h."""
+    c = [counter & _M32, counter >> 32 & _M32, 0, 0]
+    k0, k1 = key & _M32, key >> 32 & _M32
+    for _ in range(10):
+        p0, p1 = 0xD2511F53 * c[0], 0xCD9E8D57 * c[2]
+        c = [(p1 >> 32) ^ c[1] ^ k0, p1 & _M32, (p0 >> 32) ^ c[3] ^ k1, p0 & _M32]
+        k0, k1 = (k0 + 0x9E3779B9) & _M32, (k1 + 0xBB67AE85) & _M32
+    return c
+
+
+def _expected_cpu_mask(generator: torch.Generator, n: int, p: float) -> torch.Tensor:
+    """The CPU mask: the seed is the generator's next random64() (what random_(-2**63, None)
+    returns), element i keeps when the top 24 bits of its Philox word >= ceil(p * 2**24)."""
+    seed = int(torch.empty((), dtype=torch.int64).random_(-(2**63), None, generator=generator))
+    threshold = math.ceil(p * 2**24)
+    words = [w for g in range((n + 3) // 4) for w in _philox4x32_10(seed & (2**64 - 1), g)]
+    return torch.tensor([(w >> 8) >= threshold for w in words[:n]])
+
+
+def test_philox_known_answer() -> None:
+    # Random123's known-answer vector for a zero key and counter.
+    assert _philox4x32_10(0, 0) == [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_dropout_mask_and_values_are_exact(dtype: torch.dtype) -> None:
+    p = 0.3
+    x = torch.randn(1003).to(dtype)
+    x[:4] = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0])
+    gen = torch.Generator().manual_seed(2024)
+    twin = torch.Generator().set_state(gen.get_state())
+    out, mask = opforge.dropout_forward(x, p, True, generator=gen)
+    assert mask.dtype == torch.bool and torch.equal(mask, _expected_cpu_mask(twin, x.numel(), p))
+    opmath = torch.float64 if dtype == torch.float64 else torch.float32
+    kept = (x.to(opmath) * torch.tensor(1 / (1 - p), dtype=opmath)).to(dtype)
+    torch.testing.assert_close(out[mask], kept[mask], rtol=0, atol=0, equal_nan=True)
+    assert torch.equal(out[~mask], torch.zeros_like(out[~mask]))  # exactly 0, even for inf/NaN
+    # The generator moved on: the next call draws another mask.
+    assert not torch.equal(opforge.dropout_forward(x, p, True, generator=gen)[1], mask)
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.9])
+def test_dropout_keeps_a_fraction_1_minus_p(p: float) -> None:
+    n = 1 << 20
+    mask = opforge.dropout_forward(torch.ones(n), p, True)[1]
+    kept = mask.double().mean().item()
+    assert abs(kept - (1 - p)) <= 6 * math.sqrt(p * (1 - p) / n)
+    # Neighbouring elements (within one Philox call and across calls) are uncorrelated.
+    m = mask.double() - mask.double().mean()
+    for lag in (1, 2, 4):
+        corr = (m[:-lag] * m[lag:]).mean() / m.var()
+        assert abs(corr.item()) <= 6 / math.sqrt(n)
+
+
+def test_dropout_seeds_and_threads() -> None:
+    x = torch.randn(300, 301)
+    masks = []
+    threads = torch.get_num_threads()
+    try:
+        for seed, nthreads in ((7, 1), (7, max(2, threads)), (8, 1)):
+            torch.set_num_threads(nthreads)
+            masks.append(
+                opforge.dropout(x, 0.5, generator=torch.Generator().manual_seed(seed)) != 0
+            )
+        torch.manual_seed(7)  # the default generator when generator=None
+        first = opforge.dropout(x, 0.5)
+        torch.manual_seed(7)
+        assert torch.equal(opforge.dropout(x, 0.5), first)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(masks[0], masks[1])  # same seed, any thread count
+    assert not torch.equal(masks[0], masks[2])  # another seed
+
+
+def test_dropout_gradient_is_mask_times_scale() -> None:
+    p = 0.4
+    x = (torch.rand(64, 33, dtype=torch.float64) + 0.5).requires_grad_()
+    y = opforge.dropout(x, p, generator=torch.Generator().manual_seed(3))
+    grad = torch.randn_like(y)
+    (gx,) = torch.autograd.grad(y, x, grad)
+    mask = opforge.dropout_forward(x.detach(), p, True, generator=torch.Generator().manual_seed(3))[
+        1
+    ]
+    assert torch.equal(y != 0, mask)
+    torch.testing.assert_close(gx, grad * mask / (1 - p), rtol=0, atol=1e-15)
+    # Double backward: dropout_backward is linear in grad_output.
+    gy = grad.clone().requires_grad_()
+    (ggx,) = torch.autograd.grad(opforge.dropout_backward(gy, mask, 2.0), gy, torch.ones_like(gy))
+    assert torch.equal(ggx, mask * 2.0)
+
+
+def test_dropout_without_randomness() -> None:
+    x = torch.randn(5, 6)
+    gen = torch.Generator().manual_seed(11)
+    state = gen.get_state()
+    for p, train in ((0.0, True), (0.7, False), (1.0, False)):
+        y = opforge.dropout(x, p, train, generator=gen)
+        assert torch.equal(y, x) and y.data_ptr() != x.data_ptr()  # a copy, never the input
+    assert torch.equal(opforge.dropout(x, 1.0, generator=gen), torch.zeros_like(x))
+    assert torch.equal(gen.get_state(), state)  # nothing was drawn
+    out, mask = opforge.dropout_forward(x, 0.7, False)
+    assert torch.equal(out, x) and bool(mask.all())
+    xg = x.clone().requires_grad_()
+    (grad,) = torch.autograd.grad(opforge.dropout(xg, 0.7, False).sum(), xg)
+    assert torch.equal(grad, torch.ones_like(x))
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_dropout_bad_p(device: str) -> None:
+    x = torch.randn(3, device=device)
+    for p in (-0.1, 1.5, float("nan")):
+        with pytest.raises(RuntimeError, match=r"opforge\.dropout: expected 'p' .* in \[0, 1\]"):
+            opforge.dropout(x, p)
+        with pytest.raises(RuntimeError, match=r"opforge\.dropout: expected 'p' .* in \[0, 1\]"):
+            opforge.dropout(x, p, train=False)
+        with pytest.raises(RuntimeError, match=r"opforge\.dropout_forward: expected 'p'"):
+            torch.ops.opforge.dropout_forward(x, p, True)
+    with pytest.raises(
+        TypeError, match=r"opforge\.dropout: .*'generator' must be a torch\.Generator"
+    ):
+        opforge.dropout(x, 0.5, generator=3)  # type: ignore[arg-type]
+
+
+def test_dropout_noncontiguous_and_compiled() -> None:
+    x = torch.randn(40, 60)[:, ::3]
+    y = opforge.dropout(x, 0.25, generator=torch.Generator().manual_seed(5))
+    z = opforge.dropout(x.contiguous(), 0.25, generator=torch.Generator().manual_seed(5))
+    assert torch.equal(y, z)
+    torch._dynamo.reset()
+
+    @torch.compile(fullgraph=True, backend="aot_eager")
+    def twice(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return opforge.dropout(t, 0.5), opforge.dropout(t, 0.5)
+
+    a, b = twice(torch.ones(4096))
+    assert not torch.equal(a, b)  # two draws, not one computed twice
+    assert bool(((a == 0) | (a == 2)).all())
+
+
+# --- CUDA (skipped without a GPU) ------------------------------------------------------------
+
+
+@pytest.mark.cuda
+def test_dropout_cuda_mask_is_the_shared_philox_mask() -> None:
+    # A CUDA generator seeded with s starts at Philox offset 0 and advances by 4 words per
+    # 4 elements, so the first call uses counters 0.. and the second ceil(n / 4)..
+    n, p, seed = 1001, 0.35, 99
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(n, device="cuda")
+    threshold = math.ceil(p * 2**24)
+    base = 0
+    for _ in range(2):
+        out, mask = opforge.dropout_forward(x, p, True, generator=gen)
+        words = [w for g in range((n + 3) // 4) for w in _philox4x32_10(seed, base + g)]
+        expected = torch.tensor([(w >> 8) >= threshold for w in words[:n]])
+        assert torch.equal(mask.cpu(), expected)
+        kept = x * torch.tensor(1 / (1 - p), dtype=torch.float32, device="cuda")
+        assert torch.equal(out, torch.where(mask, kept, torch.zeros_like(x)))
+        base += (n + 3) // 4
+
+
+@pytest.mark.cuda
+def test_embedding_cuda_index_errors_and_gradients() -> None:
+    w = torch.randn(50, 8, device="cuda", requires_grad=True)
+    with pytest.raises(IndexError, match=r"opforge\.embedding: 'indices' out of range: 50 "):
+        opforge.embedding(w, torch.tensor([1, 50], device="cuda"))
+    with pytest.raises(IndexError, match=r"embedding_backward: 'indices' out of range: -3 "):
+        opforge.embedding_backward(
+            torch.randn(2, 8, device="cuda"), torch.tensor([-3, 1], device="cuda"), 50
+        )
+    idx = torch.randint(0, 50, (64, 9), device="cuda")
+    grad = torch.randn(64, 9, 8, device="cuda")
+    for dtype in (torch.float32, torch.float16):
+        got = opforge.embedding_backward(grad.to(dtype), idx.int(), 50, 4)
+        expected = opforge.embedding_backward(grad.cpu().to(dtype), idx.cpu(), 50, 4)
+        torch.testing.assert_close(got.cpu(), expected, rtol=1e-3, atol=1e-3)

@@ -4,6 +4,7 @@
 // check serves concrete tensors and symbolic shapes under torch.compile.
 #include <ATen/core/Tensor.h>
 #include <c10/core/SymInt.h>
+#include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
 
 #include <cstdint>
@@ -81,6 +82,27 @@ inline void embedding_backward_check(const char* op, const at::Tensor& grad_outp
                   grad_output.sym_sizes().slice(0, indices.dim()) == indices.sym_sizes(),
               op, ": expected 'grad_output' of shape indices.shape + (embedding_dim,) = ", indices.sym_sizes(),
               " + (D,), got ", grad_output.sym_sizes());
+}
+
+// Calls f(const index_t*) with the indices' data as int64_t or int32_t (the
+// dtypes embedding's schema allows), for kernels templated on the index type.
+template <typename F>
+void with_indices(const at::Tensor& indices, F f) {
+  if (indices.scalar_type() == at::kLong) {
+    f(indices.const_data_ptr<int64_t>());
+  } else {
+    f(indices.const_data_ptr<int32_t>());
+  }
+}
+
+// embedding_backward sums into a buffer of the compute type (float for
+// half/bfloat16); the result takes grad_output's dtype.
+inline at::Tensor embedding_grad_buffer(const at::Tensor& grad_output, int64_t rows, at::ScalarType acc_type) {
+  return at::zeros({rows, grad_output.size(-1)}, grad_output.options().dtype(acc_type));
+}
+
+inline at::Tensor embedding_grad_result(const at::Tensor& buffer, const at::Tensor& grad_output) {
+  return buffer.scalar_type() == grad_output.scalar_type() ? buffer : buffer.to(grad_output.scalar_type());
 }
 
 // Raised by the kernels for an index outside [0, num_weights).
