@@ -215,3 +215,22 @@ def spatial_pyramid_pool_backward(
         y = spatial_pyramid_pool(x, levels, mode)
     (grad,) = torch.autograd.grad(y, (x,), grad_output)
     return grad
+
+
+def max_pool2d_backward(
+    grad_output: Tensor,
+    self: Tensor,
+    indices: Tensor,
+    kernel_size: Sequence[int],
+    stride: Sequence[int] = (),
+    padding: Sequence[int] | int = 0,
+    dilation: Sequence[int] | int = 1,
+    ceil_mode: bool = False,
+) -> Tensor:
+    return torch.ops.aten.max_pool2d_with_indices_backward(
+        grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices
+    )
+
+
+def adaptive_max_pool2d_backward(grad_output: Tensor, self: Tensor, indices: Tensor) -> Tensor:
+    return torch.ops.aten.adaptive_max_pool2d_backward(grad_output, self, indices)
