@@ -6,6 +6,7 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/adaptive_avg_pool2d.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/adaptive_avg_pool2d_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/adaptive_max_pool2d.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/adaptive_max_pool2d_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/adaptive_max_pool2d_with_indices.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/add.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/add_relu.cpp
@@ -47,6 +48,7 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/log_softmax.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/log_softmax_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/max_pool2d.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/max_pool2d_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/max_pool2d_with_indices.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/prelu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/prelu_backward.cpp

@@ -562,3 +562,22 @@ def dropout_forward(
 def dropout_backward(grad_output: Tensor, mask: Tensor, scale: float) -> Tensor:
     grad: Tensor = torch.ops.aten.native_dropout_backward(grad_output, mask, scale)
     return grad
+
+
+def max_pool2d_backward(
+    grad_output: Tensor,
+    self: Tensor,
+    indices: Tensor,
+    kernel_size: Sequence[int],
+    stride: Sequence[int] = (),
+    padding: Sequence[int] | int = 0,
+    dilation: Sequence[int] | int = 1,
+    ceil_mode: bool = False,
+) -> Tensor:
+    return torch.ops.aten.max_pool2d_with_indices_backward(
+        grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices
+    )
+
+
+def adaptive_max_pool2d_backward(grad_output: Tensor, self: Tensor, indices: Tensor) -> Tensor:
+    return torch.ops.aten.adaptive_max_pool2d_backward(grad_output, self, indices)

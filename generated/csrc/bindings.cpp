@@ -9,6 +9,7 @@
 #include <opforge/ops/adaptive_avg_pool2d.h>
 #include <opforge/ops/adaptive_avg_pool2d_backward.h>
 #include <opforge/ops/adaptive_max_pool2d.h>
+#include <opforge/ops/adaptive_max_pool2d_backward.h>
 #include <opforge/ops/adaptive_max_pool2d_with_indices.h>
 #include <opforge/ops/add.h>
 #include <opforge/ops/add_relu.h>
@@ -50,6 +51,7 @@
 #include <opforge/ops/log_softmax.h>
 #include <opforge/ops/log_softmax_backward.h>
 #include <opforge/ops/max_pool2d.h>
+#include <opforge/ops/max_pool2d_backward.h>
 #include <opforge/ops/max_pool2d_with_indices.h>
 #include <opforge/ops/prelu.h>
 #include <opforge/ops/prelu_backward.h>
@@ -101,6 +103,16 @@ void register_ops(pybind11::module_& m) {
       },
       pybind11::arg("self"),
       pybind11::arg("output_size")
+      );
+  m.def(
+      "adaptive_max_pool2d_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::adaptive_max_pool2d_backward(grad_output, self, indices);
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("self"),
+      pybind11::arg("indices")
       );
   m.def(
       "adaptive_max_pool2d_with_indices",
@@ -625,6 +637,25 @@ void register_ops(pybind11::module_& m) {
         return opforge::ops::max_pool2d(self, kernel_size_list, stride_list, padding_list, dilation_list, ceil_mode);
       },
       pybind11::arg("self"),
+      pybind11::arg("kernel_size"),
+      pybind11::arg("stride"),
+      pybind11::arg("padding"),
+      pybind11::arg("dilation"),
+      pybind11::arg("ceil_mode")
+      );
+  m.def(
+      "max_pool2d_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, pybind11::handle kernel_size, pybind11::handle stride, pybind11::handle padding, pybind11::handle dilation, bool ceil_mode) -> at::Tensor {
+        auto kernel_size_list = opforge::bindings::int_list(kernel_size, 2, "opforge.max_pool2d_backward", "kernel_size");
+        auto stride_list = opforge::bindings::int_list(stride, 2, "opforge.max_pool2d_backward", "stride");
+        auto padding_list = opforge::bindings::int_list(padding, 2, "opforge.max_pool2d_backward", "padding");
+        auto dilation_list = opforge::bindings::int_list(dilation, 2, "opforge.max_pool2d_backward", "dilation");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::max_pool2d_backward(grad_output, self, indices, kernel_size_list, stride_list, padding_list, dilation_list, ceil_mode);
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("self"),
+      pybind11::arg("indices"),
       pybind11::arg("kernel_size"),
       pybind11::arg("stride"),
       pybind11::arg("padding"),

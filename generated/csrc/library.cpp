@@ -6,6 +6,7 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor)schema", {});
   m.def(R"schema(adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor)schema", {});
   m.def(R"schema(adaptive_max_pool2d(Tensor self, int[2] output_size) -> Tensor)schema", {});
+  m.def(R"schema(adaptive_max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor)schema", {});
   m.def(R"schema(adaptive_max_pool2d_with_indices(Tensor self, int[2] output_size) -> (Tensor, Tensor))schema", {});
   m.def(R"schema(add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!))schema", {at::Tag::out});
@@ -49,6 +50,7 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(log_softmax(Tensor self, int dim) -> Tensor)schema", {});
   m.def(R"schema(log_softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor)schema", {});
   m.def(R"schema(max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor)schema", {});
+  m.def(R"schema(max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor)schema", {});
   m.def(R"schema(max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor))schema", {});
   m.def(R"schema(prelu(Tensor self, Tensor weight) -> Tensor)schema", {});
   m.def(R"schema(prelu_backward(Tensor grad_output, Tensor self, Tensor weight) -> (Tensor, Tensor))schema", {});

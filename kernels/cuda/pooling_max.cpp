@@ -1,8 +1,10 @@
-// CUDA entry points for max_pool2d_with_indices and
-// adaptive_max_pool2d_with_indices (templates over the scalar type; the
-// generated wrapper dispatches on dtype and guards the device). Kernels in
-// pooling.cu.
+// CUDA entry points for max_pool2d_with_indices,
+// adaptive_max_pool2d_with_indices and their backward ops (templates over the
+// scalar type; the generated wrapper dispatches on dtype and guards the
+// device). Kernels in pooling.cu.
+#include <opforge/ops/adaptive_max_pool2d_backward.h>
 #include <opforge/ops/adaptive_max_pool2d_with_indices.h>
+#include <opforge/ops/max_pool2d_backward.h>
 #include <opforge/ops/max_pool2d_with_indices.h>
 
 #include "pooling.cuh"
@@ -31,6 +33,20 @@ std::tuple<at::Tensor, at::Tensor> max_pool(const at::Tensor& self,
   return {out, indices};
 }
 
+template <typename T, typename Win>
+at::Tensor max_pool_backward(const char* op, const at::Tensor& grad_output,
+                             const at::Tensor& self, const at::Tensor& indices,
+                             const pooling::geometry<Win>& m) {
+  pooling::check_indices(op, indices.sizes(), grad_output.sizes());
+  const at::Tensor go = grad_output.contiguous();
+  const at::Tensor ind = indices.contiguous();
+  at::Tensor grad_input = at::empty(self.sizes(), self.options());
+  C10_CUDA_CHECK(cuda::launch_max_pool_backward(
+      grad_input.mutable_data_ptr<T>(), go.const_data_ptr<T>(), ind.const_data_ptr<int64_t>(),
+      pooling::plane_shape(self, m.sizes), m.rows, m.cols, c10::cuda::getCurrentCUDAStream()));
+  return grad_input;
+}
+
 } // namespace
 
 template <typename scalar_t>
@@ -54,7 +70,30 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_cuda(
                                                          self.sizes(), output_size)));
 }
 
+template <typename scalar_t>
+at::Tensor max_pool2d_backward_cuda(const at::Tensor& grad_output, const at::Tensor& self,
+                                    const at::Tensor& indices, at::IntArrayRef kernel_size,
+                                    at::IntArrayRef stride, at::IntArrayRef padding,
+                                    at::IntArrayRef dilation, bool ceil_mode) {
+  constexpr const char* op = "opforge.max_pool2d_backward";
+  const auto m = pooling::max_geometry(op, self.sizes(), kernel_size, stride, padding, dilation,
+                                       ceil_mode);
+  pooling::check_grad_output(op, grad_output.sizes(), m.sizes);
+  return max_pool_backward<scalar_t>(op, grad_output, self, indices, m);
+}
+
+template <typename scalar_t>
+at::Tensor adaptive_max_pool2d_backward_cuda(const at::Tensor& grad_output,
+                                             const at::Tensor& self, const at::Tensor& indices) {
+  constexpr const char* op = "opforge.adaptive_max_pool2d_backward";
+  return max_pool_backward<scalar_t>(
+      op, grad_output, self, indices,
+      pooling::adaptive_backward_geometry(op, grad_output.sizes(), self.sizes()));
+}
+
 OPFORGE_INSTANTIATE_max_pool2d_with_indices_cuda
+OPFORGE_INSTANTIATE_max_pool2d_backward_cuda
+OPFORGE_INSTANTIATE_adaptive_max_pool2d_backward_cuda
 OPFORGE_INSTANTIATE_adaptive_max_pool2d_with_indices_cuda
 
 } // namespace opforge

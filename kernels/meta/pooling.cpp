@@ -4,9 +4,11 @@
 // generated Meta wrappers have already checked devices and dtypes.
 #include <opforge/ops/adaptive_avg_pool2d.h>
 #include <opforge/ops/adaptive_avg_pool2d_backward.h>
+#include <opforge/ops/adaptive_max_pool2d_backward.h>
 #include <opforge/ops/adaptive_max_pool2d_with_indices.h>
 #include <opforge/ops/avg_pool2d.h>
 #include <opforge/ops/avg_pool2d_backward.h>
+#include <opforge/ops/max_pool2d_backward.h>
 #include <opforge/ops/max_pool2d_with_indices.h>
 #include <opforge/ops/spatial_pyramid_pool.h>
 #include <opforge/ops/spatial_pyramid_pool_backward.h>
@@ -42,6 +44,18 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_meta(const at::Tensor
   constexpr const char* op = "opforge.max_pool2d_with_indices";
   const auto w = pooling::window_args(op, kernel_size, stride, padding, dilation);
   return with_indices(pooling::pool2d_sizes(op, self.sym_sizes(), w, ceil_mode), self);
+}
+
+at::Tensor max_pool2d_backward_meta(const at::Tensor& grad_output, const at::Tensor& self,
+                                    const at::Tensor& indices, at::IntArrayRef kernel_size,
+                                    at::IntArrayRef stride, at::IntArrayRef padding,
+                                    at::IntArrayRef dilation, bool ceil_mode) {
+  constexpr const char* op = "opforge.max_pool2d_backward";
+  const auto w = pooling::window_args(op, kernel_size, stride, padding, dilation);
+  pooling::check_grad_output(op, grad_output.sym_sizes(),
+                             pooling::pool2d_sizes(op, self.sym_sizes(), w, ceil_mode));
+  pooling::check_indices(op, indices.sym_sizes(), grad_output.sym_sizes());
+  return at::empty_symint(self.sym_sizes(), self.options());
 }
 
 at::Tensor avg_pool2d_meta(const at::Tensor& self, at::IntArrayRef kernel_size,
@@ -81,6 +95,14 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_meta(
   return with_indices(pooling::adaptive_sizes("opforge.adaptive_max_pool2d_with_indices",
                                               self.sym_sizes(), output_size),
                       self);
+}
+
+at::Tensor adaptive_max_pool2d_backward_meta(const at::Tensor& grad_output,
+                                             const at::Tensor& self, const at::Tensor& indices) {
+  constexpr const char* op = "opforge.adaptive_max_pool2d_backward";
+  pooling::adaptive_backward_sizes(op, grad_output.sym_sizes(), self.sym_sizes());
+  pooling::check_indices(op, indices.sym_sizes(), grad_output.sym_sizes());
+  return at::empty_symint(self.sym_sizes(), self.options());
 }
 
 at::Tensor spatial_pyramid_pool_meta(const at::Tensor& self, at::IntArrayRef levels,

@@ -133,3 +133,83 @@ for _op, _inputs in (
     ("group_norm_forward", _group_norm_offset),
 ):
     samples(_op)(_norm_samples(_inputs))
+
+
+# --- pooling (schemas/pooling.yaml) ---
+
+# kernel_size, stride, padding, dilation, ceil_mode: padded, dilated and ceil-mode windows.
+_MAX_POOL_CONFIGS = [
+    ([3, 3], [2, 2], [1, 1], [1, 1], False),
+    ([2, 3], [1, 2], [1, 0], [2, 1], True),
+    ([3, 2], [2, 2], [1, 1], [1, 2], True),
+]
+
+
+def _pool_input(shape: list[int], dtype: torch.dtype, device: str, seed: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype=dtype, device=device)
+
+
+def _pool_specials(dtype: torch.dtype, device: str) -> torch.Tensor:
+    """Ties, -inf and NaN: torch takes the first maximum and the last NaN of a window."""
+    nan, inf = float("nan"), float("inf")
+    rows = [
+        [1.0, 1.0, 2.0, 2.0, -inf],
+        [1.0, nan, 2.0, 0.5, -inf],
+        [nan, 3.0, nan, -0.0, 0.0],
+        [3.0, 3.0, 7.0, 0.0, -0.0],
+    ]
+    return torch.tensor(rows, dtype=torch.float64).expand(2, 3, 4, 5).to(dtype=dtype, device=device)
+
+
+@samples("max_pool2d_with_indices")
+def _max_pool_specials(dtype: torch.dtype, device: str) -> list[tuple[list[Any], dict[str, Any]]]:
+    x = _pool_specials(dtype, device)
+    unbatched = _pool_input([3, 7, 6], dtype, device, 0)
+    return [([x, *config], {}) for config in _MAX_POOL_CONFIGS] + [([unbatched, [3, 2]], {})]
+
+
+@samples("adaptive_max_pool2d_with_indices")
+def _adaptive_max_pool_specials(
+    dtype: torch.dtype, device: str
+) -> list[tuple[list[Any], dict[str, Any]]]:
+    x = _pool_specials(dtype, device)
+    unbatched = _pool_input([3, 7, 6], dtype, device, 1)
+    return [([x, [2, 3]], {}), ([x, [5, 7]], {}), ([unbatched, [4, 4]], {})]
+
+
+@samples("max_pool2d_backward")
+def _max_pool_backward_indices(
+    dtype: torch.dtype, device: str
+) -> list[tuple[list[Any], dict[str, Any]]]:
+    # Indices from the forward, so windows overlap and share maxima as in training.
+    out = []
+    for i, (shape, config) in enumerate(
+        zip([[2, 3, 7, 6], [1, 2, 8, 9], [3, 6, 7]], _MAX_POOL_CONFIGS, strict=True)
+    ):
+        x = _pool_input(shape, dtype, device, i)
+        _, indices = torch.nn.functional.max_pool2d(x.double(), *config, return_indices=True)
+        grad = _pool_input(list(indices.shape), dtype, device, 10 + i)
+        out.append(([grad, x, indices, *config], {}))
+    return out
+
+
+@samples("adaptive_max_pool2d_backward")
+def _adaptive_max_pool_backward_indices(
+    dtype: torch.dtype, device: str
+) -> list[tuple[list[Any], dict[str, Any]]]:
+    out = []
+    for i, (shape, size) in enumerate([([2, 3, 5, 7], [4, 3]), ([3, 3, 2], [5, 4])]):
+        x = _pool_input(shape, dtype, device, i)
+        _, indices = torch.nn.functional.adaptive_max_pool2d(x.double(), size, return_indices=True)
+        grad = _pool_input(list(indices.shape), dtype, device, 10 + i)
+        out.append(([grad, x, indices], {}))
+    return out
+
+
+@samples("spatial_pyramid_pool")
+def _spatial_pyramid_pool_specials(
+    dtype: torch.dtype, device: str
+) -> list[tuple[list[Any], dict[str, Any]]]:
+    x = _pool_specials(dtype, device)
+    return [([x, [4, 2, 1], "max"], {}), ([x, [3, 1], "avg"], {})]

@@ -2,6 +2,7 @@
 // opforge::adaptive_max_pool2d_with_indices: C++ API, argument checks before the kernels, Meta,
 // autograd and variant kernels, and their dispatcher registration.
 #include <opforge/ops/adaptive_max_pool2d_with_indices.h>
+#include <opforge/ops/adaptive_max_pool2d_backward.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
@@ -71,13 +72,17 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_autograd(con
     return result;
   }
   opforge::autograd::record(
-      "opforge.adaptive_max_pool2d_with_indices", {self}, outputs, {true, true},
-      {}, {},
+      "opforge.adaptive_max_pool2d_with_indices", {self}, outputs, {true, false},
+      {self}, {1},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
+    const at::Tensor& self = saved[0];
+    const at::Tensor& result1 = saved[1];
     [[maybe_unused]] const at::Tensor& grad = grads[0];
     opforge::autograd::tensor_list grad_inputs(1);
-    TORCH_CHECK(!needs[0], "opforge.adaptive_max_pool2d_with_indices is not differentiable with respect to 'self'");
+    if (needs[0]) {
+      grad_inputs[0] = opforge::ops::adaptive_max_pool2d_backward(grad, self, result1);
+    }
     return grad_inputs;
   });
   return result;

@@ -2,6 +2,7 @@
 // opforge::max_pool2d_with_indices: C++ API, argument checks before the kernels, Meta,
 // autograd and variant kernels, and their dispatcher registration.
 #include <opforge/ops/max_pool2d_with_indices.h>
+#include <opforge/ops/max_pool2d_backward.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
@@ -71,13 +72,22 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_autograd(const at::Te
     return result;
   }
   opforge::autograd::record(
-      "opforge.max_pool2d_with_indices", {self}, outputs, {true, true},
-      {}, {},
-      [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
+      "opforge.max_pool2d_with_indices", {self}, outputs, {true, false},
+      {self}, {1},
+      [kernel_size_c = kernel_size.vec(), stride_c = stride.vec(), padding_c = padding.vec(), dilation_c = dilation.vec(), ceil_mode_c = ceil_mode](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
+    const at::IntArrayRef kernel_size(kernel_size_c);
+    const at::IntArrayRef stride(stride_c);
+    const at::IntArrayRef padding(padding_c);
+    const at::IntArrayRef dilation(dilation_c);
+    const auto& ceil_mode = ceil_mode_c;
+    const at::Tensor& self = saved[0];
+    const at::Tensor& result1 = saved[1];
     [[maybe_unused]] const at::Tensor& grad = grads[0];
     opforge::autograd::tensor_list grad_inputs(1);
-    TORCH_CHECK(!needs[0], "opforge.max_pool2d_with_indices is not differentiable with respect to 'self'");
+    if (needs[0]) {
+      grad_inputs[0] = opforge::ops::max_pool2d_backward(grad, self, result1, kernel_size, stride, padding, dilation, ceil_mode);
+    }
     return grad_inputs;
   });
   return result;

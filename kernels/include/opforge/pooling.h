@@ -151,6 +151,13 @@ void check_grad_output(const char* op, c10::ArrayRef<Size> grad, const sizes_t<S
               " (the pooled size of 'self'), got ", grad);
 }
 
+// Saved indices come with grad_output's shape.
+template <typename Size>
+void check_indices(const char* op, c10::ArrayRef<Size> indices, c10::ArrayRef<Size> grad) {
+  TORCH_CHECK(indices.equals(grad), op, ": expected 'indices' to have the shape of 'grad_output' ",
+              grad, ", got ", indices);
+}
+
 // The planes of a contiguous input pooled to out_sizes (whose last two dims
 // are the pooled ones), for the kernels.
 inline math::planes plane_shape(const at::Tensor& input, c10::IntArrayRef out_sizes) {
