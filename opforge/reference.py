@@ -581,3 +581,23 @@ def max_pool2d_backward(
 
 def adaptive_max_pool2d_backward(grad_output: Tensor, self: Tensor, indices: Tensor) -> Tensor:
     return torch.ops.aten.adaptive_max_pool2d_backward(grad_output, self, indices)
+
+
+# --- fusion (schemas/fusion.yaml) ---
+
+
+def fold_conv_bn(
+    conv_weight: Tensor,
+    conv_bias: Tensor | None,
+    bn_weight: Tensor,
+    bn_bias: Tensor,
+    running_mean: Tensor,
+    running_var: Tensor,
+    eps: float,
+) -> tuple[Tensor, Tensor]:
+    from torch.nn.utils.fusion import fuse_conv_bn_weights
+
+    w, b = fuse_conv_bn_weights(
+        conv_weight, conv_bias, running_mean, running_var, eps, bn_weight, bn_bias
+    )
+    return w.detach(), b.detach()
