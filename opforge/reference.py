@@ -85,3 +85,35 @@ def prelu_backward(grad_output: Tensor, self: Tensor, weight: Tensor) -> tuple[T
         y = torch.nn.functional.prelu(x, w)
     grad_self, grad_weight = torch.autograd.grad(y, (x, w), grad_output)
     return grad_self, grad_weight
+
+
+# --- conv family (schemas/conv.yaml) ---
+
+
+def conv2d_backward(
+    grad_output: Tensor,
+    input: Tensor,
+    weight: Tensor,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int,
+    output_mask: Sequence[bool],
+) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    unbatched = input.dim() == 3
+    grad_input, grad_weight, grad_bias = torch.ops.aten.convolution_backward(
+        grad_output.unsqueeze(0) if unbatched else grad_output,
+        input.unsqueeze(0) if unbatched else input,
+        weight,
+        [weight.shape[0]],
+        list(stride),
+        list(padding),
+        list(dilation),
+        False,
+        [0, 0],
+        groups,
+        list(output_mask),
+    )
+    if unbatched and grad_input is not None:
+        grad_input = grad_input.squeeze(0)
+    return grad_input, grad_weight, grad_bias
