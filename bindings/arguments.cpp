@@ -1,6 +1,7 @@
 #include "bindings/arguments.h"
 
 #include <c10/util/Exception.h>
+#include <torch/csrc/Generator.h>
 #include <torch/csrc/autograd/python_variable.h>
 
 namespace opforge::bindings {
@@ -76,6 +77,15 @@ std::optional<std::vector<int64_t>> optional_int_list(pybind11::handle obj, int6
     return std::nullopt;
   }
   return int_list(obj, size, op, arg);
+}
+
+std::optional<at::Generator> optional_generator(pybind11::handle obj, const char* op, const char* arg) {
+  if (obj.is_none()) {
+    return std::nullopt;
+  }
+  TORCH_CHECK_TYPE(THPGenerator_Check(obj.ptr()) == 1, op, ": '", arg, "' must be a torch.Generator or None, got ",
+                   Py_TYPE(obj.ptr())->tp_name);
+  return reinterpret_cast<THPGenerator*>(obj.ptr())->cdata;
 }
 
 }  // namespace opforge::bindings

@@ -20,6 +20,9 @@ c10::Scalar scalar(pybind11::handle obj, const char* op, const char* arg);
 
 std::optional<c10::Scalar> optional_scalar(pybind11::handle obj, const char* op, const char* arg);
 
+// A torch.Generator (or None) for `Generator?` arguments.
+std::optional<at::Generator> optional_generator(pybind11::handle obj, const char* op, const char* arg);
+
 void register_ops(pybind11::module_& m);  // generated/csrc/bindings.cpp
 
 }  // namespace opforge::bindings

@@ -63,12 +63,14 @@ ENTRY_FIELDS = (
     "doc",
     "dispatch",
     "dtypes",
+    "arg_dtypes",
     "tags",
     "reference",
     "shape",
     "dtype",
     "samples",
     "derivatives",
+    "output_differentiability",
     "variants",
 )
 VARIANT_KINDS = ("inplace", "out")
@@ -113,6 +115,18 @@ class OpDecl:
     variants: tuple[str, ...] = ()  # variants to generate from this functional op
     variant_of: str | None = None  # for a generated variant: the functional op's qualified name
     api_name: str = ""  # C++ `opforge::ops::<api_name>` and formula name; set by parse.load
+    # Tensor arguments with dtypes of their own (e.g. int64 `indices`); the rest share `dtypes`.
+    arg_dtypes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Per output: whether it gets a gradient (e.g. a forward op's saved mean/rstd do not).
+    # Empty means every floating output does.
+    output_differentiability: tuple[bool, ...] = ()
+
+    def output_differentiable(self, i: int) -> bool:
+        return not self.output_differentiability or self.output_differentiability[i]
+
+    def dtypes_of(self, arg: str) -> tuple[str, ...]:
+        """The dtypes tensor argument `arg` accepts."""
+        return dict(self.arg_dtypes).get(arg, self.dtypes)
 
     @property
     def generated_variant(self) -> str | None:

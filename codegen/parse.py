@@ -92,6 +92,8 @@ class _EntryParser:
         dispatch = self._dispatch()
         dtypes = self._dtypes()
         self._check_template_dtypes(dispatch, dtypes)
+        arg_dtypes = self._arg_dtypes(args)
+        output_differentiability = self._output_differentiability(schema)
         tags = self._tags()
         shape = self._rule("shape", rules.parse_shape, args)
         dtype_rule = self._rule("dtype", rules.parse_dtype, args)
@@ -123,6 +125,8 @@ class _EntryParser:
             field_lines=tuple(sorted(self.e.key_lines.items())),
             derivatives=derivatives,
             variants=variants,
+            arg_dtypes=arg_dtypes,
+            output_differentiability=output_differentiability,
         )
 
     def _dispatch(self) -> tuple[tuple[str, str], ...]:
@@ -180,16 +184,63 @@ class _EntryParser:
         names = self.string_list("dtypes")
         if names is None:
             return FLOATING_DTYPES
+        self._check_dtype_names("dtypes", names)
+        return tuple(names)
+
+    def _check_dtype_names(self, key: str, names: list[str]) -> None:
         for n in names:
             if n not in DTYPES:
                 self.err(
-                    "dtypes",
+                    key,
                     f"unknown dtype '{n}'",
                     did_you_mean(n, DTYPES) or f"known dtypes: {', '.join(DTYPES)}",
                 )
         if len(set(names)) != len(names):
-            self.err("dtypes", "a dtype is listed twice")
-        return tuple(names)
+            self.err(key, "a dtype is listed twice")
+
+    def _output_differentiability(self, schema: FunctionSchema) -> tuple[bool, ...]:
+        raw = self.e.get("output_differentiability")
+        if raw is None:
+            return ()
+        n = len(schema.returns)
+        if not isinstance(raw, list) or not all(isinstance(v, bool) for v in raw) or len(raw) != n:
+            self.err(
+                "output_differentiability",
+                f"'output_differentiability' must list one true/false per output ({n})",
+                f"e.g. [{', '.join(['true'] + ['false'] * (n - 1))}]",
+            )
+            return ()
+        if not self.e.get("derivatives"):
+            self.err("output_differentiability", "'output_differentiability' needs 'derivatives'")
+        return tuple(raw)
+
+    def _arg_dtypes(self, args: dict[str, Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        raw = self.e.get("arg_dtypes")
+        if raw is None:
+            return ()
+        if not isinstance(raw, dict):
+            self.err("arg_dtypes", "'arg_dtypes' must map tensor arguments to dtype lists")
+            return ()
+        out = []
+        for name, names in raw.items():
+            a = args.get(name)
+            if a is None or "Tensor" not in str(a.type) or "[]" in str(a.type):
+                self.err(
+                    "arg_dtypes",
+                    f"arg_dtypes names '{name}', which is not a Tensor argument",
+                    did_you_mean(str(name), args),
+                )
+                continue
+            if (
+                not isinstance(names, list)
+                or not names
+                or not all(isinstance(n, str) for n in names)
+            ):
+                self.err("arg_dtypes", f"dtypes of '{name}' must be a list, e.g. [int64]")
+                continue
+            self._check_dtype_names("arg_dtypes", names)
+            out.append((str(name), tuple(names)))
+        return tuple(out)
 
     def _tags(self) -> tuple[str, ...]:
         names = self.string_list("tags") or []

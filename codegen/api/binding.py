@@ -52,6 +52,10 @@ def bind(op: str, a: Argument) -> BoundArg:
         v = f"{a.name}_scalar"
         prelude = f'const auto {v} = opforge::bindings::{fn}({a.name}, "{op}", "{a.name}");'
         return BoundArg(f"pybind11::handle {a.name}", prelude, v, a.name)
+    if t == OptionalType(BaseType(BaseTy.Generator)):
+        v = f"{a.name}_gen"
+        prelude = f'auto {v} = opforge::bindings::optional_generator({a.name}, "{op}", "{a.name}");'
+        return BoundArg(f"pybind11::handle {a.name}", prelude, v, a.name)
     if isinstance(t, BaseType) and t.name is BaseTy.str:
         return BoundArg(f"const std::string& {a.name}", None, f"c10::string_view({a.name})", a.name)
     if isinstance(t, OptionalType) and t.elem == BaseType(BaseTy.str):

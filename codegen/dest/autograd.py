@@ -78,6 +78,10 @@ def autograd(op: OpDecl, api: frozenset[str]) -> Context:
         "restores": restores,
         "unpack": unpack,
         "n_inputs": len(tensor_names),
+        "mutated": [(a.name, kind) for a, kind in tensors if a.is_write],
+        "differentiable_outputs": ", ".join(
+            "true" if op.output_differentiable(i) else "false" for i in range(n_out)
+        ),
         "grads": _grad_lines(op, tensor_names, api),
     }
 

@@ -29,6 +29,13 @@ def tensor_args(op: OpDecl) -> list[tuple[Argument, str]]:
     return [(a, k) for a in op.schema.arguments.flat_all if (k := _tensor_kind(a)) is not None]
 
 
+def shared_dtype_args(op: OpDecl) -> list[tuple[Argument, str]]:
+    """Tensor arguments that share `dtypes` (and so the `<scalar_t>` of template kernels);
+    those named in `arg_dtypes` have their own."""
+    own = dict(op.arg_dtypes)
+    return [(a, k) for a, k in tensor_args(op) if a.name not in own]
+
+
 def dtype_description(dtypes: Sequence[str]) -> str:
     kind = "a floating tensor" if set(dtypes) <= set(FLOATING_DTYPES) else "a tensor of dtype"
     return f"{kind} ({', '.join(dtypes)})"

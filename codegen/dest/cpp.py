@@ -9,14 +9,20 @@ from typing import Any
 from codegen import formulas, rules
 from codegen.api import binding, cpp
 from codegen.dest.autograd import autograd
-from codegen.dest.common import dtype_description, sources, tensor_args
+from codegen.dest.common import dtype_description, shared_dtype_args, sources, tensor_args
 from codegen.opdecl import BACKEND_KEYS, CPP_SCALAR, DTYPES, OpDecl, is_template, kernel_name
 
 Context = dict[str, Any]
 
 
 def _first_tensor(op: OpDecl) -> str | None:
-    return next((a.name for a, k in tensor_args(op) if k == "tensor"), None)
+    """The tensor whose dtype picks the template instantiation and whose device the others match."""
+    return next((a.name for a, k in shared_dtype_args(op) if k == "tensor"), None)
+
+
+def _allowed(dtypes: Sequence[str]) -> str:
+    listed = ", ".join(f"at::ScalarType::{DTYPES[d]}" for d in dtypes)
+    return f'{{{listed}}}, "{dtype_description(dtypes)}"'
 
 
 def _checks(op: OpDecl, key: str) -> tuple[list[str], dict[str, str]]:
@@ -24,8 +30,7 @@ def _checks(op: OpDecl, key: str) -> tuple[list[str], dict[str, str]]:
     lines: list[str] = []
     renames: dict[str, str] = {}
     tensors = tensor_args(op)
-    dtypes = ", ".join(f"at::ScalarType::{DTYPES[d]}" for d in op.dtypes)
-    allowed = f'{{{dtypes}}}, "{dtype_description(op.dtypes)}"'
+    allowed = _allowed(op.dtypes)
     ref = _first_tensor(op)
     if key == "CPU":
         lines += [
@@ -47,7 +52,8 @@ def _checks(op: OpDecl, key: str) -> tuple[list[str], dict[str, str]]:
             renames[n] = f"{n}_p"
     for a, _ in tensors:
         if a.name not in promoted:
-            lines.append(f"opforge::check::dtype(kOp, \"'{a.name}'\", {a.name}, {allowed});")
+            own = _allowed(op.dtypes_of(a.name))
+            lines.append(f"opforge::check::dtype(kOp, \"'{a.name}'\", {a.name}, {own});")
     lines += _same_dtype_checks(op)
     lines += _same_shape_checks(op)
     if key == "CUDA" and ref is not None:
@@ -83,7 +89,7 @@ def _same_dtype_checks(op: OpDecl) -> list[str]:
         return []
     return [
         f'opforge::check::same_dtype(kOp, "{a.name}", {a.name}, "{ref}", {ref});'
-        for a, _ in tensor_args(op)
+        for a, _ in shared_dtype_args(op)
         if a.name != ref
     ]
 

@@ -28,8 +28,14 @@ def _docstring(op: OpDecl) -> str:
     doc = op.doc or f"opforge.{op.name}"
     lines = [doc, "", f"Schema: ``{op.schema}``"]
     if op.dtypes:
-        lines.append(f"Dtypes: {', '.join(op.dtypes)}.")
+        lines.append(f"Dtypes: {_dtype_summary(op)}.")
     return "\n".join(lines)
+
+
+def _dtype_summary(op: OpDecl) -> str:
+    """`float32, float64`, then `; indices: int64` for arguments with dtypes of their own."""
+    own = "".join(f"; {n}: {', '.join(ds)}" for n, ds in op.arg_dtypes)
+    return ", ".join(op.dtypes) + own
 
 
 def _wrapper(name: str, group: list[OpDecl]) -> Context:
@@ -64,7 +70,11 @@ def _wrapper(name: str, group: list[OpDecl]) -> Context:
             }
         return ctx
     docs = "\n\n".join(_docstring(o) for o in group)
-    return {"generic": True, "name": name, "doc": docs}
+    overloads = [
+        {"params": python.parameters(o.schema), "returns": python.return_hint(o.schema)}
+        for o in functional
+    ]
+    return {"generic": True, "name": name, "doc": docs, "overloads": overloads}
 
 
 def wrappers(ops: Sequence[OpDecl]) -> Context:
@@ -76,6 +86,7 @@ def wrappers(ops: Sequence[OpDecl]) -> Context:
             "schema": str(o.schema),
             "keys": list(o.keys),
             "dtypes": list(o.dtypes),
+            "arg_dtypes": {n: list(ds) for n, ds in o.arg_dtypes},
             "reference": o.reference,
             "family": o.family,
             "shape": str(o.shape) if o.shape is not None else None,
@@ -104,7 +115,8 @@ def docs(ops: Sequence[OpDecl]) -> Context:
                 "qualified": o.qualified,
                 "schema": str(o.schema),
                 "doc": o.doc,
-                "dtypes": dtype_description(o.dtypes),
+                "dtypes": dtype_description(o.dtypes)
+                + "".join(f"; `{n}`: {', '.join(ds)}" for n, ds in o.arg_dtypes),
                 "kernels": ", ".join(f"{k} (`{v}`)" for k, v in o.dispatch),
                 "meta": meta,
                 "reference": o.reference or "none",

@@ -73,7 +73,7 @@ bool any_requires_grad(const std::vector<std::optional<at::Tensor>>& inputs) {
 }
 
 void record(const char* op, const std::vector<std::optional<at::Tensor>>& inputs, const tensor_list& outputs,
-            const tensor_list& saved_inputs, const std::vector<size_t>& saved_outputs, backward_fn backward) {
+            const std::vector<bool>& differentiable_outputs, const tensor_list& saved_inputs, const std::vector<size_t>& saved_outputs, backward_fn backward) {
   auto node = c10::make_intrusive<GeneratedBackward>();
   node->op_name = op;
   node->backward = std::move(backward);
@@ -86,9 +86,11 @@ void record(const char* op, const std::vector<std::optional<at::Tensor>>& inputs
   for (const at::Tensor& t : saved_inputs) {
     node->saved.emplace_back(t, /*is_output=*/false);
   }
-  for (const at::Tensor& out : outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const at::Tensor& out = outputs[i];
     // Integer outputs (indices, counts) carry no gradient.
-    const bool differentiable = out.defined() && torch::autograd::isDifferentiableType(out.scalar_type());
+    const bool differentiable = differentiable_outputs[i] && out.defined() &&
+                                torch::autograd::isDifferentiableType(out.scalar_type());
     node->differentiable_outputs.push_back(differentiable);
     if (differentiable) {
       torch::autograd::set_history(out, node);

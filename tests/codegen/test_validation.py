@@ -374,3 +374,33 @@ def test_tensor_list_on_backend_op(tmp_path: Path, capsys: pytest.CaptureFixture
         GOOD.replace("Tensor self)", "Tensor self, Tensor[] others)"),
         "ops.yaml:1: error: 'relu': argument 'others' is a tensor list, which generated autograd does not",
     )
+
+
+def test_arg_dtypes_must_name_a_tensor(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert_error(
+        tmp_path,
+        capsys,
+        GOOD + "  arg_dtypes: {slef: [int64]}\n",
+        "ops.yaml:6: error: arg_dtypes names 'slef', which is not a Tensor argument\n"
+        "  hint: did you mean 'self'?",
+    )
+
+
+def test_arg_dtypes_unknown_dtype(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert_error(
+        tmp_path,
+        capsys,
+        GOOD + "  arg_dtypes: {self: [int46]}\n",
+        "ops.yaml:6: error: unknown dtype 'int46'",
+    )
+
+
+def test_output_differentiability_needs_one_flag_per_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_error(
+        tmp_path,
+        capsys,
+        GOOD + "  derivatives:\n    self: grad\n  output_differentiability: [true, false]\n",
+        "ops.yaml:8: error: 'output_differentiability' must list one true/false per output (1)",
+    )

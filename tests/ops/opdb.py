@@ -13,13 +13,14 @@ from typing import Any
 import torch
 
 from codegen import formulas, parse
-from codegen.model import BaseTy, BaseType
+from codegen.model import BaseTy, BaseType, OptionalType
 from codegen.opdecl import DTYPES, OpDecl
 
 ROOT = Path(__file__).resolve().parents[2]
 # YAML dtype names are torch's own attribute names (torch.float32, torch.int64, ...).
 TORCH_DTYPES = {name: getattr(torch, name) for name in DTYPES}
 TENSOR = BaseType(BaseTy.Tensor)
+OPTIONAL_TENSOR = OptionalType(TENSOR)
 
 
 @functools.cache
@@ -74,6 +75,8 @@ def make_tensor(
         alloc[-1] *= 2  # then take every other element of the last dim
     if dtype.is_floating_point:
         t = torch.rand(alloc, generator=gen, dtype=torch.float64) * (high - low) + low
+    elif isinstance(spec, dict) and "low" in spec:  # e.g. indices: values in [low, high)
+        t = torch.randint(int(low), int(high), alloc, generator=gen, dtype=torch.int64)
     else:
         t = torch.randint(int(low) * 3, int(high) * 3 + 1, alloc, generator=gen, dtype=torch.int64)
     t = t.to(dtype)
@@ -89,15 +92,29 @@ class Call:
     args: list[Any]
     kwargs: dict[str, Any]
     label: str
+    names: tuple[str, ...] = ()  # schema names of `args`, where known
 
     def tensors(self) -> list[torch.Tensor]:
         return [a for a in [*self.args, *self.kwargs.values()] if isinstance(a, torch.Tensor)]
 
+    def named(self, name: str) -> Any:
+        """The value passed for argument `name` (None if omitted)."""
+        if name in self.kwargs:
+            return self.kwargs[name]
+        return self.args[self.names.index(name)] if name in self.names else None
+
     def map_tensors(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> Call:
         conv = lambda v: fn(v) if isinstance(v, torch.Tensor) else v  # noqa: E731
         return Call(
-            [conv(a) for a in self.args], {k: conv(v) for k, v in self.kwargs.items()}, self.label
+            [conv(a) for a in self.args],
+            {k: conv(v) for k, v in self.kwargs.items()},
+            self.label,
+            self.names,
         )
+
+    def clone(self) -> Call:
+        """Fresh copies of every tensor: ops that write into an argument get their own."""
+        return self.map_tensors(lambda t: t.detach().clone())
 
 
 def calls(op: OpDecl, dtype: torch.dtype, device: str, *, variants: bool = True) -> list[Call]:
@@ -107,12 +124,13 @@ def calls(op: OpDecl, dtype: torch.dtype, device: str, *, variants: bool = True)
         for variant in ("plain", "noncontiguous", "empty") if variants else ("plain",):
             call = _build(op, sample.get, dtype, device, variant, seed=i)
             if call is not None:
-                out.append(Call(call.args, call.kwargs, f"sample{i}-{variant}"))
+                out.append(Call(call.args, call.kwargs, f"sample{i}-{variant}", call.names))
     from tests.ops.samples import SAMPLES
 
     extra = SAMPLES.get(op.qualified)
     for j, (args, kwargs) in enumerate(extra(dtype, device) if extra and variants else []):
-        out.append(Call(args, kwargs, f"python{j}"))
+        names = tuple(a.name for a in op.schema.arguments.positional[: len(args)])
+        out.append(Call(args, kwargs, f"python{j}", names))
     return out
 
 
@@ -121,7 +139,9 @@ def _build(
 ) -> Call | None:
     gen = torch.Generator().manual_seed(1234 + seed)
     schema_args = op.schema.arguments
-    tensor_shapes = [get(a.name) for a in schema_args.flat_non_out if a.type == TENSOR]
+    tensor_shapes = [
+        get(a.name) for a in schema_args.flat_non_out if _is_tensor(a.type, get(a.name))
+    ]
     if variant == "noncontiguous" and not any(_shape(s) for s in tensor_shapes):
         return None
     if variant == "empty":
@@ -133,11 +153,18 @@ def _build(
     skipped = False  # after an omitted positional argument, later ones go by keyword
     for a in schema_args.flat_non_out:
         value = get(a.name)
-        if a.type == TENSOR:
+        if _is_tensor(a.type, value):
             spec = value
             if variant == "empty":
                 spec = [0, *_shape(value)[1:]]
-            value = make_tensor(spec, dtype, device, gen, noncontiguous=variant == "noncontiguous")
+            own = dict(op.arg_dtypes).get(a.name)
+            value = make_tensor(
+                spec,
+                TORCH_DTYPES[own[0]] if own else dtype,
+                device,
+                gen,
+                noncontiguous=variant == "noncontiguous",
+            )
         elif value is None:
             skipped = True
             continue  # the schema's default applies
@@ -145,7 +172,33 @@ def _build(
             args.append(value)
         else:
             kwargs[a.name] = value
-    return Call(args, kwargs, variant)
+    names = tuple(a.name for a in schema_args.positional[: len(args)])
+    return Call(args, kwargs, variant, names)
+
+
+def _is_tensor(t: Any, value: Any) -> bool:
+    """A Tensor argument, or a Tensor? one the sample gives a value for."""
+    return t == TENSOR or (t == OPTIONAL_TENSOR and value is not None)
+
+
+def written_args(op: OpDecl) -> list[str]:
+    """Inputs the op writes into (`Tensor(a!)`), other than out= arguments."""
+    return [a.name for a in op.schema.arguments.flat_non_out if a.is_write]
+
+
+def grad_inputs(op: OpDecl, call: Call) -> list[torch.Tensor]:
+    """The call's tensors gradcheck varies: floating, not written into by the op."""
+    written = {id(call.named(n)) for n in written_args(op)}
+    return [t for t in call.tensors() if t.is_floating_point() and id(t) not in written]
+
+
+def grad_outputs(op: OpDecl, result: Any) -> tuple[torch.Tensor, ...]:
+    """The outputs that carry gradients (floating, and differentiable per the YAML)."""
+    return tuple(
+        t
+        for i, t in enumerate(outputs(result))
+        if t.is_floating_point() and (not op.derivatives or op.output_differentiable(i))
+    )
 
 
 def outputs(result: Any) -> tuple[torch.Tensor, ...]:

@@ -18,54 +18,55 @@ def _params(pred: Any) -> list[Any]:
     return [pytest.param(op, id=op.qualified) for op in opdb.functional_ops() if pred(op)]
 
 
-def _float_inputs(call: opdb.Call) -> list[torch.Tensor]:
-    return [t for t in call.tensors() if t.is_floating_point()]
-
-
-def _requiring_grad(op: OpDecl, dtype: torch.dtype) -> list[opdb.Call]:
+def _requiring_grad(op: OpDecl, dtype: torch.dtype) -> list[tuple[opdb.Call, list[torch.Tensor]]]:
+    """Each sample with fresh tensors, and its inputs set to require grad."""
     out = []
     for call in opdb.calls(op, dtype, "cpu", variants=False):
-        call = call.map_tensors(lambda t: t.detach().requires_grad_(t.is_floating_point()))
-        out.append(call)
+        call = call.clone()
+        inputs = opdb.grad_inputs(op, call)
+        for t in inputs:
+            t.requires_grad_()
+        out.append((call, inputs))
     return out
 
 
-def _fn(op: OpDecl, call: opdb.Call, impl: Any) -> Any:
-    """impl(*args) as a function of the call's float tensors only (what gradcheck varies)."""
-    floats = _float_inputs(call)
+def _fn(op: OpDecl, call: opdb.Call, inputs: list[torch.Tensor], impl: Any) -> Any:
+    """impl(*args) as a function of `inputs` (what gradcheck varies), returning the outputs
+    that carry gradients."""
 
-    def run(*inputs: torch.Tensor) -> Any:
-        swap = dict(zip(map(id, floats), inputs, strict=True))
+    def run(*new: torch.Tensor) -> Any:
+        swap = dict(zip(map(id, inputs), new, strict=True))
         c = call.map_tensors(lambda t: swap.get(id(t), t))
-        return impl(*c.args, **c.kwargs)
+        return opdb.grad_outputs(op, impl(*c.args, **c.kwargs))
 
     return run
 
 
 @pytest.mark.parametrize("op", _params(opdb.differentiable))
 def test_gradcheck(op: OpDecl) -> None:
-    for call in _requiring_grad(op, torch.float64):
-        fn = _fn(op, call, getattr(opforge, op.name))
-        assert torch.autograd.gradcheck(fn, tuple(_float_inputs(call))), call.label
+    for call, inputs in _requiring_grad(op, torch.float64):
+        fn = _fn(op, call, inputs, getattr(opforge, op.name))
+        assert torch.autograd.gradcheck(fn, tuple(inputs)), call.label
 
 
 @pytest.mark.parametrize("op", _params(opdb.double_differentiable))
 def test_gradgradcheck(op: OpDecl) -> None:
-    for call in _requiring_grad(op, torch.float64):
-        fn = _fn(op, call, getattr(opforge, op.name))
-        assert torch.autograd.gradgradcheck(fn, tuple(_float_inputs(call))), call.label
+    for call, inputs in _requiring_grad(op, torch.float64):
+        fn = _fn(op, call, inputs, getattr(opforge, op.name))
+        assert torch.autograd.gradgradcheck(fn, tuple(inputs)), call.label
 
 
 @pytest.mark.parametrize("op", _params(opdb.differentiable))
 def test_gradients_match_reference_float32(op: OpDecl) -> None:
     gen = torch.Generator().manual_seed(7)
-    for call in _requiring_grad(op, torch.float32):
-        inputs = _float_inputs(call)
-        ours = getattr(opforge, op.name)(*call.args, **call.kwargs)
-        ref = opdb.reference(op)(*call.args, **call.kwargs)
-        grad_out = torch.randn(ours.shape, generator=gen)
-        got = torch.autograd.grad(ours, inputs, grad_out, allow_unused=True)
-        expected = torch.autograd.grad(ref, inputs, grad_out, allow_unused=True)
+    for call, inputs in _requiring_grad(op, torch.float32):
+        # Written-into arguments (running stats) are updated by both calls: in training mode
+        # the outputs do not read them, in eval mode neither call writes them.
+        ours = _fn(op, call, inputs, getattr(opforge, op.name))(*inputs)
+        ref = _fn(op, call, inputs, opdb.reference(op))(*inputs)
+        grad_outs = [torch.randn(t.shape, generator=gen) for t in ours]
+        got = torch.autograd.grad(ours, inputs, grad_outs, allow_unused=True)
+        expected = torch.autograd.grad(ref, inputs, grad_outs, allow_unused=True)
         for g, e in zip(got, expected, strict=True):
             torch.testing.assert_close(
                 g, e, atol=1e-5, rtol=1e-4, msg=lambda m, c=call: f"{c.label}: {m}"
@@ -74,7 +75,7 @@ def test_gradients_match_reference_float32(op: OpDecl) -> None:
 
 @pytest.mark.parametrize("op", _params(lambda o: not opdb.differentiable(o)))
 def test_backward_through_non_differentiable_op_is_a_clear_error(op: OpDecl) -> None:
-    call = _requiring_grad(op, torch.float64)[0]
+    call, _ = _requiring_grad(op, torch.float64)[0]
     out = getattr(opforge, op.name)(*call.args, **call.kwargs)
     first = next(a.name for a in op.schema.arguments.flat_all if str(a.type) == "Tensor")
     with pytest.raises(
@@ -86,12 +87,11 @@ def test_backward_through_non_differentiable_op_is_a_clear_error(op: OpDecl) -> 
 @pytest.mark.parametrize("op", _params(opdb.differentiable))
 def test_compiled_backward_matches_eager(op: OpDecl) -> None:
     torch._dynamo.reset()
-    call = _requiring_grad(op, torch.float32)[0]
-    inputs = _float_inputs(call)
-    fn = _fn(op, call, getattr(opforge, op.name))
+    call, inputs = _requiring_grad(op, torch.float32)[0]
+    fn = _fn(op, call, inputs, getattr(opforge, op.name))
 
     def loss(*xs: torch.Tensor) -> torch.Tensor:
-        return (fn(*xs) * 1.5).sum()
+        return sum((t * 1.5).sum() for t in fn(*xs))  # type: ignore[return-value]
 
     compiled = torch.compile(loss, fullgraph=True, dynamic=True, backend="aot_eager")
     expected = torch.autograd.grad(loss(*inputs), inputs)

@@ -34,16 +34,23 @@ def _opforge_fn(op: OpDecl) -> Any:
     return getattr(opforge, op.name)
 
 
-def _reference_out(op: OpDecl, call: opdb.Call, dtype: torch.dtype) -> Any:
-    """The reference result; reduced precision is computed in float32 and rounded once."""
+def _reference_out(op: OpDecl, call: opdb.Call, dtype: torch.dtype) -> tuple[Any, list[Any]]:
+    """The reference result and the arguments it wrote into (`Tensor(a!)` inputs); reduced
+    precision is computed in float32 and rounded once."""
     ref = opdb.reference(op)
     if dtype in (torch.float16, torch.bfloat16):
-        up = call.map_tensors(lambda t: t.float())
+        up = call.map_tensors(lambda t: t.float() if t.is_floating_point() else t.clone())
         out = ref(*up.args, **up.kwargs)
+        written = [_to(up.named(n), dtype) for n in opdb.written_args(op)]
         if isinstance(out, tuple):
-            return tuple(t.to(dtype) for t in out)
-        return out.to(dtype)
-    return ref(*call.args, **call.kwargs)
+            return tuple(_to(t, dtype) for t in out), written
+        return _to(out, dtype), written
+    call = call.clone()
+    return ref(*call.args, **call.kwargs), [call.named(n) for n in opdb.written_args(op)]
+
+
+def _to(t: Any, dtype: torch.dtype) -> Any:
+    return t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -52,12 +59,14 @@ def test_matches_reference(op: OpDecl, dtype: torch.dtype, device: str) -> None:
     cases = opdb.calls(op, dtype, device)
     assert cases, f"{op.qualified} declares no samples"
     for call in cases:
+        expected, expected_written = _reference_out(op, call, dtype)
+        call = call.clone()  # the reference and opforge each write into their own copies
         got = _opforge_fn(op)(*call.args, **call.kwargs)
-        expected = _reference_out(op, call, dtype)
+        got_written = [call.named(n) for n in opdb.written_args(op)]
         assert all(t.device.type == device for t in opdb.outputs(got))
         torch.testing.assert_close(
-            got,
-            expected,
+            (got, got_written),
+            (expected, expected_written),
             **opdb.tolerances(dtype),
             equal_nan=True,
             msg=lambda m, label=call.label: f"{label}: {m}",

@@ -111,7 +111,8 @@ at::Tensor add_Tensor_autograd(const at::Tensor& self, const at::Tensor& other, 
     return result;
   }
   opforge::autograd::record(
-      "opforge.add", {self, other}, outputs, {}, {},
+      "opforge.add", {self, other}, outputs, {true},
+      {}, {},
       [alpha_c = alpha](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const auto& alpha = alpha_c;

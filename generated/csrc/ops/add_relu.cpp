@@ -41,7 +41,8 @@ at::Tensor add_relu_autograd(const at::Tensor& self, const at::Tensor& other, co
     return result;
   }
   opforge::autograd::record(
-      "opforge.add_relu", {self, other}, outputs, {}, {0},
+      "opforge.add_relu", {self, other}, outputs, {true},
+      {}, {0},
       [alpha_c = alpha](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const auto& alpha = alpha_c;

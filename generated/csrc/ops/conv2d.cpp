@@ -87,7 +87,8 @@ at::Tensor conv2d_autograd(const at::Tensor& input, const at::Tensor& weight, co
     return result;
   }
   opforge::autograd::record(
-      "opforge.conv2d", {input, weight, bias}, outputs, {input, weight}, {},
+      "opforge.conv2d", {input, weight, bias}, outputs, {true},
+      {input, weight}, {},
       [stride_c = stride.vec(), padding_c = padding.vec(), dilation_c = dilation.vec(), groups_c = groups](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const c10::SymIntArrayRef stride(stride_c);

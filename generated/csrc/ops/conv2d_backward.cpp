@@ -87,7 +87,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_autograd(const at
     return result;
   }
   opforge::autograd::record(
-      "opforge.conv2d_backward", {grad_output, input, weight}, outputs, {}, {},
+      "opforge.conv2d_backward", {grad_output, input, weight}, outputs, {true, true, true},
+      {}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     [[maybe_unused]] const at::Tensor& grad = grads[0];

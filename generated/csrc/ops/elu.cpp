@@ -71,7 +71,8 @@ at::Tensor elu_autograd(const at::Tensor& self, const at::Scalar& alpha) {
     return result;
   }
   opforge::autograd::record(
-      "opforge.elu", {self}, outputs, {self}, {},
+      "opforge.elu", {self}, outputs, {true},
+      {self}, {},
       [alpha_c = alpha](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const auto& alpha = alpha_c;

@@ -81,7 +81,8 @@ at::Tensor elu_backward_autograd(const at::Tensor& grad_output, const at::Tensor
     return result;
   }
   opforge::autograd::record(
-      "opforge.elu_backward", {grad_output, self}, outputs, {grad_output, self}, {},
+      "opforge.elu_backward", {grad_output, self}, outputs, {true},
+      {grad_output, self}, {},
       [alpha_c = alpha](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const auto& alpha = alpha_c;

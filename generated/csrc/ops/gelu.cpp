@@ -71,7 +71,8 @@ at::Tensor gelu_autograd(const at::Tensor& self, c10::string_view approximate) {
     return result;
   }
   opforge::autograd::record(
-      "opforge.gelu", {self}, outputs, {self}, {},
+      "opforge.gelu", {self}, outputs, {true},
+      {self}, {},
       [approximate_c = std::string(approximate)](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const std::string& approximate = approximate_c;

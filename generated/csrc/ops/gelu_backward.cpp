@@ -81,7 +81,8 @@ at::Tensor gelu_backward_autograd(const at::Tensor& grad_output, const at::Tenso
     return result;
   }
   opforge::autograd::record(
-      "opforge.gelu_backward", {grad_output, self}, outputs, {}, {},
+      "opforge.gelu_backward", {grad_output, self}, outputs, {true},
+      {}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     [[maybe_unused]] const at::Tensor& grad = grads[0];

@@ -71,7 +71,8 @@ at::Tensor hardsigmoid_autograd(const at::Tensor& self) {
     return result;
   }
   opforge::autograd::record(
-      "opforge.hardsigmoid", {self}, outputs, {self}, {},
+      "opforge.hardsigmoid", {self}, outputs, {true},
+      {self}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const at::Tensor& self = saved[0];

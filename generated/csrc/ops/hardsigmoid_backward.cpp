@@ -81,7 +81,8 @@ at::Tensor hardsigmoid_backward_autograd(const at::Tensor& grad_output, const at
     return result;
   }
   opforge::autograd::record(
-      "opforge.hardsigmoid_backward", {grad_output, self}, outputs, {}, {},
+      "opforge.hardsigmoid_backward", {grad_output, self}, outputs, {true},
+      {}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     [[maybe_unused]] const at::Tensor& grad = grads[0];

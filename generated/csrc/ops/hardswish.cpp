@@ -71,7 +71,8 @@ at::Tensor hardswish_autograd(const at::Tensor& self) {
     return result;
   }
   opforge::autograd::record(
-      "opforge.hardswish", {self}, outputs, {self}, {},
+      "opforge.hardswish", {self}, outputs, {true},
+      {self}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const at::Tensor& self = saved[0];

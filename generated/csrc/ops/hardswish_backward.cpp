@@ -81,7 +81,8 @@ at::Tensor hardswish_backward_autograd(const at::Tensor& grad_output, const at::
     return result;
   }
   opforge::autograd::record(
-      "opforge.hardswish_backward", {grad_output, self}, outputs, {grad_output, self}, {},
+      "opforge.hardswish_backward", {grad_output, self}, outputs, {true},
+      {grad_output, self}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const at::Tensor& grad_output = saved[0];

@@ -71,7 +71,8 @@ at::Tensor leaky_relu_autograd(const at::Tensor& self, const at::Scalar& negativ
     return result;
   }
   opforge::autograd::record(
-      "opforge.leaky_relu", {self}, outputs, {self}, {},
+      "opforge.leaky_relu", {self}, outputs, {true},
+      {self}, {},
       [negative_slope_c = negative_slope](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const auto& negative_slope = negative_slope_c;

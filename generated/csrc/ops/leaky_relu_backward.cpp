@@ -81,7 +81,8 @@ at::Tensor leaky_relu_backward_autograd(const at::Tensor& grad_output, const at:
     return result;
   }
   opforge::autograd::record(
-      "opforge.leaky_relu_backward", {grad_output, self}, outputs, {self}, {},
+      "opforge.leaky_relu_backward", {grad_output, self}, outputs, {true},
+      {self}, {},
       [negative_slope_c = negative_slope](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const auto& negative_slope = negative_slope_c;

@@ -79,7 +79,8 @@ at::Tensor prelu_autograd(const at::Tensor& self, const at::Tensor& weight) {
     return result;
   }
   opforge::autograd::record(
-      "opforge.prelu", {self, weight}, outputs, {self, weight}, {},
+      "opforge.prelu", {self, weight}, outputs, {true},
+      {self, weight}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const at::Tensor& self = saved[0];

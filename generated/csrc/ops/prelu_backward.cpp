@@ -87,7 +87,8 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward_autograd(const at::Tensor& gra
     return result;
   }
   opforge::autograd::record(
-      "opforge.prelu_backward", {grad_output, self, weight}, outputs, {}, {},
+      "opforge.prelu_backward", {grad_output, self, weight}, outputs, {true, true},
+      {}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     [[maybe_unused]] const at::Tensor& grad = grads[0];

@@ -101,7 +101,8 @@ at::Tensor relu_autograd(const at::Tensor& self) {
     return result;
   }
   opforge::autograd::record(
-      "opforge.relu", {self}, outputs, {}, {0},
+      "opforge.relu", {self}, outputs, {true},
+      {}, {0},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const at::Tensor& result = saved[0];

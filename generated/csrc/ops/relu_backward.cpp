@@ -81,7 +81,8 @@ at::Tensor relu_backward_autograd(const at::Tensor& grad_output, const at::Tenso
     return result;
   }
   opforge::autograd::record(
-      "opforge.relu_backward", {grad_output, output}, outputs, {output}, {},
+      "opforge.relu_backward", {grad_output, output}, outputs, {true},
+      {output}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const at::Tensor& output = saved[0];

@@ -71,7 +71,8 @@ at::Tensor sigmoid_autograd(const at::Tensor& self) {
     return result;
   }
   opforge::autograd::record(
-      "opforge.sigmoid", {self}, outputs, {}, {0},
+      "opforge.sigmoid", {self}, outputs, {true},
+      {}, {0},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const at::Tensor& result = saved[0];

@@ -81,7 +81,8 @@ at::Tensor sigmoid_backward_autograd(const at::Tensor& grad_output, const at::Te
     return result;
   }
   opforge::autograd::record(
-      "opforge.sigmoid_backward", {grad_output, output}, outputs, {grad_output, output}, {},
+      "opforge.sigmoid_backward", {grad_output, output}, outputs, {true},
+      {grad_output, output}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const at::Tensor& grad_output = saved[0];

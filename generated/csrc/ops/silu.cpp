@@ -71,7 +71,8 @@ at::Tensor silu_autograd(const at::Tensor& self) {
     return result;
   }
   opforge::autograd::record(
-      "opforge.silu", {self}, outputs, {self}, {},
+      "opforge.silu", {self}, outputs, {true},
+      {self}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const at::Tensor& self = saved[0];

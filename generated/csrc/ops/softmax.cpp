@@ -71,7 +71,8 @@ at::Tensor softmax_autograd(const at::Tensor& self, int64_t dim) {
     return result;
   }
   opforge::autograd::record(
-      "opforge.softmax", {self}, outputs, {}, {0},
+      "opforge.softmax", {self}, outputs, {true},
+      {}, {0},
       [dim_c = dim](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const auto& dim = dim_c;

@@ -81,7 +81,8 @@ at::Tensor softmax_backward_autograd(const at::Tensor& grad_output, const at::Te
     return result;
   }
   opforge::autograd::record(
-      "opforge.softmax_backward", {grad_output, output}, outputs, {}, {},
+      "opforge.softmax_backward", {grad_output, output}, outputs, {true},
+      {}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     [[maybe_unused]] const at::Tensor& grad = grads[0];

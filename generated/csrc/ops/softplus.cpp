@@ -71,7 +71,8 @@ at::Tensor softplus_autograd(const at::Tensor& self, const at::Scalar& beta, con
     return result;
   }
   opforge::autograd::record(
-      "opforge.softplus", {self}, outputs, {self}, {},
+      "opforge.softplus", {self}, outputs, {true},
+      {self}, {},
       [beta_c = beta, threshold_c = threshold](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const auto& beta = beta_c;

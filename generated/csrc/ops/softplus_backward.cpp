@@ -81,7 +81,8 @@ at::Tensor softplus_backward_autograd(const at::Tensor& grad_output, const at::T
     return result;
   }
   opforge::autograd::record(
-      "opforge.softplus_backward", {grad_output, self}, outputs, {grad_output, self}, {},
+      "opforge.softplus_backward", {grad_output, self}, outputs, {true},
+      {grad_output, self}, {},
       [beta_c = beta, threshold_c = threshold](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const auto& beta = beta_c;

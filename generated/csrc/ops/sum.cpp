@@ -71,7 +71,8 @@ at::Tensor sum_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, boo
     return result;
   }
   opforge::autograd::record(
-      "opforge.sum", {self}, outputs, {self}, {},
+      "opforge.sum", {self}, outputs, {true},
+      {self}, {},
       [dim_c = dim.has_value() ? std::optional<std::vector<int64_t>>(dim->vec()) : std::nullopt, keepdim_c = keepdim](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     const at::OptionalIntArrayRef dim = dim_c ? at::OptionalIntArrayRef(*dim_c) : at::OptionalIntArrayRef();

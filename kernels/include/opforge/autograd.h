@@ -28,11 +28,13 @@ using backward_fn =
 // True when grad mode is on and a defined input requires grad.
 bool any_requires_grad(const std::vector<std::optional<at::Tensor>>& inputs);
 
-// Attaches a backward node named `op` to the floating outputs. `inputs` are the
-// op's tensor arguments in schema order (nullopt for an absent optional). Call
+// Attaches a backward node named `op` to the floating outputs that
+// `differentiable` marks (YAML `output_differentiability`; the others, like a
+// forward op's saved statistics, never require grad). `inputs` are the op's
+// tensor arguments in schema order (nullopt for an absent optional). Call
 // only when any_requires_grad(inputs): the generated kernels check first, so
 // that no backward lambda is built for inference calls.
 void record(const char* op, const std::vector<std::optional<at::Tensor>>& inputs, const tensor_list& outputs,
-            const tensor_list& saved_inputs, const std::vector<size_t>& saved_outputs, backward_fn backward);
+            const std::vector<bool>& differentiable, const tensor_list& saved_inputs, const std::vector<size_t>& saved_outputs, backward_fn backward);
 
 }  // namespace opforge::autograd

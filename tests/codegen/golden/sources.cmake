@@ -4,6 +4,7 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/library.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/bindings.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/crop.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gather_stats.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/scale_add.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/total.cpp
 )

@@ -7,6 +7,7 @@
 
 #include "bindings/arguments.h"
 #include <opforge/ops/crop.h>
+#include <opforge/ops/gather_stats.h>
 #include <opforge/ops/scale_add.h>
 #include <opforge/ops/total.h>
 
@@ -24,6 +25,27 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("self"),
       pybind11::arg("size"),
       pybind11::arg("stride")
+      );
+  m.def(
+      "crop",
+      [](const at::Tensor& self, const std::string& size) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::crop_name(self, c10::string_view(size));
+      },
+      pybind11::arg("self"),
+      pybind11::arg("size")
+      );
+  m.def(
+      "gather_stats",
+      [](const at::Tensor& table, const at::Tensor& index, const std::optional<at::Tensor>& running, pybind11::handle generator) -> std::tuple<at::Tensor, at::Tensor> {
+        auto generator_gen = opforge::bindings::optional_generator(generator, "opforge.gather_stats", "generator");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::gather_stats(table, index, running, generator_gen);
+      },
+      pybind11::arg("table"),
+      pybind11::arg("index"),
+      pybind11::arg("running"),
+      pybind11::arg("generator")
       );
   m.def(
       "scale_add",

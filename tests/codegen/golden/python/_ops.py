@@ -21,25 +21,42 @@ from opforge import _C
 Number = Union[int, float, bool]
 _ops = torch.ops.opforge
 
-__all__ = ["crop", "scale_add", "total", ]
+__all__ = ["crop", "gather_stats", "scale_add", "total", ]
 
 # One row per operator overload, as declared in schemas/ (used by build_info and the tests).
 OP_TABLE: tuple[dict[str, Any], ...] = (
-    {'qualified': 'crop', 'schema': 'crop(Tensor self, int[2] size, int[2] stride=1) -> Tensor', 'keys': ['CPU'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.sum', 'family': 'two_ops', 'shape': 'sizes(self.size(0), (self.size(-1) - size[0]) // stride[0] + 1)', 'samples': []},
-    {'qualified': 'scale_add.Tensor', 'schema': 'scale_add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'int64'], 'reference': 'torch.add', 'family': 'two_ops', 'shape': 'broadcast(self, other)', 'samples': []},
-    {'qualified': 'total', 'schema': "total(Tensor self, int[1]? dim=None, bool keepdim=False, *, str mode='sum') -> Tensor", 'keys': ['CPU'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'reference': 'torch.sum', 'family': 'two_ops', 'shape': 'reduce(self, dim, keepdim)', 'samples': []},
+    {'qualified': 'crop', 'schema': 'crop(Tensor self, int[2] size, int[2] stride=1) -> Tensor', 'keys': ['CPU'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.sum', 'family': 'two_ops', 'shape': 'sizes(self.size(0), (self.size(-1) - size[0]) // stride[0] + 1)', 'samples': []},
+    {'qualified': 'crop.name', 'schema': 'crop.name(Tensor self, str size) -> Tensor', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.sum', 'family': 'two_ops', 'shape': None, 'samples': []},
+    {'qualified': 'gather_stats', 'schema': 'gather_stats(Tensor table, Tensor index, Tensor(a!)? running, *, Generator? generator=None) -> (Tensor, Tensor)', 'keys': ['CPU'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'index': ['int64', 'int32']}, 'reference': 'torch.sum', 'family': 'two_ops', 'shape': 'gather_stats_meta', 'samples': []},
+    {'qualified': 'scale_add.Tensor', 'schema': 'scale_add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'int64'], 'arg_dtypes': {}, 'reference': 'torch.add', 'family': 'two_ops', 'shape': 'broadcast(self, other)', 'samples': []},
+    {'qualified': 'total', 'schema': "total(Tensor self, int[1]? dim=None, bool keepdim=False, *, str mode='sum') -> Tensor", 'keys': ['CPU'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.sum', 'family': 'two_ops', 'shape': 'reduce(self, dim, keepdim)', 'samples': []},
 )
 
 
-def crop(self: Tensor, size: int | Sequence[int], stride: int | Sequence[int] = 1) -> Tensor:
+def crop(*args: Any, **kwargs: Any) -> Any:
     """Exercises an explicit sizes() shape rule.
 
     Schema: ``crop(Tensor self, int[2] size, int[2] stride=1) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16.
+
+    A second overload, routed by argument types.
+
+    Schema: ``crop.name(Tensor self, str size) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    # Several overloads: torch.ops picks the one whose schema the arguments fit.
+    return _ops.crop(*args, **kwargs)
+
+
+def gather_stats(table: Tensor, index: Tensor, running: Tensor | None, *, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+    """Exercises per-argument dtypes, a mutable optional input, a Generator and output_differentiability.
+
+    Schema: ``gather_stats(Tensor table, Tensor index, Tensor(a!)? running, *, Generator? generator=None) -> (Tensor, Tensor)``
+    Dtypes: float32, float64, float16, bfloat16; index: int64, int32.
     """
     if _compiling():
-        return _ops.crop.default(self, size, stride)
-    return _C.crop(self, size, stride)
+        return _ops.gather_stats.default(table, index, running, generator=generator)
+    return _C.gather_stats(table, index, running, generator)
 
 
 def scale_add(self: Tensor, other: Tensor, *, alpha: Number = 1) -> Tensor:

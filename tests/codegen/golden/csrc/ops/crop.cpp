@@ -21,6 +21,13 @@ at::Tensor opforge::ops::crop(const at::Tensor& self, at::IntArrayRef size, at::
   return op.call(self, size, stride);
 }
 
+at::Tensor opforge::ops::crop_name(const at::Tensor& self, c10::string_view size) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::crop", "name")
+      .typed<at::Tensor(const at::Tensor&, c10::string_view)>();
+  return op.call(self, size);
+}
+
 namespace {
 
 at::Tensor crop_cpu_checked(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride) {
@@ -53,7 +60,8 @@ at::Tensor crop_autograd(const at::Tensor& self, at::IntArrayRef size, at::IntAr
     return result;
   }
   opforge::autograd::record(
-      "opforge.crop", {self}, outputs, {}, {},
+      "opforge.crop", {self}, outputs, {true},
+      {}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     [[maybe_unused]] const at::Tensor& grad = grads[0];
@@ -71,6 +79,10 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
   m.impl("crop", TORCH_FN(crop_cpu_checked));
+}
+
+TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
+  m.impl("crop.name", TORCH_FN(opforge::crop_by_name));
 }
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {

@@ -65,7 +65,8 @@ at::Tensor scale_add_Tensor_autograd(const at::Tensor& self, const at::Tensor& o
     return result;
   }
   opforge::autograd::record(
-      "opforge.scale_add", {self, other}, outputs, {}, {},
+      "opforge.scale_add", {self, other}, outputs, {true},
+      {}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     [[maybe_unused]] const at::Tensor& grad = grads[0];

@@ -46,7 +46,8 @@ at::Tensor total_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, b
     return result;
   }
   opforge::autograd::record(
-      "opforge.total", {self}, outputs, {}, {},
+      "opforge.total", {self}, outputs, {true},
+      {}, {},
       [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
     [[maybe_unused]] const at::Tensor& grad = grads[0];

@@ -27,8 +27,13 @@ at::Tensor crop_cpu(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRe
   template at::Tensor crop_cpu<c10::Half>(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride); \
   template at::Tensor crop_cpu<c10::BFloat16>(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride);
 
+// crop.name [CompositeImplicitAutograd]
+at::Tensor crop_by_name(const at::Tensor& self, c10::string_view size);
+
 namespace ops {
 // crop
 at::Tensor crop(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride);
+// crop.name
+at::Tensor crop_name(const at::Tensor& self, c10::string_view size);
 }  // namespace ops
 }  // namespace opforge

@@ -1,0 +1,422 @@
+"""opforge vs ATen on realistic shapes: forward and forward+backward time ratios from one run.
+
+Run: `.venv/bin/python benchmarks/ops.py [--device cuda] [--only conv]` (also `make bench`).
+Prints one row per case: opforge time / ATen time (lower is better; 1.00 = parity)
+for the forward pass and for forward + backward, next to the case's target. Both
+sides are timed alternately in the same process (these machines are shared and
+noisy, so only ratios from one run are meaningful); each figure is the median of
+several timed repeats after a warm-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+import opforge
+
+Fn = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    shape: str
+    inputs: Callable[[torch.device], list[Any]]  # tensors that may require grad come first
+    ours: Fn
+    aten: Fn
+    target: float  # forward ratio target (forward+backward: `target_bwd`)
+    target_bwd: float | None = None  # None: same as target; 0: no backward timed
+    grad_inputs: int = 1  # how many leading inputs get gradients
+
+
+def _randn(*shape: int) -> Callable[[torch.device], list[Any]]:
+    return lambda d: [torch.randn(*shape, device=d)]
+
+
+def _with(*extra: Callable[[torch.device], Any], shape: tuple[int, ...]) -> Callable[..., Any]:
+    return lambda d: [torch.randn(*shape, device=d), *(e(d) for e in extra)]
+
+
+ACT = (4, 64, 128, 128)  # 4M activations
+ELEMENTWISE: list[tuple[str, Fn, Fn]] = [
+    ("relu", opforge.relu, torch.relu),
+    ("gelu", opforge.gelu, F.gelu),
+    ("leaky_relu", opforge.leaky_relu, F.leaky_relu),
+    ("elu", opforge.elu, F.elu),
+    ("softplus", opforge.softplus, F.softplus),
+    ("sigmoid", opforge.sigmoid, torch.sigmoid),
+    ("tanh", opforge.tanh, torch.tanh),
+    ("silu", opforge.silu, F.silu),
+    ("hardsigmoid", opforge.hardsigmoid, F.hardsigmoid),
+    ("hardswish", opforge.hardswish, F.hardswish),
+]
+
+
+def _op(name: str) -> Fn:
+    """opforge.<name>, or a stand-in that says the op is missing from this build."""
+    fn = getattr(opforge, name, None)
+    if fn is None:
+
+        def missing(*args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError(f"opforge.{name} is not in this build")
+
+        return missing
+    return fn  # type: ignore[no-any-return]
+
+
+def _bn_eval(x: Tensor, w: Tensor, b: Tensor, bn: list[Tensor]) -> Tensor:
+    gamma, beta, mean, var = bn
+    return F.relu(F.batch_norm(F.conv2d(x, w, b, 1, 1), mean, var, gamma, beta, False))
+
+
+def _fused(x: Tensor, w: Tensor, b: Tensor, folded: tuple[Tensor, Tensor]) -> Tensor:
+    out: Tensor = _op("conv2d_bias_act")(x, folded[0], folded[1], 1, 1, 1, 1, "relu")
+    return out
+
+
+def _bn_params(c: int) -> Callable[[torch.device], list[Tensor]]:
+    return lambda d: [
+        torch.rand(c, device=d) + 0.5,
+        torch.randn(c, device=d),
+        torch.randn(c, device=d),
+        torch.rand(c, device=d) + 0.5,
+    ]
+
+
+def _fold(w: Tensor, b: Tensor, bn: list[Tensor]) -> tuple[Tensor, Tensor]:
+    return _op("fold_conv_bn")(w, b, bn[0], bn[1], bn[2], bn[3], 1e-5)  # type: ignore[no-any-return]
+
+
+def _conv_bias_act_inputs(d: torch.device) -> list[Any]:
+    x = torch.randn(8, 64, 56, 56, device=d)
+    w = torch.randn(64, 64, 3, 3, device=d) * 0.05
+    b = torch.randn(64, device=d)
+    bn = _bn_params(64)(d)
+    return [x, w, b, bn]
+
+
+def _spp_ref(x: Tensor, levels: list[int], mode: str) -> Tensor:
+    return torch.cat([F.adaptive_max_pool2d(x, n).flatten(1) for n in levels], 1)
+
+
+def _cases() -> list[Case]:
+    cases = [Case(n, str(ACT), _randn(*ACT), ours, aten, 1.1) for n, ours, aten in ELEMENTWISE]
+    prelu_in = _with(lambda d: torch.rand(64, device=d), shape=ACT)
+    cases += [
+        Case("prelu", str(ACT), prelu_in, opforge.prelu, F.prelu, 1.1, grad_inputs=2),
+        Case(
+            "add",
+            str(ACT),
+            _with(lambda d: torch.randn(*ACT, device=d), shape=ACT),
+            opforge.add,
+            torch.add,
+            1.1,
+            grad_inputs=2,
+        ),
+        Case("sum", str(ACT), _with(lambda d: [1], shape=ACT), opforge.sum, torch.sum, 1.1),
+        Case(
+            "softmax",
+            "(8192, 1024)",
+            _with(lambda d: 1, shape=(8192, 1024)),
+            opforge.softmax,
+            torch.softmax,
+            1.25,
+        ),
+        Case(
+            "log_softmax",
+            "(8192, 1024)",
+            _with(lambda d: 1, shape=(8192, 1024)),
+            opforge.log_softmax,
+            torch.log_softmax,
+            1.25,
+        ),
+    ]
+    bn_shape = (8, 64, 56, 56)
+    cases += [
+        Case(
+            "batch_norm (train)",
+            str(bn_shape),
+            _with(
+                lambda d: torch.rand(64, device=d),
+                lambda d: torch.rand(64, device=d),
+                lambda d: torch.zeros(64, device=d),
+                lambda d: torch.ones(64, device=d),
+                lambda d: True,
+                shape=bn_shape,
+            ),
+            _op("batch_norm"),
+            lambda x, w, b, mean, var, train: F.batch_norm(x, mean, var, w, b, train),
+            1.25,
+            grad_inputs=3,
+        ),
+        Case(
+            "layer_norm",
+            "(8192, 768)",
+            _with(
+                lambda d: [768],
+                lambda d: torch.rand(768, device=d),
+                lambda d: torch.rand(768, device=d),
+                shape=(8192, 768),
+            ),
+            _op("layer_norm"),
+            F.layer_norm,
+            1.25,
+        ),
+        Case(
+            "group_norm (32 groups)",
+            str(bn_shape),
+            _with(
+                lambda d: 32,
+                lambda d: torch.rand(64, device=d),
+                lambda d: torch.rand(64, device=d),
+                shape=bn_shape,
+            ),
+            _op("group_norm"),
+            F.group_norm,
+            1.25,
+        ),
+        Case(
+            "local_response_norm",
+            "(8, 96, 27, 27)",
+            _with(lambda d: 5, shape=(8, 96, 27, 27)),
+            _op("local_response_norm"),
+            F.local_response_norm,
+            1.25,
+        ),
+    ]
+
+    def conv(name: str, x: tuple[int, ...], w: tuple[int, ...], target: float, **kw: Any) -> Case:
+        args = [kw.get("stride", 1), kw.get("padding", 0), 1, kw.get("groups", 1)]
+        return Case(
+            name,
+            f"x{x} w{w}",
+            _with(lambda d: torch.randn(*w, device=d) * 0.05, lambda d: None, shape=x),
+            lambda x, w, b: _op("conv2d")(x, w, b, *args),
+            lambda x, w, b: F.conv2d(x, w, b, *args),
+            target,
+            2.0 if target == 1.5 else target,
+            grad_inputs=2,
+        )
+
+    cases += [
+        conv("conv2d 3x3 dense", (8, 64, 56, 56), (64, 64, 3, 3), 1.5, padding=1),
+        conv("conv2d 3x3 depthwise", (8, 32, 112, 112), (32, 1, 3, 3), 1.2, padding=1, groups=32),
+        conv("conv2d 1x1 pointwise", (8, 128, 28, 28), (256, 128, 1, 1), 1.5),
+        Case(
+            "conv_transpose2d 4x4 s2",
+            "x(8, 64, 28, 28) w(64, 32, 4, 4)",
+            _with(lambda d: torch.randn(64, 32, 4, 4, device=d) * 0.05, shape=(8, 64, 28, 28)),
+            lambda x, w: _op("conv_transpose2d")(x, w, None, 2, 1),
+            lambda x, w: F.conv_transpose2d(x, w, None, 2, 1),
+            1.5,
+            2.0,
+            grad_inputs=2,
+        ),
+        Case(
+            "conv2d_bias_act vs conv+bn+relu",
+            "x(8, 64, 56, 56) w(64, 64, 3, 3)",
+            _conv_bias_act_inputs,
+            lambda x, w, b, bn: _fused(x, w, b, _fold(w, b, bn)),
+            _bn_eval,
+            1 / 1.3,
+            0,
+            grad_inputs=0,
+        ),
+        Case(
+            "fold_conv_bn",
+            "w(256, 256, 3, 3)",
+            lambda d: (
+                [torch.randn(256, 256, 3, 3, device=d), torch.randn(256, device=d)]
+                + [_bn_params(256)(d)]
+            ),
+            lambda w, b, bn: _fold(w, b, bn),
+            lambda w, b, bn: torch.nn.utils.fusion.fuse_conv_bn_weights(
+                w, b, bn[2], bn[3], 1e-5, bn[0], bn[1]
+            ),
+            1.1,
+            0,
+            grad_inputs=0,
+        ),
+    ]
+    pool = (8, 64, 112, 112)
+    cases += [
+        Case(
+            "max_pool2d 3x3 s2",
+            str(pool),
+            _with(lambda d: [3, 3], lambda d: [2, 2], lambda d: [1, 1], shape=pool),
+            _op("max_pool2d"),
+            F.max_pool2d,
+            1.1,
+        ),
+        Case(
+            "avg_pool2d 2x2",
+            str(pool),
+            _with(lambda d: [2, 2], shape=pool),
+            _op("avg_pool2d"),
+            F.avg_pool2d,
+            1.1,
+        ),
+        Case(
+            "adaptive_avg_pool2d 1x1",
+            "(8, 512, 7, 7)",
+            _with(lambda d: [1, 1], shape=(8, 512, 7, 7)),
+            _op("adaptive_avg_pool2d"),
+            F.adaptive_avg_pool2d,
+            1.1,
+        ),
+        Case(
+            "adaptive_max_pool2d 6x6",
+            "(8, 256, 13, 13)",
+            _with(lambda d: [6, 6], shape=(8, 256, 13, 13)),
+            _op("adaptive_max_pool2d"),
+            F.adaptive_max_pool2d,
+            1.1,
+        ),
+        Case(
+            "spatial_pyramid_pool [4,2,1]",
+            "(8, 256, 13, 13)",
+            _with(lambda d: [4, 2, 1], lambda d: "max", shape=(8, 256, 13, 13)),
+            _op("spatial_pyramid_pool"),
+            _spp_ref,
+            1.1,
+        ),
+        Case(
+            "linear",
+            "x(8192, 1024) w(1024, 1024)",
+            _with(
+                lambda d: torch.randn(1024, 1024, device=d) * 0.03,
+                lambda d: torch.randn(1024, device=d),
+                shape=(8192, 1024),
+            ),
+            _op("linear"),
+            F.linear,
+            1.1,
+            grad_inputs=3,
+        ),
+        Case(
+            "dropout p=0.5",
+            str(ACT),
+            _with(lambda d: 0.5, lambda d: True, shape=ACT),
+            _op("dropout"),
+            F.dropout,
+            1.1,
+        ),
+        Case(
+            "channel_shuffle g=4",
+            str(ACT),
+            _with(lambda d: 4, shape=ACT),
+            _op("channel_shuffle"),
+            F.channel_shuffle,
+            1.1,
+        ),
+        Case(
+            "embedding",
+            "idx(64, 512) w(30000, 512)",
+            lambda d: [
+                torch.randn(30000, 512, device=d),
+                torch.randint(0, 30000, (64, 512), device=d),
+            ],
+            _op("embedding"),
+            lambda w, i: F.embedding(i, w),
+            1.1,
+        ),
+    ]
+    return cases
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _time_pair(ours: Fn, aten: Fn, device: torch.device, budget_s: float) -> tuple[float, float]:
+    """Median seconds per call of each, timing them alternately so load hits both alike."""
+    for fn in (ours, aten):  # warm-up (lazy init, allocator, first-touch)
+        fn()
+    _sync(device)
+    start = time.perf_counter()
+    aten()
+    _sync(device)
+    once = max(time.perf_counter() - start, 1e-6)
+    number = max(1, int(budget_s / 10 / once))
+    samples: dict[int, list[float]] = {0: [], 1: []}
+    for _ in range(5):
+        for i, fn in enumerate((ours, aten)):
+            _sync(device)
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            _sync(device)
+            samples[i].append((time.perf_counter() - t0) / number)
+    return statistics.median(samples[0]), statistics.median(samples[1])
+
+
+def _fwd_bwd(fn: Fn, inputs: list[Any], n_grad: int) -> Fn:
+    leaves = [t.detach().requires_grad_() for t in inputs[:n_grad]]
+    rest = inputs[n_grad:]
+
+    def run() -> None:
+        out = fn(*leaves, *rest)
+        out = out[0] if isinstance(out, tuple) else out
+        out.backward(torch.ones_like(out))
+
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--only", default="", help="run cases whose name contains this")
+    parser.add_argument("--budget", type=float, default=0.4, help="seconds per side per timing")
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    torch.manual_seed(0)
+    print(f"opforge / ATen time ratios, float32, {device}, {torch.get_num_threads()} threads")
+    print(f"{'case':32s} {'shape':34s} {'fwd':>6s} {'target':>6s} {'fwd+bwd':>8s} {'target':>6s}")
+    misses = []
+    for case in _cases():
+        if args.only not in case.name:
+            continue
+        inputs = case.inputs(device)
+        try:
+            f_ours, f_aten = _time_pair(
+                lambda: case.ours(*inputs),  # noqa: B023 - used within the iteration
+                lambda: case.aten(*inputs),  # noqa: B023
+                device,
+                args.budget,
+            )
+        except NotImplementedError as e:
+            print(f"{case.name:32s} {case.shape:34s} {str(e)}")
+            misses.append(f"{case.name}: missing")
+            continue
+        fwd = f_ours / f_aten
+        row = f"{case.name:32s} {case.shape:34s} {fwd:6.2f} {case.target:6.2f}"
+        if fwd > case.target:
+            misses.append(f"{case.name} forward {fwd:.2f} > {case.target:.2f}")
+        target_bwd = case.target if case.target_bwd is None else case.target_bwd
+        if target_bwd and case.grad_inputs:
+            b_ours, b_aten = _time_pair(
+                _fwd_bwd(case.ours, inputs, case.grad_inputs),
+                _fwd_bwd(case.aten, inputs, case.grad_inputs),
+                device,
+                args.budget,
+            )
+            bwd = b_ours / b_aten
+            row += f" {bwd:8.2f} {target_bwd:6.2f}"
+            if bwd > target_bwd:
+                misses.append(f"{case.name} fwd+bwd {bwd:.2f} > {target_bwd:.2f}")
+        print(row, flush=True)
+    print("\nmisses: " + ("; ".join(misses) if misses else "none"))
+
+
+if __name__ == "__main__":
+    main()
