@@ -7,6 +7,7 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/add_relu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/conv2d.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/conv2d_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/conv2d_double_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/elu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/elu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gelu.cpp

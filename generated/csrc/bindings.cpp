@@ -10,6 +10,7 @@
 #include <opforge/ops/add_relu.h>
 #include <opforge/ops/conv2d.h>
 #include <opforge/ops/conv2d_backward.h>
+#include <opforge/ops/conv2d_double_backward.h>
 #include <opforge/ops/elu.h>
 #include <opforge/ops/elu_backward.h>
 #include <opforge/ops/gelu.h>
@@ -94,7 +95,23 @@ void register_ops(pybind11::module_& m) {
         auto padding_list = opforge::bindings::int_list(padding, 2, "opforge.conv2d", "padding");
         auto dilation_list = opforge::bindings::int_list(dilation, 2, "opforge.conv2d", "dilation");
         pybind11::gil_scoped_release no_gil;
-        return opforge::ops::conv2d(input, weight, bias, c10::fromIntArrayRefSlow(stride_list), c10::fromIntArrayRefSlow(padding_list), c10::fromIntArrayRefSlow(dilation_list), c10::SymInt(groups));
+        return opforge::ops::conv2d(input, weight, bias, stride_list, padding_list, dilation_list, groups);
+      },
+      pybind11::arg("input"),
+      pybind11::arg("weight"),
+      pybind11::arg("bias"),
+      pybind11::arg("stride"),
+      pybind11::arg("padding"),
+      pybind11::arg("dilation"),
+      pybind11::arg("groups")
+      );
+  m.def(
+      "conv2d",
+      [](const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, pybind11::handle stride, const std::string& padding, pybind11::handle dilation, int64_t groups) -> at::Tensor {
+        auto stride_list = opforge::bindings::int_list(stride, 2, "opforge.conv2d", "stride");
+        auto dilation_list = opforge::bindings::int_list(dilation, 2, "opforge.conv2d", "dilation");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::conv2d_padding(input, weight, bias, stride_list, c10::string_view(padding), dilation_list, groups);
       },
       pybind11::arg("input"),
       pybind11::arg("weight"),
@@ -111,8 +128,29 @@ void register_ops(pybind11::module_& m) {
         auto padding_list = opforge::bindings::int_list(padding, 2, "opforge.conv2d_backward", "padding");
         auto dilation_list = opforge::bindings::int_list(dilation, 2, "opforge.conv2d_backward", "dilation");
         pybind11::gil_scoped_release no_gil;
-        return opforge::ops::conv2d_backward(grad_output, input, weight, c10::fromIntArrayRefSlow(stride_list), c10::fromIntArrayRefSlow(padding_list), c10::fromIntArrayRefSlow(dilation_list), c10::SymInt(groups), output_mask);
+        return opforge::ops::conv2d_backward(grad_output, input, weight, stride_list, padding_list, dilation_list, groups, output_mask);
       },
+      pybind11::arg("grad_output"),
+      pybind11::arg("input"),
+      pybind11::arg("weight"),
+      pybind11::arg("stride"),
+      pybind11::arg("padding"),
+      pybind11::arg("dilation"),
+      pybind11::arg("groups"),
+      pybind11::arg("output_mask")
+      );
+  m.def(
+      "conv2d_double_backward",
+      [](const at::Tensor& grad_grad_input, const at::Tensor& grad_grad_weight, const at::Tensor& grad_grad_bias, const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, pybind11::handle stride, pybind11::handle padding, pybind11::handle dilation, int64_t groups, std::array<bool,3> output_mask) -> std::tuple<at::Tensor, at::Tensor, at::Tensor> {
+        auto stride_list = opforge::bindings::int_list(stride, 2, "opforge.conv2d_double_backward", "stride");
+        auto padding_list = opforge::bindings::int_list(padding, 2, "opforge.conv2d_double_backward", "padding");
+        auto dilation_list = opforge::bindings::int_list(dilation, 2, "opforge.conv2d_double_backward", "dilation");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::conv2d_double_backward(grad_grad_input, grad_grad_weight, grad_grad_bias, grad_output, input, weight, stride_list, padding_list, dilation_list, groups, output_mask);
+      },
+      pybind11::arg("grad_grad_input"),
+      pybind11::arg("grad_grad_weight"),
+      pybind11::arg("grad_grad_bias"),
       pybind11::arg("grad_output"),
       pybind11::arg("input"),
       pybind11::arg("weight"),

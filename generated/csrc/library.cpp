@@ -7,8 +7,10 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!))schema", {at::Tag::out});
   m.def(R"schema(add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!))schema", {at::Tag::inplace});
   m.def(R"schema(add_relu(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor)schema", {});
-  m.def(R"schema(conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor)schema", {});
-  m.def(R"schema(conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[2] stride, SymInt[2] padding, SymInt[2] dilation, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor))schema", {});
+  m.def(R"schema(conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, int[2] dilation=1, int groups=1) -> Tensor)schema", {});
+  m.def(R"schema(conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, str padding="valid", int[2] dilation=1, int groups=1) -> Tensor)schema", {});
+  m.def(R"schema(conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor))schema", {});
+  m.def(R"schema(conv2d_double_backward(Tensor grad_grad_input, Tensor grad_grad_weight, Tensor grad_grad_bias, Tensor grad_output, Tensor input, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor))schema", {});
   m.def(R"schema(elu(Tensor self, Scalar alpha=1) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(gelu(Tensor self, *, str approximate='none') -> Tensor)schema", {at::Tag::pointwise});

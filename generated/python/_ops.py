@@ -21,7 +21,7 @@ from opforge import _C
 Number = Union[int, float, bool]
 _ops = torch.ops.opforge
 
-__all__ = ["add", "add_", "add_relu", "conv2d", "conv2d_backward", "elu", "elu_backward", "gelu", "gelu_backward", "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward", "leaky_relu", "leaky_relu_backward", "log_softmax", "log_softmax_backward", "prelu", "prelu_backward", "relu", "relu_", "relu_backward", "sigmoid", "sigmoid_backward", "silu", "silu_backward", "softmax", "softmax_backward", "softplus", "softplus_backward", "sum", "sum_backward", "tanh", "tanh_backward", ]
+__all__ = ["add", "add_", "add_relu", "conv2d", "conv2d_backward", "conv2d_double_backward", "elu", "elu_backward", "gelu", "gelu_backward", "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward", "leaky_relu", "leaky_relu_backward", "log_softmax", "log_softmax_backward", "prelu", "prelu_backward", "relu", "relu_", "relu_backward", "sigmoid", "sigmoid_backward", "silu", "silu_backward", "softmax", "softmax_backward", "softplus", "softplus_backward", "sum", "sum_backward", "tanh", "tanh_backward", ]
 
 # One row per operator overload, as declared in schemas/ (used by build_info and the tests).
 OP_TABLE: tuple[dict[str, Any], ...] = (
@@ -29,8 +29,10 @@ OP_TABLE: tuple[dict[str, Any], ...] = (
     {'qualified': 'add.out', 'schema': 'add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int64'], 'arg_dtypes': {}, 'reference': 'torch.add', 'family': 'binary', 'shape': None, 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': 2}, {'self': [3, 1, 6], 'other': [4, 1], 'alpha': -2}, {'self': [], 'other': [2, 3]}]},
     {'qualified': 'add_.Tensor', 'schema': 'add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int64'], 'arg_dtypes': {}, 'reference': 'torch.add', 'family': 'binary', 'shape': None, 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': 2}, {'self': [3, 1, 6], 'other': [4, 1], 'alpha': -2}, {'self': [], 'other': [2, 3]}]},
     {'qualified': 'add_relu', 'schema': 'add_relu(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor', 'keys': ['CompositeExplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.add_relu', 'family': 'binary', 'shape': 'broadcast(self, other)', 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': -2}]},
-    {'qualified': 'conv2d', 'schema': 'conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.conv2d', 'family': 'conv', 'shape': 'conv2d_meta', 'samples': [{'input': [2, 3, 7, 6], 'weight': [4, 3, 3, 3], 'padding': [1, 1]}, {'input': [2, 4, 7, 6], 'weight': [6, 2, 3, 2], 'stride': [2, 1], 'padding': [1, 0], 'dilation': [1, 2], 'groups': 2}, {'input': [1, 3, 6, 5], 'weight': [6, 1, 3, 3], 'stride': [2, 1], 'padding': [1, 1], 'groups': 3}, {'input': [2, 4, 5, 5], 'weight': [3, 4, 1, 1]}, {'input': [3, 5, 6], 'weight': [2, 3, 2, 2], 'stride': [2, 2]}]},
-    {'qualified': 'conv2d_backward', 'schema': 'conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[2] stride, SymInt[2] padding, SymInt[2] dilation, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.conv2d_backward', 'family': 'conv', 'shape': 'conv2d_backward_meta', 'samples': [{'grad_output': [2, 4, 7, 6], 'input': [2, 3, 7, 6], 'weight': [4, 3, 3, 3], 'stride': [1, 1], 'padding': [1, 1], 'dilation': [1, 1], 'groups': 1, 'output_mask': [True, True, True]}, {'grad_output': [2, 6, 4, 4], 'input': [2, 4, 7, 6], 'weight': [6, 2, 3, 2], 'stride': [2, 1], 'padding': [1, 0], 'dilation': [1, 2], 'groups': 2, 'output_mask': [True, True, True]}]},
+    {'qualified': 'conv2d', 'schema': 'conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, int[2] dilation=1, int groups=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.conv2d', 'family': 'conv', 'shape': 'conv2d_meta', 'samples': [{'input': [2, 3, 5, 4], 'weight': [4, 3, 3, 3], 'stride': [1, 1], 'padding': [1, 1], 'dilation': [1, 1]}, {'input': [1, 4, 7, 6], 'weight': [4, 2, 3, 2], 'stride': [2, 1], 'padding': [1, 0], 'dilation': [1, 2], 'groups': 2}, {'input': [1, 3, 6, 5], 'weight': [6, 1, 3, 3], 'stride': [2, 1], 'padding': [1, 1], 'groups': 3}, {'input': [2, 4, 3, 3], 'weight': [3, 4, 1, 1]}, {'input': [3, 5, 6], 'weight': [2, 3, 2, 2], 'stride': [2, 2]}]},
+    {'qualified': 'conv2d.padding', 'schema': 'conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, str padding="valid", int[2] dilation=1, int groups=1) -> Tensor', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.conv2d_padding', 'family': 'conv', 'shape': None, 'samples': [{'input': [1, 2, 5, 4], 'weight': [2, 2, 3, 2], 'padding': 'same', 'dilation': [1, 2]}, {'input': [4, 4, 3], 'weight': [4, 2, 2, 3], 'padding': 'same', 'groups': 2}, {'input': [1, 3, 5, 4], 'weight': [2, 3, 3, 2], 'stride': [2, 1], 'padding': 'valid'}]},
+    {'qualified': 'conv2d_backward', 'schema': 'conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.conv2d_backward', 'family': 'conv', 'shape': 'conv2d_backward_meta', 'samples': [{'grad_output': [1, 4, 5, 4], 'input': [1, 3, 5, 4], 'weight': [4, 3, 3, 3], 'stride': [1, 1], 'padding': [1, 1], 'dilation': [1, 1], 'groups': 1, 'output_mask': [True, True, True]}, {'grad_output': [1, 4, 4, 4], 'input': [1, 4, 7, 6], 'weight': [4, 2, 3, 2], 'stride': [2, 1], 'padding': [1, 0], 'dilation': [1, 2], 'groups': 2, 'output_mask': [True, True, True]}]},
+    {'qualified': 'conv2d_double_backward', 'schema': 'conv2d_double_backward(Tensor grad_grad_input, Tensor grad_grad_weight, Tensor grad_grad_bias, Tensor grad_output, Tensor input, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.conv2d_double_backward', 'family': 'conv', 'shape': None, 'samples': [{'grad_grad_input': [1, 2, 4, 4], 'grad_grad_weight': [3, 2, 2, 2], 'grad_grad_bias': [3], 'grad_output': [1, 3, 3, 3], 'input': [1, 2, 4, 4], 'weight': [3, 2, 2, 2], 'stride': [1, 1], 'padding': [0, 0], 'dilation': [1, 1], 'groups': 1, 'output_mask': [True, True, True]}, {'grad_grad_input': [1, 4, 4, 3], 'grad_grad_weight': [4, 2, 2, 2], 'grad_grad_bias': [4], 'grad_output': [1, 4, 3, 2], 'input': [1, 4, 4, 3], 'weight': [4, 2, 2, 2], 'stride': [2, 1], 'padding': [1, 0], 'dilation': [1, 1], 'groups': 2, 'output_mask': [True, True, True]}]},
     {'qualified': 'elu', 'schema': 'elu(Tensor self, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.elu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -20, 'high': 5}, 'alpha': 0.5}, {'self': []}]},
     {'qualified': 'elu_backward', 'schema': 'elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.elu_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33], 'alpha': 1}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -20, 'high': 5}, 'alpha': 0.5}]},
     {'qualified': 'gelu', 'schema': "gelu(Tensor self, *, str approximate='none') -> Tensor", 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.gelu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [8, 17]}, {'self': [8, 17], 'approximate': 'tanh'}]},
@@ -101,26 +103,41 @@ def add_relu(self: Tensor, other: Tensor, *, alpha: Number = 1) -> Tensor:
     return _C.add_relu(self, other, alpha)
 
 
-def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1, groups: int = 1) -> Tensor:
+def conv2d(*args: Any, **kwargs: Any) -> Any:
     """2-D convolution over an (N, C, H, W) or unbatched (C, H, W) input, grouped and depthwise included; output size floor((H + 2P - D(K-1) - 1)/S + 1).
 
-    Schema: ``conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor``
+    Schema: ``conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, int[2] dilation=1, int groups=1) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+
+    conv2d with padding 'valid' (none) or 'same' (output size = input size; stride 1 only, the odd remainder padded on the right and bottom, as in PyTorch).
+
+    Schema: ``conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, str padding="valid", int[2] dilation=1, int groups=1) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16.
     """
-    if _compiling():
-        return _ops.conv2d.default(input, weight, bias, stride, padding, dilation, groups)
-    return _C.conv2d(input, weight, bias, stride, padding, dilation, groups)
+    # Several overloads: torch.ops picks the one whose schema the arguments fit.
+    return _ops.conv2d(*args, **kwargs)
 
 
 def conv2d_backward(grad_output: Tensor, input: Tensor, weight: Tensor, stride: int | Sequence[int], padding: int | Sequence[int], dilation: int | Sequence[int], groups: int, output_mask: Sequence[bool]) -> tuple[Tensor, Tensor, Tensor]:
     """Gradients of conv2d with respect to input, weight and bias; an output whose output_mask entry is false is not computed (undefined).
 
-    Schema: ``conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[2] stride, SymInt[2] padding, SymInt[2] dilation, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
+    Schema: ``conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
         return _ops.conv2d_backward.default(grad_output, input, weight, stride, padding, dilation, groups, output_mask)
     return _C.conv2d_backward(grad_output, input, weight, stride, padding, dilation, groups, output_mask)
+
+
+def conv2d_double_backward(grad_grad_input: Tensor, grad_grad_weight: Tensor, grad_grad_bias: Tensor, grad_output: Tensor, input: Tensor, weight: Tensor, stride: int | Sequence[int], padding: int | Sequence[int], dilation: int | Sequence[int], groups: int, output_mask: Sequence[bool]) -> tuple[Tensor, Tensor, Tensor]:
+    """Gradients of conv2d_backward's three results (incoming as grad_grad_*) with respect to grad_output, input and weight; made of conv2d and conv2d_backward, so it is differentiable again. Called from C++ autograd, a grad_grad_* may be undefined (a result conv2d_backward did not compute) and counts as zero.
+
+    Schema: ``conv2d_double_backward(Tensor grad_grad_input, Tensor grad_grad_weight, Tensor grad_grad_bias, Tensor grad_output, Tensor input, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.conv2d_double_backward.default(grad_grad_input, grad_grad_weight, grad_grad_bias, grad_output, input, weight, stride, padding, dilation, groups, output_mask)
+    return _C.conv2d_double_backward(grad_grad_input, grad_grad_weight, grad_grad_bias, grad_output, input, weight, stride, padding, dilation, groups, output_mask)
 
 
 def elu(self: Tensor, alpha: Number = 1) -> Tensor:

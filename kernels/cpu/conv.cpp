@@ -38,10 +38,10 @@ struct conv_routines {
 
 template <typename scalar_t>
 at::Tensor conv2d_cpu(const at::Tensor& input, const at::Tensor& weight,
-                      const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride,
-                      c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation,
-                      c10::SymInt groups) {
-  const conv_params p{stride, padding, dilation, std::move(groups)};
+                      const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                      at::IntArrayRef padding, at::IntArrayRef dilation,
+                      int64_t groups) {
+  const conv_params p{stride, padding, dilation, groups};
   const conv_sizes sizes = conv2d_output_sizes("opforge.conv2d", input, weight, bias, p);
   return conv_driver::conv2d<scalar_t>(cpu::conv_routines{}, input, weight, bias, p, sizes,
                                        math::conv_activation::none);
@@ -50,10 +50,10 @@ at::Tensor conv2d_cpu(const at::Tensor& input, const at::Tensor& weight,
 template <typename scalar_t>
 std::tuple<at::Tensor, at::Tensor, at::Tensor>
 conv2d_backward_cpu(const at::Tensor& grad_output, const at::Tensor& input,
-                    const at::Tensor& weight, c10::SymIntArrayRef stride,
-                    c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups,
+                    const at::Tensor& weight, at::IntArrayRef stride,
+                    at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
                     std::array<bool, 3> output_mask) {
-  const conv_params p{stride, padding, dilation, std::move(groups)};
+  const conv_params p{stride, padding, dilation, groups};
   check_conv2d_backward("opforge.conv2d_backward", grad_output, input, weight, p);
   return conv_driver::conv2d_backward<scalar_t>(cpu::conv_routines{}, grad_output, input, weight,
                                                 p, output_mask);

@@ -19,12 +19,6 @@ namespace {
 using math::tap_range;
 using math::valid_outputs;
 
-// Output elements per parallel task, below which a hand-off costs more than the work.
-constexpr int64_t k_grain = 16384;
-
-int64_t planes_grain(int64_t plane_elems) {
-  return std::max<int64_t>(1, k_grain / std::max<int64_t>(plane_elems, 1));
-}
 
 // Calls f(i, j, iy, r) for every tap (i, j) of output row oy whose image row
 // iy is inside the image; r: the outputs of the row the tap keeps in range.
@@ -51,7 +45,7 @@ void depthwise_forward(const conv2d_geometry& g, const A* x, const A* w, const A
   const int64_t taps = g.taps();
   with_conv_activation(act, [&](auto a) {
     constexpr conv_activation Act = decltype(a)::value;
-    at::parallel_for(0, g.n * g.oc, planes_grain(plane), [&](int64_t begin, int64_t end) {
+    at::parallel_for(0, g.n * g.oc, task_grain(plane * taps), [&](int64_t begin, int64_t end) {
       for (int64_t item = begin; item < end; ++item) {
         const int64_t o = item % g.oc;
         const A* xp = x + (item / g.oc * g.c + o / mult) * g.h * g.w;
@@ -91,7 +85,7 @@ void depthwise_grad_input(const conv2d_geometry& g, const A* gy, const A* w, A* 
   const int64_t taps = g.taps();
   // Items own image planes of gx and scatter every output row of their
   // channels' outputs into it.
-  at::parallel_for(0, g.n * g.c, planes_grain(image), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, g.n * g.c, task_grain(mult * plane * taps), [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t ci = item % g.c;
       const int64_t img = item / g.c;
@@ -131,7 +125,7 @@ void depthwise_grad_weight(const conv2d_geometry& g, const A* gy, const A* x, A*
   const int64_t taps = g.taps();
   // One item per output channel, summing over the batch: per tap a row of
   // partial sums, added elementwise (vectorizes), reduced once at the end.
-  at::parallel_for(0, g.oc, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, g.oc, task_grain(g.n * plane * taps), [&](int64_t begin, int64_t end) {
     std::vector<A> acc(static_cast<size_t>(taps * g.ow));
     for (int64_t o = begin; o < end; ++o) {
       std::fill(acc.begin(), acc.end(), A(0));

@@ -174,7 +174,8 @@ void conv2d_forward(const conv2d_geometry& g, const A* x, const A* w, const A* b
   if (plane == 0 || ocg == 0) {
     return;
   }
-  at::parallel_for(0, g.n * g.groups * blocks, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, g.n * g.groups * blocks, task_grain(ocg * k * block), [&](int64_t begin,
+                                                                        int64_t end) {
     const auto col = buffer<A>(direct ? 0 : k * block);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t b = item % blocks;
@@ -220,7 +221,8 @@ void conv2d_grad_input(const conv2d_geometry& g, const A* gy, const A* w, A* gx)
   const int64_t chunks = channel_chunks(g.n * g.groups, cg);
   const int64_t chunk = ceil_div(cg, chunks);
   const int64_t block = block_columns<A>(chunk * taps, plane);
-  at::parallel_for(0, g.n * g.groups * chunks, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, g.n * g.groups * chunks, task_grain(ocg * chunk * taps * plane),
+                   [&](int64_t begin, int64_t end) {
     const auto col = buffer<A>(direct ? 0 : chunk * taps * block);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t ch = item % chunks;
@@ -280,7 +282,8 @@ void conv2d_grad_weight(const conv2d_geometry& g, const A* gy, const A* x, A* gw
   const int64_t chunks = channel_chunks(g.groups, cg);
   const int64_t chunk = ceil_div(cg, chunks);
   const int64_t block = block_columns<A>(chunk * taps, plane);
-  at::parallel_for(0, g.groups * chunks, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, g.groups * chunks, task_grain(g.n * ocg * chunk * taps * plane),
+                   [&](int64_t begin, int64_t end) {
     const auto col = buffer<A>(direct ? 0 : chunk * taps * block);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t ch = item % chunks;
@@ -316,7 +319,7 @@ template <typename A>
 void conv2d_grad_bias(const conv2d_geometry& g, const A* gy, A* gb) {
   using S = math::sum_acc_t<A>;
   const int64_t plane = g.out_plane();
-  at::parallel_for(0, g.oc, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, g.oc, task_grain(g.n * plane), [&](int64_t begin, int64_t end) {
     for (int64_t o = begin; o < end; ++o) {
       S s = 0;
       for (int64_t img = 0; img < g.n; ++img) {

@@ -7,6 +7,7 @@
 // (conv_gemm.cpp) itself.
 #include <opforge/math/conv.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace opforge::cpu {
@@ -40,6 +41,14 @@ template <typename A>
 void depthwise_grad_input(const conv2d_geometry& g, const A* gy, const A* w, A* gx);
 template <typename A>
 void depthwise_grad_weight(const conv2d_geometry& g, const A* gy, const A* x, A* gw);
+
+// Items per parallel task for items of `macs` multiply-adds each: below about
+// 2^17 multiply-adds per task, waking the other threads costs more than the
+// work (small convolutions stay on the calling thread).
+inline int64_t task_grain(int64_t macs) {
+  constexpr int64_t k_task_macs = int64_t{1} << 17;
+  return std::max<int64_t>(1, k_task_macs / std::max<int64_t>(macs, 1));
+}
 
 // y[i] = act(y[i] + bias) over `len` values of one output channel, run on
 // each block of output right after it is computed, while it is in cache.

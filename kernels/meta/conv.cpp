@@ -14,7 +14,7 @@
 namespace opforge {
 namespace {
 
-void check_pair(const char* op, const char* name, c10::SymIntArrayRef v) {
+void check_pair(const char* op, const char* name, at::IntArrayRef v) {
   TORCH_CHECK(v.size() == 2, op, ": expected '", name, "' to have 2 elements, got ", v.size());
 }
 
@@ -25,6 +25,8 @@ void check_common(const char* op, const at::Tensor& input, const at::Tensor& wei
               ": expected 'input' to be 3-D (C, H, W) or 4-D (N, C, H, W), got ", input.dim(),
               "-D");
   TORCH_CHECK(weight.dim() == 4, op, ": expected 'weight' to be 4-D, got ", weight.dim(), "-D");
+  TORCH_CHECK(weight.sym_size(2) > 0 && weight.sym_size(3) > 0, op,
+              ": expected 'weight' to have a positive kernel size, got ", weight.sym_sizes());
   check_pair(op, "stride", p.stride);
   check_pair(op, "padding", p.padding);
   check_pair(op, "dilation", p.dilation);
@@ -92,8 +94,7 @@ conv_sizes conv2d_output_sizes(const char* op, const at::Tensor& input, const at
 conv_sizes conv_transpose2d_output_sizes(const char* op, const at::Tensor& input,
                                          const at::Tensor& weight,
                                          const std::optional<at::Tensor>& bias,
-                                         const conv_params& p,
-                                         c10::SymIntArrayRef output_padding) {
+                                         const conv_params& p, at::IntArrayRef output_padding) {
   check_common(op, input, weight, p);
   check_pair(op, "output_padding", output_padding);
   const c10::SymInt channels = input.sym_size(-3);
@@ -106,7 +107,7 @@ conv_sizes conv_transpose2d_output_sizes(const char* op, const at::Tensor& input
   check_bias(op, bias, oc);
   c10::SymInt out[2];
   for (int i = 0; i < 2; ++i) {
-    const c10::SymInt& op_i = output_padding[i];
+    const int64_t op_i = output_padding[i];
     TORCH_CHECK(op_i >= 0 && (op_i < p.stride[i] || op_i < p.dilation[i]), op,
                 ": 'output_padding' must be non-negative and smaller than 'stride' or "
                 "'dilation', got output_padding ",
@@ -140,13 +141,13 @@ math::conv2d_geometry conv2d_geometry_of(at::IntArrayRef image, at::IntArrayRef 
   g.ow = outputs[3];
   g.kh = weight.size(2);
   g.kw = weight.size(3);
-  g.sh = p.stride[0].expect_int();
-  g.sw = p.stride[1].expect_int();
-  g.ph = p.padding[0].expect_int();
-  g.pw = p.padding[1].expect_int();
-  g.dh = p.dilation[0].expect_int();
-  g.dw = p.dilation[1].expect_int();
-  g.groups = p.groups.expect_int();
+  g.sh = p.stride[0];
+  g.sw = p.stride[1];
+  g.ph = p.padding[0];
+  g.pw = p.padding[1];
+  g.dh = p.dilation[0];
+  g.dw = p.dilation[1];
+  g.groups = p.groups;
   return g;
 }
 
@@ -183,21 +184,19 @@ math::conv_activation parse_conv_activation(const char* op, std::string_view nam
 }
 
 at::Tensor conv2d_meta(const at::Tensor& input, const at::Tensor& weight,
-                       const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride,
-                       c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation,
-                       c10::SymInt groups) {
-  const conv_sizes out = conv2d_output_sizes("opforge.conv2d", input, weight, bias,
-                                             {stride, padding, dilation, std::move(groups)});
+                       const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                       at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
+  const conv_sizes out =
+      conv2d_output_sizes("opforge.conv2d", input, weight, bias, {stride, padding, dilation, groups});
   return at::empty_symint(out, input.options());
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor>
 conv2d_backward_meta(const at::Tensor& grad_output, const at::Tensor& input,
-                     const at::Tensor& weight, c10::SymIntArrayRef stride,
-                     c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation,
-                     c10::SymInt groups, std::array<bool, 3> output_mask) {
+                     const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding,
+                     at::IntArrayRef dilation, int64_t groups, std::array<bool, 3> output_mask) {
   check_conv2d_backward("opforge.conv2d_backward", grad_output, input, weight,
-                        {stride, padding, dilation, std::move(groups)});
+                        {stride, padding, dilation, groups});
   const auto maybe = [](bool wanted, c10::SymIntArrayRef sizes, const at::Tensor& like) {
     return wanted ? at::empty_symint(sizes, like.options()) : at::Tensor();
   };

@@ -15,16 +15,23 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 
-at::Tensor opforge::ops::conv2d(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
+at::Tensor opforge::ops::conv2d(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::conv2d", "")
-      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymInt)>();
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t)>();
+  return op.call(input, weight, bias, stride, padding, dilation, groups);
+}
+
+at::Tensor opforge::ops::conv2d_padding(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, c10::string_view padding, at::IntArrayRef dilation, int64_t groups) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::conv2d", "padding")
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, at::IntArrayRef, c10::string_view, at::IntArrayRef, int64_t)>();
   return op.call(input, weight, bias, stride, padding, dilation, groups);
 }
 
 namespace {
 
-at::Tensor conv2d_cpu_checked(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
+at::Tensor conv2d_cpu_checked(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
@@ -45,7 +52,7 @@ at::Tensor conv2d_cpu_checked(const at::Tensor& input, const at::Tensor& weight,
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor conv2d_cuda_checked(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
+at::Tensor conv2d_cuda_checked(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "weight", weight, "input", input);
@@ -67,7 +74,7 @@ at::Tensor conv2d_cuda_checked(const at::Tensor& input, const at::Tensor& weight
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor conv2d_meta_checked(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
+at::Tensor conv2d_meta_checked(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d";
   opforge::check::same_device(kOp, "weight", weight, "input", input);
   opforge::check::same_device(kOp, "bias", bias, "input", input);
@@ -77,7 +84,7 @@ at::Tensor conv2d_meta_checked(const at::Tensor& input, const at::Tensor& weight
 }
 
 // Autograd for opforge.conv2d: see Note [Generated autograd] in README.md.
-at::Tensor conv2d_autograd(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
+at::Tensor conv2d_autograd(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::conv2d(input, weight, bias, stride, padding, dilation, groups);
@@ -91,9 +98,9 @@ at::Tensor conv2d_autograd(const at::Tensor& input, const at::Tensor& weight, co
       {input, weight}, {},
       [stride_c = stride.vec(), padding_c = padding.vec(), dilation_c = dilation.vec(), groups_c = groups](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
-    const c10::SymIntArrayRef stride(stride_c);
-    const c10::SymIntArrayRef padding(padding_c);
-    const c10::SymIntArrayRef dilation(dilation_c);
+    const at::IntArrayRef stride(stride_c);
+    const at::IntArrayRef padding(padding_c);
+    const at::IntArrayRef dilation(dilation_c);
     const auto& groups = groups_c;
     const at::Tensor& input = saved[0];
     const at::Tensor& weight = saved[1];
@@ -122,6 +129,10 @@ TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
   m.impl("conv2d", TORCH_FN(conv2d_cuda_checked));
 }
 #endif  // OPFORGE_WITH_CUDA
+
+TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
+  m.impl("conv2d.padding", TORCH_FN(opforge::conv2d_padding));
+}
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
   m.impl("conv2d", TORCH_FN(conv2d_meta_checked));

@@ -2,6 +2,7 @@
 // opforge::conv2d_backward: C++ API, argument checks before the kernels, Meta,
 // autograd and variant kernels, and their dispatcher registration.
 #include <opforge/ops/conv2d_backward.h>
+#include <opforge/ops/conv2d_double_backward.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
@@ -14,16 +15,16 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::conv2d_backward", "")
-      .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymInt, std::array<bool,3>)>();
+      .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t, std::array<bool,3>)>();
   return op.call(grad_output, input, weight, stride, padding, dilation, groups, output_mask);
 }
 
 namespace {
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cpu_checked(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cpu_checked(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
@@ -44,7 +45,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cpu_checked(const
 }
 #ifdef OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda_checked(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda_checked(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "input", input, "grad_output", grad_output);
@@ -66,7 +67,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda_checked(cons
 }
 #endif  // OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_meta_checked(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_meta_checked(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d_backward";
   opforge::check::same_device(kOp, "input", input, "grad_output", grad_output);
   opforge::check::same_device(kOp, "weight", weight, "grad_output", grad_output);
@@ -76,7 +77,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_meta_checked(cons
 }
 
 // Autograd for opforge.conv2d_backward: see Note [Generated autograd] in README.md.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_autograd(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_autograd(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask) {
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::conv2d_backward(grad_output, input, weight, stride, padding, dilation, groups, output_mask);
@@ -88,14 +89,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_autograd(const at
   }
   opforge::autograd::record(
       "opforge.conv2d_backward", {grad_output, input, weight}, outputs, {true, true, true},
-      {}, {},
-      [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
+      {grad_output, input, weight}, {},
+      [stride_c = stride.vec(), padding_c = padding.vec(), dilation_c = dilation.vec(), groups_c = groups](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
+    const at::IntArrayRef stride(stride_c);
+    const at::IntArrayRef padding(padding_c);
+    const at::IntArrayRef dilation(dilation_c);
+    const auto& groups = groups_c;
+    const at::Tensor& grad_output = saved[0];
+    const at::Tensor& input = saved[1];
+    const at::Tensor& weight = saved[2];
     [[maybe_unused]] const at::Tensor& grad = grads[0];
     opforge::autograd::tensor_list grad_inputs(3);
-    TORCH_CHECK(!needs[0], "opforge.conv2d_backward is not differentiable with respect to 'grad_output'");
-    TORCH_CHECK(!needs[1], "opforge.conv2d_backward is not differentiable with respect to 'input'");
-    TORCH_CHECK(!needs[2], "opforge.conv2d_backward is not differentiable with respect to 'weight'");
+    if (needs[0] || needs[1] || needs[2]) {
+      [[maybe_unused]] const std::array<bool, 3> grad_input_mask = {needs[0], needs[1], needs[2]};
+      std::tie(grad_inputs[0], grad_inputs[1], grad_inputs[2]) = opforge::ops::conv2d_double_backward(grads[0], grads[1], grads[2], grad_output, input, weight, stride, padding, dilation, groups, grad_input_mask);
+    }
     return grad_inputs;
   });
   return result;

@@ -16,12 +16,15 @@
 
 namespace opforge {
 
-// The arguments every op of the family shares.
+// The arguments every op of the family shares. They are `int[2]`, not
+// `SymInt[2]` as in ATen: torch.ops does not broadcast a single int into a
+// custom op's SymInt[2] argument (it does for int[2]), and the Python wrappers
+// call torch.ops under torch.compile and for overloaded ops (conv2d.padding).
 struct conv_params {
-  c10::SymIntArrayRef stride;
-  c10::SymIntArrayRef padding;
-  c10::SymIntArrayRef dilation;
-  c10::SymInt groups;
+  at::IntArrayRef stride;
+  at::IntArrayRef padding;
+  at::IntArrayRef dilation;
+  int64_t groups = 1;
 };
 
 using conv_sizes = c10::SmallVector<c10::SymInt, 4>;
@@ -36,8 +39,7 @@ conv_sizes conv2d_output_sizes(const char* op, const at::Tensor& input, const at
 conv_sizes conv_transpose2d_output_sizes(const char* op, const at::Tensor& input,
                                          const at::Tensor& weight,
                                          const std::optional<at::Tensor>& bias,
-                                         const conv_params& p,
-                                         c10::SymIntArrayRef output_padding);
+                                         const conv_params& p, at::IntArrayRef output_padding);
 
 // conv2d_backward's checks: conv2d's, and grad_output of the forward result's shape.
 void check_conv2d_backward(const char* op, const at::Tensor& grad_output, const at::Tensor& input,

@@ -20,29 +20,29 @@ namespace opforge {
 // A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_conv2d_backward_cpu
 // to instantiate it for exactly the dtypes the schema declares.
 template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cpu(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cpu(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask);
 #define OPFORGE_INSTANTIATE_conv2d_backward_cpu \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cpu<float>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cpu<double>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cpu<c10::Half>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cpu<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask);
+  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cpu<float>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask); \
+  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cpu<double>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask); \
+  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cpu<c10::Half>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask); \
+  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cpu<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask);
 
 // conv2d_backward [CUDA]
 // A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_conv2d_backward_cuda
 // to instantiate it for exactly the dtypes the schema declares.
 template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask);
 #define OPFORGE_INSTANTIATE_conv2d_backward_cuda \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda<float>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda<double>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda<c10::Half>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask);
+  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda<float>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask); \
+  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda<double>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask); \
+  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda<c10::Half>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask); \
+  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask);
 
 // conv2d_backward [Meta, shape rule]
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_meta(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_meta(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask);
 
 namespace ops {
 // conv2d_backward
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask);
 }  // namespace ops
 }  // namespace opforge
