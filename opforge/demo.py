@@ -27,16 +27,26 @@ def _reference(name: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
 
 
-def _scaled_call(row: dict[str, Any], schema: Any) -> tuple[list[Any], dict[str, Any]]:
-    """The first sample, each tensor dimension > 1 scaled by one common factor."""
-    # Tensor specs are shapes or {shape, low, high}; the demo only needs the shape.
-    sample = {k: v["shape"] if isinstance(v, dict) else v for k, v in row["samples"][0].items()}
-    tensor_args = [a for a in schema.arguments.flat_non_out if str(a.type) == "Tensor"]
+def _scaled_call(
+    row: dict[str, Any], schema: Any, scale: bool = True
+) -> tuple[list[Any], dict[str, Any]]:
+    """The first sample, each tensor dimension > 1 scaled by one common factor (unless not
+    `scale`). Integer arguments (`arg_dtypes`) keep their values in the sample's [low, high)."""
+    raw = row["samples"][0]
+    # Tensor specs are shapes or {shape, low, high}.
+    sample = {k: v["shape"] if isinstance(v, dict) else v for k, v in raw.items()}
+    tensor_args = [
+        a
+        for a in schema.arguments.flat_non_out
+        if str(a.type) == "Tensor" or (str(a.type) == "Tensor?" and sample.get(a.name) is not None)
+    ]
     shapes = {a.name: list(sample[a.name]) for a in tensor_args}
     largest = max(math.prod(shapes[a.name]) for a in tensor_args) or 1
     factor = max(
         1.0, (TARGET_NUMEL / largest) ** (1 / max(1, max(len(shapes[a.name]) for a in tensor_args)))
     )
+    if not scale:
+        factor = 1.0
     gen = torch.Generator().manual_seed(0)
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
@@ -46,7 +56,12 @@ def _scaled_call(row: dict[str, Any], schema: Any) -> tuple[list[Any], dict[str,
         value = sample[a.name]
         if a in tensor_args:
             shape = [s if s <= 1 else int(s * factor) for s in shapes[a.name]]
-            value = torch.randn(shape, generator=gen)
+            own = row["arg_dtypes"].get(a.name)
+            if own:
+                low, high = raw[a.name]["low"], raw[a.name]["high"]
+                value = torch.randint(low, high, shape, generator=gen).to(getattr(torch, own[0]))
+            else:
+                value = torch.randn(shape, generator=gen)
         (
             args.append(value)
             if a in schema.arguments.positional
@@ -94,14 +109,18 @@ def main() -> None:
         ):
             continue  # generated variants and pure composites: their component ops are timed
         schema = FunctionSchema.parse(row["schema"])
-        args, kwargs = _scaled_call(row, schema)
         ours = getattr(opforge, schema.name.name)
         ref = _reference(row["reference"])
+        args, kwargs = _scaled_call(row, schema)
+        try:
+            got = ours(*args, **kwargs)
+        except (RuntimeError, TypeError, IndexError):
+            # Scaling broke a relation between arguments (e.g. channels divisible by groups).
+            args, kwargs = _scaled_call(row, schema, scale=False)
+            got = ours(*args, **kwargs)
         err = max(
             (o.double() - r.double()).abs().max().item()
-            for o, r in zip(
-                _outputs(ours(*args, **kwargs)), _outputs(ref(*args, **kwargs)), strict=True
-            )
+            for o, r in zip(_outputs(got), _outputs(ref(*args, **kwargs)), strict=True)
         )
         t_ours = _time(lambda: ours(*args, **kwargs))  # noqa: B023 - called within the iteration
         t_ref = _time(lambda: ref(*args, **kwargs))  # noqa: B023

@@ -6,8 +6,9 @@ name torch functions directly, backward ops name these.
 
 from __future__ import annotations
 
+import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -86,6 +87,501 @@ def prelu_backward(grad_output: Tensor, self: Tensor, weight: Tensor) -> tuple[T
         y = torch.nn.functional.prelu(x, w)
     grad_self, grad_weight = torch.autograd.grad(y, (x, w), grad_output)
     return grad_self, grad_weight
+
+
+# --- layers (schemas/layers.yaml) ---------------------------------------------------------------
+
+
+def linear_backward(
+    grad_output: Tensor, input: Tensor, weight: Tensor, output_mask: Sequence[bool]
+) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    out_features, in_features = weight.shape
+    rows = math.prod(input.shape[:-1])
+    g = grad_output.reshape(rows, out_features)
+    x = input.reshape(rows, in_features)
+    return (
+        (g @ weight).reshape(input.shape) if output_mask[0] else None,
+        g.T @ x if output_mask[1] else None,
+        g.sum(0) if output_mask[2] else None,
+    )
+
+
+def linear_double_backward(
+    grad_output: Tensor,
+    input: Tensor,
+    weight: Tensor,
+    output_mask: Sequence[bool],
+    grad_grad_input: Tensor | None = None,
+    grad_grad_weight: Tensor | None = None,
+    grad_grad_bias: Tensor | None = None,
+) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    # linear_backward is bilinear: differentiate <grads, outputs> through torch's autograd,
+    # keeping the graph so that this reference is differentiable itself.
+    with torch.enable_grad():
+        g, x, w = (
+            t if t.requires_grad else t.detach().requires_grad_()
+            for t in (grad_output, input, weight)
+        )
+        outs = linear_backward(g, x, w, [True, True, True])
+        total = g.sum() * 0
+        for o, gg in zip(outs, (grad_grad_input, grad_grad_weight, grad_grad_bias), strict=True):
+            if o is not None and gg is not None:
+                total = total + (o * gg).sum()
+        grads = torch.autograd.grad(
+            total, (g, x, w), create_graph=True, allow_unused=True, materialize_grads=True
+        )
+    return tuple(gr if m else None for gr, m in zip(grads, output_mask, strict=True))  # type: ignore[return-value]
+
+
+def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1) -> Tensor:
+    # opforge's argument order and padding convention (-1: none) -> torch's.
+    return torch.nn.functional.embedding(
+        indices, weight, padding_idx=None if padding_idx == -1 else padding_idx
+    )
+
+
+def embedding_backward(
+    grad_output: Tensor, indices: Tensor, num_weights: int, padding_idx: int = -1
+) -> Tensor:
+    grad: Tensor = torch.ops.aten.embedding_dense_backward(
+        grad_output, indices, num_weights, padding_idx, False
+    )
+    return grad
+
+
+# --- pooling (schemas/pooling.yaml) ---
+
+
+def max_pool2d_with_indices(
+    self: Tensor,
+    kernel_size: Sequence[int],
+    stride: Sequence[int] = (),
+    padding: Sequence[int] | int = 0,
+    dilation: Sequence[int] | int = 1,
+    ceil_mode: bool = False,
+) -> tuple[Tensor, Tensor]:
+    out, indices = torch.ops.aten.max_pool2d_with_indices(
+        self, kernel_size, stride, padding, dilation, ceil_mode
+    )
+    return out, indices
+
+
+def avg_pool2d_backward(
+    grad_output: Tensor,
+    self: Tensor,
+    kernel_size: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: int | None = None,
+) -> Tensor:
+    return torch.ops.aten.avg_pool2d_backward(
+        grad_output,
+        self,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+    )
+
+
+def adaptive_avg_pool2d_backward(grad_output: Tensor, self: Tensor) -> Tensor:
+    return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
+
+
+def adaptive_max_pool2d_with_indices(
+    self: Tensor, output_size: Sequence[int] | int
+) -> tuple[Tensor, Tensor]:
+    out, indices = torch.nn.functional.adaptive_max_pool2d(self, output_size, return_indices=True)
+    return out, indices
+
+
+def spatial_pyramid_pool(
+    self: Tensor, levels: Sequence[int] = (4, 2, 1), mode: str = "max"
+) -> Tensor:
+    pool = {
+        "max": torch.nn.functional.adaptive_max_pool2d,
+        "avg": torch.nn.functional.adaptive_avg_pool2d,
+    }[mode]
+    return torch.cat([pool(self, n).flatten(1) for n in levels], 1)
+
+
+def spatial_pyramid_pool_backward(
+    grad_output: Tensor, self: Tensor, levels: Sequence[int], mode: str
+) -> Tensor:
+    x = self.detach().requires_grad_()
+    with torch.enable_grad():
+        y = spatial_pyramid_pool(x, levels, mode)
+    (grad,) = torch.autograd.grad(y, (x,), grad_output)
+    return grad
+
+
+# ---- norm family (schemas/norm.yaml) ---------------------------------------------------------
+# The backward references are the formulas of Note [Norm backward coefficients] written with
+# differentiable torch ops, mean and rstd being independent inputs: autograd through them gives
+# the partial derivatives the double backward ops must match.
+
+
+def _norm_input_grad(
+    grad_out: Tensor,
+    xhat: Tensor,
+    rstd: Tensor,
+    weight: Tensor | None,
+    dims: Sequence[int],
+    grad_mean: Tensor | None,
+    grad_rstd: Tensor | None,
+) -> Tensor:
+    a = grad_out if weight is None else grad_out * weight
+    n = 1
+    for d in dims:
+        n *= xhat.shape[d]
+    dx = rstd * (a - a.mean(dims, keepdim=True) - xhat * (a * xhat).mean(dims, keepdim=True))
+    if grad_mean is not None:
+        dx = dx + grad_mean / n
+    if grad_rstd is not None:
+        dx = dx - grad_rstd * rstd * rstd * xhat / n
+    return dx
+
+
+def _sum_over(t: Tensor, dims: Sequence[int]) -> Tensor:
+    return t.sum(tuple(dims)) if dims else t
+
+
+def _masked(values: tuple[Tensor, ...], mask: Sequence[bool]) -> tuple[Tensor | None, ...]:
+    return tuple(v if m else None for v, m in zip(values, mask, strict=True))
+
+
+def _vjp(
+    fn: Callable[..., tuple[Tensor, ...]],
+    inputs: Sequence[Tensor],
+    cotangents: Sequence[Tensor | None],
+) -> tuple[Tensor, ...]:
+    """Gradients of sum(<cotangent, fn(*inputs)>) with respect to every input (zeros where
+    unused), differentiable again when the inputs require grad."""
+    with torch.enable_grad():
+        ins = [t if t.requires_grad else t.detach().requires_grad_() for t in inputs]
+        outs = fn(*ins)
+        pairs = [(o, c) for o, c in zip(outs, cotangents, strict=True) if c is not None]
+        if not pairs:
+            return tuple(torch.zeros_like(t) for t in inputs)
+        grads = torch.autograd.grad(
+            [o for o, _ in pairs],
+            ins,
+            [c for _, c in pairs],
+            create_graph=True,
+            allow_unused=True,
+        )
+    return tuple(
+        torch.zeros_like(t) if g is None else g for g, t in zip(grads, inputs, strict=True)
+    )
+
+
+def layer_norm_forward(
+    input: Tensor,
+    normalized_shape: Sequence[int],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> tuple[Tensor, Tensor, Tensor]:
+    dims = tuple(range(input.dim() - len(normalized_shape), input.dim()))
+    mean = input.mean(dims, keepdim=True)
+    rstd = torch.rsqrt((input - mean).square().mean(dims, keepdim=True) + eps)
+    out = (input - mean) * rstd
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out, mean, rstd
+
+
+def layer_norm_backward(
+    grad_out: Tensor,
+    input: Tensor,
+    normalized_shape: Sequence[int],
+    mean: Tensor,
+    rstd: Tensor,
+    output_mask: Sequence[bool],
+    weight: Tensor | None = None,
+    grad_mean: Tensor | None = None,
+    grad_rstd: Tensor | None = None,
+) -> tuple[Tensor | None, ...]:
+    axis = input.dim() - len(normalized_shape)
+    dims = tuple(range(axis, input.dim()))
+    xhat = (input - mean) * rstd
+    dx = _norm_input_grad(grad_out, xhat, rstd, weight, dims, grad_mean, grad_rstd)
+    lead = tuple(range(axis))
+    return _masked((dx, _sum_over(grad_out * xhat, lead), _sum_over(grad_out, lead)), output_mask)
+
+
+def layer_norm_double_backward(
+    grad_grad_input: Tensor,
+    grad_out: Tensor,
+    input: Tensor,
+    normalized_shape: Sequence[int],
+    mean: Tensor,
+    rstd: Tensor,
+    weight: Tensor | None = None,
+    grad_mean: Tensor | None = None,
+    grad_rstd: Tensor | None = None,
+    grad_grad_weight: Tensor | None = None,
+    grad_grad_bias: Tensor | None = None,
+) -> tuple[Tensor, ...]:
+    w = weight if weight is not None else input.new_ones(list(normalized_shape))
+    gm = grad_mean if grad_mean is not None else torch.zeros_like(mean)
+    gr = grad_rstd if grad_rstd is not None else torch.zeros_like(rstd)
+
+    def backward(*t: Tensor) -> tuple[Tensor, ...]:
+        out = layer_norm_backward(
+            t[0], t[1], normalized_shape, t[2], t[3], [True] * 3, t[4], t[5], t[6]
+        )
+        return tuple(o for o in out if o is not None)
+
+    cot = (grad_grad_input, grad_grad_weight, grad_grad_bias)
+    return _vjp(backward, (grad_out, input, mean, rstd, w, gm, gr), cot)
+
+
+def _group_views(input: Tensor, num_groups: int) -> tuple[list[int], list[int], list[int]]:
+    """[N, G, C/G, HxW] for the input, [N, G, 1, 1] for statistics, [1, G, C/G, 1] for weights."""
+    n, c = input.shape[0], input.shape[1]
+    hw = 1
+    for s in input.shape[2:]:
+        hw *= s
+    d = c // num_groups
+    return [n, num_groups, d, hw], [n, num_groups, 1, 1], [1, num_groups, d, 1]
+
+
+def group_norm_forward(
+    input: Tensor,
+    num_groups: int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> tuple[Tensor, Tensor, Tensor]:
+    xv, sv, wv = _group_views(input, num_groups)
+    x = input.reshape(xv)
+    mean = x.mean((2, 3), keepdim=True)
+    rstd = torch.rsqrt((x - mean).square().mean((2, 3), keepdim=True) + eps)
+    out = (x - mean) * rstd
+    if weight is not None:
+        out = out * weight.reshape(wv)
+    if bias is not None:
+        out = out + bias.reshape(wv)
+    stat = sv[:2]
+    return out.reshape(input.shape), mean.reshape(stat), rstd.reshape(stat)
+
+
+def group_norm_backward(
+    grad_out: Tensor,
+    input: Tensor,
+    num_groups: int,
+    mean: Tensor,
+    rstd: Tensor,
+    output_mask: Sequence[bool],
+    weight: Tensor | None = None,
+    grad_mean: Tensor | None = None,
+    grad_rstd: Tensor | None = None,
+) -> tuple[Tensor | None, ...]:
+    xv, sv, wv = _group_views(input, num_groups)
+    g = grad_out.reshape(xv)
+    r = rstd.reshape(sv)
+    xhat = (input.reshape(xv) - mean.reshape(sv)) * r
+    w = None if weight is None else weight.reshape(wv)
+    gm = None if grad_mean is None else grad_mean.reshape(sv)
+    gr = None if grad_rstd is None else grad_rstd.reshape(sv)
+    dx = _norm_input_grad(g, xhat, r, w, (2, 3), gm, gr).reshape(input.shape)
+    c = input.shape[1]
+    dw = (g * xhat).sum((0, 3)).reshape(c)
+    return _masked((dx, dw, g.sum((0, 3)).reshape(c)), output_mask)
+
+
+def group_norm_double_backward(
+    grad_grad_input: Tensor,
+    grad_out: Tensor,
+    input: Tensor,
+    num_groups: int,
+    mean: Tensor,
+    rstd: Tensor,
+    weight: Tensor | None = None,
+    grad_mean: Tensor | None = None,
+    grad_rstd: Tensor | None = None,
+    grad_grad_weight: Tensor | None = None,
+    grad_grad_bias: Tensor | None = None,
+) -> tuple[Tensor, ...]:
+    w = weight if weight is not None else input.new_ones(input.shape[1])
+    gm = grad_mean if grad_mean is not None else torch.zeros_like(mean)
+    gr = grad_rstd if grad_rstd is not None else torch.zeros_like(rstd)
+
+    def backward(*t: Tensor) -> tuple[Tensor, ...]:
+        out = group_norm_backward(t[0], t[1], num_groups, t[2], t[3], [True] * 3, t[4], t[5], t[6])
+        return tuple(o for o in out if o is not None)
+
+    cot = (grad_grad_input, grad_grad_weight, grad_grad_bias)
+    return _vjp(backward, (grad_out, input, mean, rstd, w, gm, gr), cot)
+
+
+def local_response_norm_backward(
+    grad_output: Tensor, input: Tensor, size: int, alpha: float, beta: float, k: float
+) -> Tensor:
+    x = input.detach().requires_grad_()
+    with torch.enable_grad():
+        y = torch.nn.functional.local_response_norm(x, size, alpha, beta, k)
+    (grad,) = torch.autograd.grad(y, x, grad_output)
+    return grad
+
+
+def batch_norm(
+    input: Tensor,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Tensor:
+    """torch.nn.functional.batch_norm with the arguments in ATen's order."""
+    return torch.nn.functional.batch_norm(
+        input, running_mean, running_var, weight, bias, training, momentum, eps
+    )
+
+
+def _channel_views(input: Tensor) -> tuple[list[int], list[int]]:
+    """[N, C, HxW] for the input, [1, C, 1] for per-channel tensors."""
+    hw = 1
+    for s in input.shape[2:]:
+        hw *= s
+    return [input.shape[0], input.shape[1], hw], [1, input.shape[1], 1]
+
+
+def batch_norm_forward(
+    input: Tensor,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    running_mean: Tensor | None = None,
+    running_var: Tensor | None = None,
+    training: bool = False,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> tuple[Tensor, Tensor, Tensor]:
+    xv, cv = _channel_views(input)
+    x = input.reshape(xv)
+    if training:
+        mean = x.mean((0, 2))
+        var = (x - mean.reshape(cv)).square().mean((0, 2))
+        n = xv[0] * xv[2]
+        with torch.no_grad():
+            if running_mean is not None:
+                running_mean.mul_(1 - momentum).add_(momentum * mean)
+            if running_var is not None:
+                running_var.mul_(1 - momentum).add_(momentum * n / (n - 1) * var)
+    else:
+        assert running_mean is not None and running_var is not None
+        # Constants in eval mode; opforge's outputs still hang off its autograd node (every
+        # floating output does), so tie these to the input with a zero term for autograd.grad.
+        zero = input.sum() * 0
+        mean, var = running_mean + zero, running_var + zero
+    invstd = torch.rsqrt(var + eps)
+    out = (x - mean.reshape(cv)) * invstd.reshape(cv)
+    if weight is not None:
+        out = out * weight.reshape(cv)
+    if bias is not None:
+        out = out + bias.reshape(cv)
+    return out.reshape(input.shape), mean, invstd
+
+
+def batch_norm_backward(
+    grad_out: Tensor,
+    input: Tensor,
+    save_mean: Tensor,
+    save_invstd: Tensor,
+    training: bool,
+    output_mask: Sequence[bool],
+    weight: Tensor | None = None,
+    grad_mean: Tensor | None = None,
+    grad_invstd: Tensor | None = None,
+) -> tuple[Tensor | None, ...]:
+    xv, cv = _channel_views(input)
+    g = grad_out.reshape(xv)
+    r = save_invstd.reshape(cv)
+    xhat = (input.reshape(xv) - save_mean.reshape(cv)) * r
+    w = None if weight is None else weight.reshape(cv)
+    if training:
+        gm = None if grad_mean is None else grad_mean.reshape(cv)
+        gi = None if grad_invstd is None else grad_invstd.reshape(cv)
+        dx = _norm_input_grad(g, xhat, r, w, (0, 2), gm, gi)
+    else:
+        dx = g * r if w is None else g * w * r
+    return _masked((dx.reshape(input.shape), (g * xhat).sum((0, 2)), g.sum((0, 2))), output_mask)
+
+
+def batch_norm_double_backward(
+    grad_grad_input: Tensor,
+    grad_out: Tensor,
+    input: Tensor,
+    save_mean: Tensor,
+    save_invstd: Tensor,
+    training: bool,
+    weight: Tensor | None = None,
+    grad_mean: Tensor | None = None,
+    grad_invstd: Tensor | None = None,
+    grad_grad_weight: Tensor | None = None,
+    grad_grad_bias: Tensor | None = None,
+) -> tuple[Tensor, ...]:
+    w = weight if weight is not None else input.new_ones(input.shape[1])
+    gm = grad_mean if grad_mean is not None else torch.zeros_like(save_mean)
+    gi = grad_invstd if grad_invstd is not None else torch.zeros_like(save_invstd)
+
+    def backward(*t: Tensor) -> tuple[Tensor, ...]:
+        out = batch_norm_backward(t[0], t[1], t[2], t[3], training, [True] * 3, t[4], t[5], t[6])
+        return tuple(o for o in out if o is not None)
+
+    cot = (grad_grad_input, grad_grad_weight, grad_grad_bias)
+    return _vjp(backward, (grad_out, input, save_mean, save_invstd, w, gm, gi), cot)
+
+
+# dropout's random masks have no exact reference: these cover the calls without randomness
+# (the battery's samples); tests/ops/test_layers.py checks the random ones.
+def dropout(
+    input: Tensor, p: float = 0.5, train: bool = True, *, generator: torch.Generator | None = None
+) -> Tensor:
+    return dropout_forward(input, p, train, generator)[0]
+
+
+def dropout_forward(
+    input: Tensor, p: float, train: bool, generator: torch.Generator | None = None
+) -> tuple[Tensor, Tensor]:
+    if not train or p == 0:
+        return input.clone(), torch.ones_like(input, dtype=torch.bool)
+    if p == 1:
+        return input * 0, torch.zeros_like(input, dtype=torch.bool)
+    raise NotImplementedError("dropout with 0 < p < 1 is random: see tests/ops/test_layers.py")
+
+
+def dropout_backward(grad_output: Tensor, mask: Tensor, scale: float) -> Tensor:
+    grad: Tensor = torch.ops.aten.native_dropout_backward(grad_output, mask, scale)
+    return grad
+
+
+def max_pool2d_backward(
+    grad_output: Tensor,
+    self: Tensor,
+    indices: Tensor,
+    kernel_size: Sequence[int],
+    stride: Sequence[int] = (),
+    padding: Sequence[int] | int = 0,
+    dilation: Sequence[int] | int = 1,
+    ceil_mode: bool = False,
+) -> Tensor:
+    return torch.ops.aten.max_pool2d_with_indices_backward(
+        grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices
+    )
+
+
+def adaptive_max_pool2d_backward(grad_output: Tensor, self: Tensor, indices: Tensor) -> Tensor:
+    return torch.ops.aten.adaptive_max_pool2d_backward(grad_output, self, indices)
 
 
 # --- conv family (schemas/conv.yaml) ---

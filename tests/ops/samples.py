@@ -99,6 +99,122 @@ def _log_softmax_large_logits(
     ]
 
 
+# ---- norm family (schemas/norm.yaml): rows and groups whose mean is far larger than their
+# spread (x * rstd - mean * rstd would cancel), and optional arguments passed by keyword.
+
+Sample = tuple[list[Any], dict[str, Any]]
+
+
+def _norm_samples(build: Callable[[torch.Generator], list[Sample]]) -> SampleFn:
+    def fn(dtype: torch.dtype, device: str) -> list[Sample]:
+        conv = lambda v: v.to(dtype=dtype, device=device) if isinstance(v, torch.Tensor) else v  # noqa: E731
+        out = build(torch.Generator().manual_seed(5))
+        return [([conv(a) for a in args], {k: conv(v) for k, v in kw.items()}) for args, kw in out]
+
+    return fn
+
+
+def _uniform(gen: torch.Generator, *shape: int) -> torch.Tensor:
+    return torch.rand(shape, generator=gen, dtype=torch.float64) * 6 - 3
+
+
+def _layer_norm_offset(gen: torch.Generator) -> list[Sample]:
+    return [([_uniform(gen, 3, 6) + 100.0, [6]], {"bias": _uniform(gen, 6)})]
+
+
+def _group_norm_offset(gen: torch.Generator) -> list[Sample]:
+    return [([_uniform(gen, 2, 4, 3) + 100.0, 2], {"weight": _uniform(gen, 4)})]
+
+
+for _op, _inputs in (
+    ("layer_norm", _layer_norm_offset),
+    ("layer_norm_forward", _layer_norm_offset),
+    ("group_norm", _group_norm_offset),
+    ("group_norm_forward", _group_norm_offset),
+):
+    samples(_op)(_norm_samples(_inputs))
+
+
+# --- pooling (schemas/pooling.yaml) ---
+
+# kernel_size, stride, padding, dilation, ceil_mode: padded, dilated and ceil-mode windows.
+_MAX_POOL_CONFIGS = [
+    ([3, 3], [2, 2], [1, 1], [1, 1], False),
+    ([2, 3], [1, 2], [1, 0], [2, 1], True),
+    ([3, 2], [2, 2], [1, 1], [1, 2], True),
+]
+
+
+def _pool_input(shape: list[int], dtype: torch.dtype, device: str, seed: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype=dtype, device=device)
+
+
+def _pool_specials(dtype: torch.dtype, device: str) -> torch.Tensor:
+    """Ties, -inf and NaN: torch takes the first maximum and the last NaN of a window."""
+    nan, inf = float("nan"), float("inf")
+    rows = [
+        [1.0, 1.0, 2.0, 2.0, -inf],
+        [1.0, nan, 2.0, 0.5, -inf],
+        [nan, 3.0, nan, -0.0, 0.0],
+        [3.0, 3.0, 7.0, 0.0, -0.0],
+    ]
+    return torch.tensor(rows, dtype=torch.float64).expand(2, 3, 4, 5).to(dtype=dtype, device=device)
+
+
+@samples("max_pool2d_with_indices")
+def _max_pool_specials(dtype: torch.dtype, device: str) -> list[tuple[list[Any], dict[str, Any]]]:
+    x = _pool_specials(dtype, device)
+    unbatched = _pool_input([3, 7, 6], dtype, device, 0)
+    return [([x, *config], {}) for config in _MAX_POOL_CONFIGS] + [([unbatched, [3, 2]], {})]
+
+
+@samples("adaptive_max_pool2d_with_indices")
+def _adaptive_max_pool_specials(
+    dtype: torch.dtype, device: str
+) -> list[tuple[list[Any], dict[str, Any]]]:
+    x = _pool_specials(dtype, device)
+    unbatched = _pool_input([3, 7, 6], dtype, device, 1)
+    return [([x, [2, 3]], {}), ([x, [5, 7]], {}), ([unbatched, [4, 4]], {})]
+
+
+@samples("max_pool2d_backward")
+def _max_pool_backward_indices(
+    dtype: torch.dtype, device: str
+) -> list[tuple[list[Any], dict[str, Any]]]:
+    # Indices from the forward, so windows overlap and share maxima as in training.
+    out = []
+    for i, (shape, config) in enumerate(
+        zip([[2, 3, 7, 6], [1, 2, 8, 9], [3, 6, 7]], _MAX_POOL_CONFIGS, strict=True)
+    ):
+        x = _pool_input(shape, dtype, device, i)
+        _, indices = torch.nn.functional.max_pool2d(x.double(), *config, return_indices=True)
+        grad = _pool_input(list(indices.shape), dtype, device, 10 + i)
+        out.append(([grad, x, indices, *config], {}))
+    return out
+
+
+@samples("adaptive_max_pool2d_backward")
+def _adaptive_max_pool_backward_indices(
+    dtype: torch.dtype, device: str
+) -> list[tuple[list[Any], dict[str, Any]]]:
+    out = []
+    for i, (shape, size) in enumerate([([2, 3, 5, 7], [4, 3]), ([3, 3, 2], [5, 4])]):
+        x = _pool_input(shape, dtype, device, i)
+        _, indices = torch.nn.functional.adaptive_max_pool2d(x.double(), size, return_indices=True)
+        grad = _pool_input(list(indices.shape), dtype, device, 10 + i)
+        out.append(([grad, x, indices], {}))
+    return out
+
+
+@samples("spatial_pyramid_pool")
+def _spatial_pyramid_pool_specials(
+    dtype: torch.dtype, device: str
+) -> list[tuple[list[Any], dict[str, Any]]]:
+    x = _pool_specials(dtype, device)
+    return [([x, [4, 2, 1], "max"], {}), ([x, [3, 1], "avg"], {})]
+
+
 # --- conv family (schemas/conv.yaml) ---
 
 _Samples = list[tuple[list[Any], dict[str, Any]]]

@@ -1,0 +1,290 @@
+// CPU kernels for batch_norm_forward and batch_norm_backward (templates over the
+// scalar type; the generated wrapper dispatches on dtype). The input is viewed as
+// [N, C, HxW]; each channel's statistics reduce over N and HxW. Per-channel sums
+// run one channel per task over its N contiguous runs, except for [N, C] inputs
+// (HxW = 1), which are reduced row by row into per-chunk partial sums so the
+// inner loops run along the channels.
+#include <opforge/ops/batch_norm_backward.h>
+#include <opforge/ops/batch_norm_forward.h>
+
+#include "norm_stats.h"
+
+#include <opforge/math/norm.h>
+#include <opforge/math/opmath.h>
+#include <opforge/norm.h>
+
+#include <ATen/Parallel.h>
+#include <ATen/ops/empty.h>
+
+#include <algorithm>
+#include <limits>
+#include <tuple>
+#include <vector>
+
+namespace opforge {
+namespace {
+
+template <typename T>
+using acc_t = math::opmath_t<T>;
+template <typename T>
+using sum_t = math::sum_acc_t<T>;
+
+// Per channel c, two sums over the batch and spatial positions: f(c, i, s1, s2)
+// adds the terms of element i (a flat index into [N, C, HxW]). Returns [C][2].
+template <typename T, typename F>
+std::vector<sum_t<T>> channel_sums(const group_layout& l, F f) {
+  using A = acc_t<T>;
+  using S = sum_t<T>;
+  const int64_t ch = l.channels;
+  std::vector<S> out(static_cast<size_t>(2 * ch), S(0));
+  if (l.hw > 1) {
+    const int64_t grain = std::max<int64_t>(1, cpu::k_norm_grain / std::max<int64_t>(1, l.n * l.hw));
+    at::parallel_for(0, ch, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) {
+        S s1 = 0;
+        S s2 = 0;
+        for (int64_t n = 0; n < l.n; ++n) {
+          const int64_t base = (n * ch + c) * l.hw;
+          for (int64_t c0 = 0; c0 < l.hw; c0 += cpu::k_norm_chunk) {
+            const int64_t first = base + c0;
+            const auto s = cpu::lane_sum2<A>(std::min(cpu::k_norm_chunk, l.hw - c0),
+                                             [&](int64_t i, A& a, A& b) { f(c, first + i, a, b); });
+            s1 += s.first;
+            s2 += s.second;
+          }
+        }
+        out[2 * c] = s1;
+        out[2 * c + 1] = s2;
+      }
+    });
+    return out;
+  }
+  const int64_t chunks = cpu::chunk_count(l.n);
+  std::vector<S> part(static_cast<size_t>(chunks * 2 * ch), S(0));
+  cpu::for_each_chunk(l.n, chunks, [&](int64_t chunk, int64_t begin, int64_t end) {
+    S* p1 = part.data() + chunk * 2 * ch;
+    S* p2 = p1 + ch;
+    for (int64_t n = begin; n < end; ++n) {
+      for (int64_t c = 0; c < ch; ++c) {
+        A a = 0;
+        A b = 0;
+        f(c, n * ch + c, a, b);
+        p1[c] += a;
+        p2[c] += b;
+      }
+    }
+  });
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    for (int64_t c = 0; c < ch; ++c) {
+      out[2 * c] += part[chunk * 2 * ch + c];
+      out[2 * c + 1] += part[chunk * 2 * ch + ch + c];
+    }
+  }
+  return out;
+}
+
+// out[i] = f(c, i) for every element i of [N, C, HxW], c its channel.
+template <typename T, typename F>
+void channel_map(const group_layout& l, T* out, F f) {
+  const int64_t ch = l.channels;
+  if (l.hw > 1) {
+    at::parallel_for(0, l.n * ch, std::max<int64_t>(1, cpu::k_norm_grain / l.hw), [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        const int64_t c = b % ch;
+        T* o = out + b * l.hw;
+        const int64_t base = b * l.hw;
+        for (int64_t s = 0; s < l.hw; ++s) {
+          o[s] = f(c, base + s);
+        }
+      }
+    });
+    return;
+  }
+  at::parallel_for(0, l.n, std::max<int64_t>(1, cpu::k_norm_grain / std::max<int64_t>(1, ch)),
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t n = begin; n < end; ++n) {
+                       for (int64_t c = 0; c < ch; ++c) {
+                         out[n * ch + c] = f(c, n * ch + c);
+                       }
+                     }
+                   });
+}
+
+// A per-channel tensor's values in opmath (`fill` where undefined).
+template <typename T>
+std::vector<acc_t<T>> channel_values(const at::Tensor& t, int64_t channels, acc_t<T> fill) {
+  std::vector<acc_t<T>> v(static_cast<size_t>(channels), fill);
+  if (t.defined()) {
+    const at::Tensor c = t.contiguous();
+    const T* p = c.const_data_ptr<T>();
+    for (int64_t i = 0; i < channels; ++i) {
+      v[i] = math::cast_to<acc_t<T>>(p[i]);
+    }
+  }
+  return v;
+}
+
+// running = (1 - momentum) * running + momentum * stat[c], in place (any strides).
+template <typename T>
+void update_running(const std::optional<at::Tensor>& running, const std::vector<acc_t<T>>& stat, double momentum) {
+  if (!defined(running)) {
+    return;
+  }
+  using A = acc_t<T>;
+  at::Tensor c = running->contiguous();
+  T* p = c.mutable_data_ptr<T>();
+  const auto mom = static_cast<A>(momentum);
+  for (size_t i = 0; i < stat.size(); ++i) {
+    p[i] = math::cast_to<T>((A(1) - mom) * math::cast_to<A>(p[i]) + mom * stat[i]);
+  }
+  if (!c.is_same(*running)) {
+    running->copy_(c);
+  }
+}
+
+template <typename T>
+void write_channels(at::Tensor& t, const std::vector<acc_t<T>>& v) {
+  T* p = t.mutable_data_ptr<T>();
+  for (size_t i = 0; i < v.size(); ++i) {
+    p[i] = math::cast_to<T>(v[i]);
+  }
+}
+
+} // namespace
+
+template <typename scalar_t>
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cpu(
+    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
+    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training,
+    double momentum, double eps) {
+  using A = acc_t<scalar_t>;
+  batch_norm_forward_check("opforge.batch_norm_forward", input, weight, bias, running_mean, running_var, training);
+  const group_layout l = batch_norm_layout(input);
+  const int64_t count = l.n * l.hw;
+  const at::Tensor xt = input.contiguous();
+  at::Tensor out = at::empty(xt.sizes(), xt.options());
+  at::Tensor save_mean = at::empty({l.channels}, xt.options());
+  at::Tensor save_invstd = at::empty({l.channels}, xt.options());
+  std::vector<A> mean(static_cast<size_t>(l.channels));
+  std::vector<A> invstd(mean.size());
+  const scalar_t* x = xt.const_data_ptr<scalar_t>();
+  if (training) {
+    if (count == 0) {
+      // An empty batch has no statistics; the running ones stay as they are (as in torch).
+      save_mean.zero_();
+      save_invstd.fill_(std::numeric_limits<double>::quiet_NaN());
+      return {out, save_mean, save_invstd};
+    }
+    const auto n = static_cast<sum_t<scalar_t>>(count);
+    const auto sums = channel_sums<scalar_t>(l, [&](int64_t, int64_t i, A& s, A&) { s += math::cast_to<A>(x[i]); });
+    for (size_t c = 0; c < mean.size(); ++c) {
+      mean[c] = static_cast<A>(sums[2 * c] / n);
+    }
+    const auto sq = channel_sums<scalar_t>(l, [&](int64_t c, int64_t i, A& s, A&) {
+      const A d = math::cast_to<A>(x[i]) - mean[c];
+      s += d * d;
+    });
+    std::vector<A> unbiased(mean.size());
+    for (size_t c = 0; c < mean.size(); ++c) {
+      const auto var = static_cast<A>(sq[2 * c] / n);
+      invstd[c] = math::norm_rstd(var, eps);
+      unbiased[c] = static_cast<A>(sq[2 * c] / (n - 1));
+    }
+    update_running<scalar_t>(running_mean, mean, momentum);
+    update_running<scalar_t>(running_var, unbiased, momentum);
+  } else {
+    mean = channel_values<scalar_t>(*running_mean, l.channels, A(0));
+    invstd = channel_values<scalar_t>(*running_var, l.channels, A(0));
+    for (A& v : invstd) {
+      v = math::norm_rstd(v, eps);
+    }
+  }
+  write_channels<scalar_t>(save_mean, mean);
+  write_channels<scalar_t>(save_invstd, invstd);
+  // y = (x - mean) * invstd * w + b = (x - mean) * scale + shift per channel.
+  const std::vector<A> w = channel_values<scalar_t>(contiguous_or_undefined(weight), l.channels, A(1));
+  const std::vector<A> shift = channel_values<scalar_t>(contiguous_or_undefined(bias), l.channels, A(0));
+  std::vector<A> scale(mean.size());
+  for (size_t c = 0; c < scale.size(); ++c) {
+    scale[c] = invstd[c] * w[c];
+  }
+  channel_map(l, out.mutable_data_ptr<scalar_t>(), [&](int64_t c, int64_t i) {
+    return math::cast_to<scalar_t>((math::cast_to<A>(x[i]) - mean[c]) * scale[c] + shift[c]);
+  });
+  return {out, save_mean, save_invstd};
+}
+
+template <typename scalar_t>
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cpu(
+    const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& save_mean, const at::Tensor& save_invstd,
+    bool training, std::array<bool, 3> output_mask, const std::optional<at::Tensor>& weight,
+    const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_invstd) {
+  using A = acc_t<scalar_t>;
+  batch_norm_backward_check("opforge.batch_norm_backward", grad_out, input, save_mean, save_invstd, weight,
+                            grad_mean, grad_invstd);
+  const group_layout l = batch_norm_layout(input);
+  const at::Tensor xt = input.contiguous();
+  const at::Tensor gt = grad_out.contiguous();
+  const scalar_t* x = xt.const_data_ptr<scalar_t>();
+  const scalar_t* g = gt.const_data_ptr<scalar_t>();
+  const std::vector<A> m = channel_values<scalar_t>(save_mean, l.channels, A(0));
+  const std::vector<A> r = channel_values<scalar_t>(save_invstd, l.channels, A(0));
+  const std::vector<A> w = channel_values<scalar_t>(contiguous_or_undefined(weight), l.channels, A(1));
+  at::Tensor dx = output_mask[0] ? at::empty(xt.sizes(), xt.options()) : at::Tensor();
+  at::Tensor dw = output_mask[1] ? at::empty({l.channels}, xt.options()) : at::Tensor();
+  at::Tensor db = output_mask[2] ? at::empty({l.channels}, xt.options()) : at::Tensor();
+  // Per channel: sum of g and of g * (x - mean).
+  std::vector<sum_t<scalar_t>> sums(static_cast<size_t>(2 * l.channels), 0);
+  if (xt.numel() > 0 && ((dx.defined() && training) || dw.defined() || db.defined())) {
+    sums = channel_sums<scalar_t>(l, [&](int64_t c, int64_t i, A& sg, A& sgx) {
+      const A gi = math::cast_to<A>(g[i]);
+      sg += gi;
+      sgx += gi * (math::cast_to<A>(x[i]) - m[c]);
+    });
+  }
+  std::vector<A> col(static_cast<size_t>(l.channels));
+  if (dw.defined()) {
+    for (size_t c = 0; c < col.size(); ++c) {
+      col[c] = static_cast<A>(sums[2 * c + 1]) * r[c];
+    }
+    write_channels<scalar_t>(dw, col);
+  }
+  if (db.defined()) {
+    for (size_t c = 0; c < col.size(); ++c) {
+      col[c] = static_cast<A>(sums[2 * c]);
+    }
+    write_channels<scalar_t>(db, col);
+  }
+  if (!dx.defined() || xt.numel() == 0) {
+    return {dx, dw, db};
+  }
+  scalar_t* d = dx.mutable_data_ptr<scalar_t>();
+  if (!training) {
+    // The statistics are constants: dx = g * w * invstd.
+    for (size_t c = 0; c < col.size(); ++c) {
+      col[c] = w[c] * r[c];
+    }
+    channel_map(l, d, [&](int64_t c, int64_t i) { return math::cast_to<scalar_t>(math::cast_to<A>(g[i]) * col[c]); });
+    return {dx, dw, db};
+  }
+  const std::vector<A> gm = channel_values<scalar_t>(contiguous_or_undefined(grad_mean), l.channels, A(0));
+  const std::vector<A> gr = channel_values<scalar_t>(contiguous_or_undefined(grad_invstd), l.channels, A(0));
+  std::vector<math::norm_backward_coeffs<A>> k;
+  k.reserve(col.size());
+  const auto count = static_cast<A>(l.n * l.hw);
+  for (size_t c = 0; c < col.size(); ++c) {
+    // Sums of a = g * w and of a * xhat: the weight is constant over the channel.
+    const auto sg = static_cast<A>(sums[2 * c]);
+    const auto sgx = static_cast<A>(sums[2 * c + 1]);
+    k.push_back(math::norm_backward_coeffs<A>::make(w[c] * sg, w[c] * sgx * r[c], m[c], r[c], count, gm[c], gr[c]));
+  }
+  channel_map(l, d, [&](int64_t c, int64_t i) {
+    return math::cast_to<scalar_t>(k[c](math::cast_to<A>(g[i]) * w[c], math::cast_to<A>(x[i])));
+  });
+  return {dx, dw, db};
+}
+
+OPFORGE_INSTANTIATE_batch_norm_forward_cpu
+OPFORGE_INSTANTIATE_batch_norm_backward_cpu
+
+} // namespace opforge

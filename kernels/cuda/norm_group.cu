@@ -1,0 +1,155 @@
+// CUDA kernels for group_norm_forward and group_norm_backward: one block per
+// (n, group) slab for the statistics, the output and the input gradient; one
+// block per channel, across the batch, for the weight and bias gradients.
+#include "norm_common.cuh"
+#include "norm_group.cuh"
+
+#include <opforge/math/norm.h>
+
+namespace opforge::cuda {
+namespace {
+
+template <typename T>
+__global__ void forward_kernel(group_norm_args<T> a, const T* bias, T* y, T* mean, T* rstd, double eps) {
+  using A = norm_acc_t<T>;
+  __shared__ A shared[32];
+  const int64_t d = a.channels / a.groups;
+  const int64_t slab = d * a.hw;
+  for (int64_t t = blockIdx.x; t < a.n * a.groups; t += gridDim.x) {
+    const int64_t c0 = (t % a.groups) * d;
+    const T* x = a.x + t * slab;
+    const auto st = block_group_stats(x, 1, slab, slab, shared);
+    const A rs = math::norm_rstd(st.var, eps);
+    if (threadIdx.x == 0) {
+      mean[t] = math::cast_to<T>(st.mean);
+      rstd[t] = math::cast_to<T>(rs);
+    }
+    T* ys = y + t * slab;
+    group_for_each(d, a.hw, a.hw, [&](int64_t c, int64_t o) {
+      A v = (math::cast_to<A>(x[o]) - st.mean) * rs;
+      if (a.weight) {
+        v *= math::cast_to<A>(a.weight[c0 + c]);
+      }
+      if (bias) {
+        v += math::cast_to<A>(bias[c0 + c]);
+      }
+      ys[o] = math::cast_to<T>(v);
+    });
+  }
+}
+
+template <typename T>
+__global__ void backward_input_kernel(group_norm_args<T> a, const T* grad, const T* mean, const T* rstd,
+                                      const T* grad_mean, const T* grad_rstd, T* dx) {
+  using A = norm_acc_t<T>;
+  __shared__ A shared[32];
+  const int64_t d = a.channels / a.groups;
+  const int64_t slab = d * a.hw;
+  for (int64_t t = blockIdx.x; t < a.n * a.groups; t += gridDim.x) {
+    const int64_t c0 = (t % a.groups) * d;
+    const T* x = a.x + t * slab;
+    const T* g = grad + t * slab;
+    const A m = math::cast_to<A>(mean[t]);
+    const A rs = math::cast_to<A>(rstd[t]);
+    const auto ga = [&](int64_t c, int64_t o) {
+      const A gi = math::cast_to<A>(g[o]);
+      return a.weight ? gi * math::cast_to<A>(a.weight[c0 + c]) : gi;
+    };
+    A sa = 0;
+    A sax = 0;
+    group_for_each(d, a.hw, a.hw, [&](int64_t c, int64_t o) {
+      const A ai = ga(c, o);
+      sa += ai;
+      sax += ai * (math::cast_to<A>(x[o]) - m) * rs;
+    });
+    sa = block_reduce(sa, sum_op{}, A(0), shared);
+    sax = block_reduce(sax, sum_op{}, A(0), shared);
+    const A gm = grad_mean ? math::cast_to<A>(grad_mean[t]) : A(0);
+    const A gr = grad_rstd ? math::cast_to<A>(grad_rstd[t]) : A(0);
+    const auto k = math::norm_backward_coeffs<A>::make(sa, sax, m, rs, static_cast<A>(slab), gm, gr);
+    T* dxs = dx + t * slab;
+    group_for_each(d, a.hw, a.hw,
+                   [&](int64_t c, int64_t o) { dxs[o] = math::cast_to<T>(k(ga(c, o), math::cast_to<A>(x[o]))); });
+  }
+}
+
+template <typename T>
+__global__ void backward_weight_kernel(group_norm_args<T> a, const T* grad, const T* mean, const T* rstd, T* dw,
+                                       T* db) {
+  using A = norm_acc_t<T>;
+  __shared__ A shared[32];
+  const int64_t d = a.channels / a.groups;
+  for (int64_t ch = blockIdx.x; ch < a.channels; ch += gridDim.x) {
+    const int64_t base = ch * a.hw;
+    const int64_t grp = ch / d;
+    A sw = 0;
+    A sb = 0;
+    group_for_each(a.n, a.hw, a.channels * a.hw, [&](int64_t n, int64_t o) {
+      const A gi = math::cast_to<A>(grad[base + o]);
+      const int64_t s = n * a.groups + grp;
+      sw += gi * (math::cast_to<A>(a.x[base + o]) - math::cast_to<A>(mean[s])) * math::cast_to<A>(rstd[s]);
+      sb += gi;
+    });
+    sw = block_reduce(sw, sum_op{}, A(0), shared);
+    sb = block_reduce(sb, sum_op{}, A(0), shared);
+    if (threadIdx.x == 0) {
+      if (dw) {
+        dw[ch] = math::cast_to<T>(sw);
+      }
+      if (db) {
+        db[ch] = math::cast_to<T>(sb);
+      }
+    }
+  }
+}
+
+} // namespace
+
+template <typename T>
+cudaError_t launch_group_norm_forward(const group_norm_args<T>& a, const T* bias, T* y, T* mean, T* rstd,
+                                      double eps, cudaStream_t stream) {
+  const int64_t groups = a.n * a.groups;
+  if (groups == 0) {
+    return cudaSuccess;
+  }
+  forward_kernel<<<norm_blocks(groups), norm_threads(a.channels / a.groups * a.hw), 0, stream>>>(a, bias, y, mean,
+                                                                                                  rstd, eps);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t launch_group_norm_backward_input(const group_norm_args<T>& a, const T* grad, const T* mean,
+                                             const T* rstd, const T* grad_mean, const T* grad_rstd, T* dx,
+                                             cudaStream_t stream) {
+  const int64_t groups = a.n * a.groups;
+  const int64_t slab = a.channels / a.groups * a.hw;
+  if (groups == 0 || slab == 0) {
+    return cudaSuccess;
+  }
+  backward_input_kernel<<<norm_blocks(groups), norm_threads(slab), 0, stream>>>(a, grad, mean, rstd, grad_mean,
+                                                                                grad_rstd, dx);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t launch_group_norm_backward_weight(const group_norm_args<T>& a, const T* grad, const T* mean,
+                                              const T* rstd, T* dw, T* db, cudaStream_t stream) {
+  if (a.channels == 0) {
+    return cudaSuccess;
+  }
+  backward_weight_kernel<<<norm_blocks(a.channels), norm_threads(a.n * a.hw), 0, stream>>>(a, grad, mean, rstd,
+                                                                                          dw, db);
+  return cudaGetLastError();
+}
+
+#define OPFORGE_INSTANTIATE(T)                                                                                \
+  template cudaError_t launch_group_norm_forward<T>(const group_norm_args<T>&, const T*, T*, T*, T*, double, \
+                                                    cudaStream_t);                                            \
+  template cudaError_t launch_group_norm_backward_input<T>(const group_norm_args<T>&, const T*, const T*,     \
+                                                           const T*, const T*, const T*, T*, cudaStream_t);   \
+  template cudaError_t launch_group_norm_backward_weight<T>(const group_norm_args<T>&, const T*, const T*,    \
+                                                            const T*, T*, T*, cudaStream_t);
+OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
+#undef OPFORGE_INSTANTIATE
+
+} // namespace opforge::cuda

@@ -1,0 +1,182 @@
+// CUDA kernels for layer_norm_forward and layer_norm_backward: one block per row
+// for the statistics, the output and the input gradient; the weight and bias
+// gradients are column sums over rows, split into row chunks and then added up.
+#include "norm_common.cuh"
+#include "norm_layer.cuh"
+
+#include <opforge/math/norm.h>
+
+namespace opforge::cuda {
+namespace {
+
+template <typename T>
+__global__ void forward_kernel(layer_norm_args<T> a, const T* bias, T* y, T* mean, T* rstd, double eps) {
+  using A = norm_acc_t<T>;
+  __shared__ A shared[32];
+  for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
+    const T* x = a.x + row * a.n;
+    const auto st = block_group_stats(x, 1, a.n, a.n, shared);
+    const A rs = math::norm_rstd(st.var, eps);
+    if (threadIdx.x == 0) {
+      mean[row] = math::cast_to<T>(st.mean);
+      rstd[row] = math::cast_to<T>(rs);
+    }
+    T* yr = y + row * a.n;
+    for (int64_t i = threadIdx.x; i < a.n; i += blockDim.x) {
+      A v = (math::cast_to<A>(x[i]) - st.mean) * rs;
+      if (a.weight) {
+        v *= math::cast_to<A>(a.weight[i]);
+      }
+      if (bias) {
+        v += math::cast_to<A>(bias[i]);
+      }
+      yr[i] = math::cast_to<T>(v);
+    }
+  }
+}
+
+template <typename T>
+__global__ void backward_input_kernel(layer_norm_args<T> a, const T* grad, const T* mean, const T* rstd,
+                                      const T* grad_mean, const T* grad_rstd, T* dx) {
+  using A = norm_acc_t<T>;
+  __shared__ A shared[32];
+  for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
+    const T* x = a.x + row * a.n;
+    const T* g = grad + row * a.n;
+    const A m = math::cast_to<A>(mean[row]);
+    const A rs = math::cast_to<A>(rstd[row]);
+    const auto ga = [&](int64_t i) {
+      const A gi = math::cast_to<A>(g[i]);
+      return a.weight ? gi * math::cast_to<A>(a.weight[i]) : gi;
+    };
+    A sa = 0;
+    A sax = 0;
+    for (int64_t i = threadIdx.x; i < a.n; i += blockDim.x) {
+      const A ai = ga(i);
+      sa += ai;
+      sax += ai * (math::cast_to<A>(x[i]) - m) * rs;
+    }
+    sa = block_reduce(sa, sum_op{}, A(0), shared);
+    sax = block_reduce(sax, sum_op{}, A(0), shared);
+    const A gm = grad_mean ? math::cast_to<A>(grad_mean[row]) : A(0);
+    const A gr = grad_rstd ? math::cast_to<A>(grad_rstd[row]) : A(0);
+    const auto k = math::norm_backward_coeffs<A>::make(sa, sax, m, rs, static_cast<A>(a.n), gm, gr);
+    T* d = dx + row * a.n;
+    for (int64_t i = threadIdx.x; i < a.n; i += blockDim.x) {
+      d[i] = math::cast_to<T>(k(ga(i), math::cast_to<A>(x[i])));
+    }
+  }
+}
+
+// Weight/bias gradient, stage 1: block (32, k_wy) sums 32 columns over one row
+// chunk; threads along y take every k_wy-th row, then combine in shared memory.
+constexpr int k_wy = 16;
+
+template <typename T>
+__global__ void weight_partial_kernel(layer_norm_args<T> a, const T* grad, const T* mean, const T* rstd,
+                                      int64_t chunks, norm_acc_t<T>* partial) {
+  using A = norm_acc_t<T>;
+  __shared__ A sw[k_wy][33];
+  __shared__ A sb[k_wy][33];
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x;
+  const int64_t chunk = blockIdx.y;
+  const int64_t begin = a.rows * chunk / chunks;
+  const int64_t end = a.rows * (chunk + 1) / chunks;
+  A w = 0;
+  A b = 0;
+  if (col < a.n) {
+    for (int64_t r = begin + threadIdx.y; r < end; r += k_wy) {
+      const A gi = math::cast_to<A>(grad[r * a.n + col]);
+      const A xh = (math::cast_to<A>(a.x[r * a.n + col]) - math::cast_to<A>(mean[r])) * math::cast_to<A>(rstd[r]);
+      w += gi * xh;
+      b += gi;
+    }
+  }
+  sw[threadIdx.y][threadIdx.x] = w;
+  sb[threadIdx.y][threadIdx.x] = b;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < a.n) {
+    for (int y = 1; y < k_wy; ++y) {
+      w += sw[y][threadIdx.x];
+      b += sb[y][threadIdx.x];
+    }
+    partial[chunk * 2 * a.n + col] = w;
+    partial[chunk * 2 * a.n + a.n + col] = b;
+  }
+}
+
+// Stage 2: one thread per column adds the chunks' partial sums.
+template <typename T>
+__global__ void weight_final_kernel(const norm_acc_t<T>* partial, int64_t chunks, int64_t n, T* dw, T* db) {
+  using A = norm_acc_t<T>;
+  for (int64_t col = global_thread(); col < n; col += grid_threads()) {
+    A w = 0;
+    A b = 0;
+    for (int64_t c = 0; c < chunks; ++c) {
+      w += partial[c * 2 * n + col];
+      b += partial[c * 2 * n + n + col];
+    }
+    if (dw) {
+      dw[col] = math::cast_to<T>(w);
+    }
+    if (db) {
+      db[col] = math::cast_to<T>(b);
+    }
+  }
+}
+
+} // namespace
+
+int64_t layer_norm_weight_chunks(int64_t rows) {
+  const int64_t c = ceil_div(rows, 64);
+  return c < 1 ? 1 : (c > 256 ? 256 : c);
+}
+
+template <typename T>
+cudaError_t launch_layer_norm_forward(const layer_norm_args<T>& a, const T* bias, T* y, T* mean, T* rstd,
+                                      double eps, cudaStream_t stream) {
+  if (a.rows == 0) {
+    return cudaSuccess;
+  }
+  forward_kernel<<<norm_blocks(a.rows), norm_threads(a.n), 0, stream>>>(a, bias, y, mean, rstd, eps);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t launch_layer_norm_backward_input(const layer_norm_args<T>& a, const T* grad, const T* mean,
+                                             const T* rstd, const T* grad_mean, const T* grad_rstd, T* dx,
+                                             cudaStream_t stream) {
+  if (a.rows == 0 || a.n == 0) {
+    return cudaSuccess;
+  }
+  backward_input_kernel<<<norm_blocks(a.rows), norm_threads(a.n), 0, stream>>>(a, grad, mean, rstd, grad_mean,
+                                                                               grad_rstd, dx);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t launch_layer_norm_backward_weight(const layer_norm_args<T>& a, const T* grad, const T* mean,
+                                              const T* rstd, T* dw, T* db, math::opmath_t<T>* partial,
+                                              cudaStream_t stream) {
+  if (a.n == 0) {
+    return cudaSuccess;
+  }
+  const int64_t chunks = layer_norm_weight_chunks(a.rows);
+  const dim3 grid(static_cast<unsigned>(ceil_div(a.n, 32)), static_cast<unsigned>(chunks));
+  weight_partial_kernel<<<grid, dim3(32, k_wy), 0, stream>>>(a, grad, mean, rstd, chunks, partial);
+  weight_final_kernel<<<elementwise_blocks(a.n), k_threads, 0, stream>>>(partial, chunks, a.n, dw, db);
+  return cudaGetLastError();
+}
+
+#define OPFORGE_INSTANTIATE(T)                                                                                \
+  template cudaError_t launch_layer_norm_forward<T>(const layer_norm_args<T>&, const T*, T*, T*, T*, double, \
+                                                    cudaStream_t);                                            \
+  template cudaError_t launch_layer_norm_backward_input<T>(const layer_norm_args<T>&, const T*, const T*,     \
+                                                           const T*, const T*, const T*, T*, cudaStream_t);   \
+  template cudaError_t launch_layer_norm_backward_weight<T>(const layer_norm_args<T>&, const T*, const T*,    \
+                                                            const T*, T*, T*, math::opmath_t<T>*,            \
+                                                            cudaStream_t);
+OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
+#undef OPFORGE_INSTANTIATE
+
+} // namespace opforge::cuda
