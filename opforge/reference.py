@@ -7,6 +7,7 @@ name torch functions directly, backward ops name these.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 
 import torch
@@ -601,3 +602,91 @@ def fold_conv_bn(
         conv_weight, conv_bias, running_mean, running_var, eps, bn_weight, bn_bias
     )
     return w.detach(), b.detach()
+
+
+# --- conv family (schemas/conv.yaml) ---
+
+
+def conv2d_backward(
+    grad_output: Tensor,
+    input: Tensor,
+    weight: Tensor,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int,
+    output_mask: Sequence[bool],
+) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    unbatched = input.dim() == 3
+    grad_input, grad_weight, grad_bias = torch.ops.aten.convolution_backward(
+        grad_output.unsqueeze(0) if unbatched else grad_output,
+        input.unsqueeze(0) if unbatched else input,
+        weight,
+        [weight.shape[0]],
+        list(stride),
+        list(padding),
+        list(dilation),
+        False,
+        [0, 0],
+        groups,
+        list(output_mask),
+    )
+    if unbatched and grad_input is not None:
+        grad_input = grad_input.squeeze(0)
+    return grad_input, grad_weight, grad_bias
+
+
+def conv2d_padding(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: int | Sequence[int] = 1,
+    padding: str = "valid",
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+) -> Tensor:
+    with warnings.catch_warnings():
+        # PyTorch's performance note about even kernels with padding='same', not an error.
+        warnings.filterwarnings("ignore", message="Using padding='same' with even kernel")
+        return torch.nn.functional.conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d_double_backward(
+    grad_grad_input: Tensor | None,
+    grad_grad_weight: Tensor | None,
+    grad_grad_bias: Tensor | None,
+    grad_output: Tensor,
+    input: Tensor,
+    weight: Tensor,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int,
+    output_mask: Sequence[bool],
+) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    """ATen's double backward of conv2d, through torch.autograd (differentiable again)."""
+    with torch.enable_grad():
+        primals = [
+            t if t.requires_grad else t.detach().requires_grad_()
+            for t in (grad_output, input, weight)
+        ]
+        gy, x, w = primals
+        b = torch.zeros(w.shape[0], dtype=w.dtype, device=w.device, requires_grad=True)
+        y = torch.nn.functional.conv2d(x, w, b, list(stride), list(padding), list(dilation), groups)
+        first = torch.autograd.grad(y, (x, w, b), gy, create_graph=True)
+        pairs = [
+            (f, g)
+            for f, g in zip(first, (grad_grad_input, grad_grad_weight, grad_grad_bias), strict=True)
+            if g is not None
+        ]
+        got = torch.autograd.grad(
+            [f for f, _ in pairs],
+            primals,
+            [g for _, g in pairs],
+            allow_unused=True,
+            create_graph=True,
+        )
+    return tuple(  # type: ignore[return-value]
+        (g if g is not None else torch.zeros_like(p)) if m else None
+        for g, p, m in zip(got, primals, output_mask, strict=True)
+    )

@@ -213,3 +213,64 @@ def _spatial_pyramid_pool_specials(
 ) -> list[tuple[list[Any], dict[str, Any]]]:
     x = _pool_specials(dtype, device)
     return [([x, [4, 2, 1], "max"], {}), ([x, [3, 1], "avg"], {})]
+
+
+# --- conv family (schemas/conv.yaml) ---
+
+_Samples = list[tuple[list[Any], dict[str, Any]]]
+
+
+def _conv_tensors(
+    dtype: torch.dtype, device: str, *shapes: list[int], scale: float = 2.0
+) -> list[torch.Tensor]:
+    """Uniform in [-scale, scale]; long reductions take a small scale so that float32
+    rounding stays within the battery's tolerances."""
+    gen = torch.Generator().manual_seed(4321)
+    return [
+        ((torch.rand(s, generator=gen, dtype=torch.float64) * 2 - 1) * scale).to(
+            dtype=dtype, device=device
+        )
+        for s in shapes
+    ]
+
+
+@samples("conv2d")
+def _conv2d(dtype: torch.dtype, device: str) -> _Samples:
+    def conv(
+        shapes: list[list[int]], scale: float = 2.0, **kw: Any
+    ) -> tuple[list[Any], dict[str, Any]]:
+        return _conv_tensors(dtype, device, *shapes, scale=scale), kw
+
+    return [
+        # bias; several im2col blocks per image (576 rows, 144 positions; 27 rows, 2704)
+        conv([[2, 64, 12, 12], [8, 64, 3, 3], [8]], scale=0.25, padding=[1, 1]),
+        conv([[1, 3, 52, 52], [4, 3, 3, 3], [4]], padding=[1, 1]),
+        # depthwise with a channel multiplier, stride, dilation and a bias
+        conv([[2, 4, 9, 8], [8, 1, 3, 3], [8]], stride=[2, 2], padding=[2, 2], dilation=[2, 2],
+             groups=4),
+        # grouped 1x1 (plain GEMM, no im2col), unbatched with a bias
+        conv([[2, 6, 5, 4], [4, 3, 1, 1]], groups=2),
+        conv([[3, 5, 6], [2, 3, 2, 2], [2]], stride=[2, 2]),
+        # an empty batch
+        conv([[0, 3, 5, 5], [4, 3, 3, 3], [4]], padding=[1, 1]),
+    ]
+
+
+@samples("conv2d_backward")
+def _conv2d_backward(dtype: torch.dtype, device: str) -> _Samples:
+    def back(
+        shapes: list[list[int]], *params: Any, scale: float = 2.0
+    ) -> tuple[list[Any], dict[str, Any]]:
+        tensors = _conv_tensors(dtype, device, *shapes, scale=scale)
+        return [*tensors, *params, [True, True, True]], {}
+
+    return [
+        back([[2, 8, 12, 12], [2, 64, 12, 12], [8, 64, 3, 3]], [1, 1], [1, 1], [1, 1], 1,
+             scale=0.25),
+        back([[1, 4, 52, 52], [1, 3, 52, 52], [4, 3, 3, 3]], [1, 1], [1, 1], [1, 1], 1,
+             scale=0.5),
+        back([[2, 8, 5, 4], [2, 4, 9, 8], [8, 1, 3, 3]], [2, 2], [2, 2], [2, 2], 4),
+        back([[2, 4, 5, 4], [2, 6, 5, 4], [4, 3, 1, 1]], [1, 1], [0, 0], [1, 1], 2),
+        back([[2, 2, 3], [3, 5, 6], [2, 3, 2, 2]], [2, 2], [0, 0], [1, 1], 1),
+        back([[0, 4, 5, 5], [0, 3, 5, 5], [4, 3, 3, 3]], [1, 1], [1, 1], [1, 1], 1),
+    ]
