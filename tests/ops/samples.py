@@ -246,8 +246,13 @@ def _conv2d(dtype: torch.dtype, device: str) -> _Samples:
         conv([[2, 64, 12, 12], [8, 64, 3, 3], [8]], scale=0.25, padding=[1, 1]),
         conv([[1, 3, 52, 52], [4, 3, 3, 3], [4]], padding=[1, 1]),
         # depthwise with a channel multiplier, stride, dilation and a bias
-        conv([[2, 4, 9, 8], [8, 1, 3, 3], [8]], stride=[2, 2], padding=[2, 2], dilation=[2, 2],
-             groups=4),
+        conv(
+            [[2, 4, 9, 8], [8, 1, 3, 3], [8]],
+            stride=[2, 2],
+            padding=[2, 2],
+            dilation=[2, 2],
+            groups=4,
+        ),
         # grouped 1x1 (plain GEMM, no im2col), unbatched with a bias
         conv([[2, 6, 5, 4], [4, 3, 1, 1]], groups=2),
         conv([[3, 5, 6], [2, 3, 2, 2], [2]], stride=[2, 2]),
@@ -265,10 +270,10 @@ def _conv2d_backward(dtype: torch.dtype, device: str) -> _Samples:
         return [*tensors, *params, [True, True, True]], {}
 
     return [
-        back([[2, 8, 12, 12], [2, 64, 12, 12], [8, 64, 3, 3]], [1, 1], [1, 1], [1, 1], 1,
-             scale=0.25),
-        back([[1, 4, 52, 52], [1, 3, 52, 52], [4, 3, 3, 3]], [1, 1], [1, 1], [1, 1], 1,
-             scale=0.5),
+        back(
+            [[2, 8, 12, 12], [2, 64, 12, 12], [8, 64, 3, 3]], [1, 1], [1, 1], [1, 1], 1, scale=0.25
+        ),
+        back([[1, 4, 52, 52], [1, 3, 52, 52], [4, 3, 3, 3]], [1, 1], [1, 1], [1, 1], 1, scale=0.5),
         back([[2, 8, 5, 4], [2, 4, 9, 8], [8, 1, 3, 3]], [2, 2], [2, 2], [2, 2], 4),
         back([[2, 4, 5, 4], [2, 6, 5, 4], [4, 3, 1, 1]], [1, 1], [0, 0], [1, 1], 2),
         back([[2, 2, 3], [3, 5, 6], [2, 3, 2, 2]], [2, 2], [0, 0], [1, 1], 1),
