@@ -8,6 +8,8 @@
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
 
+#include <algorithm>
+
 #include <tuple>
 
 namespace opforge {
@@ -41,7 +43,8 @@ std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cpu(const at::Tensor& conv_weigh
   scalar_t* wo = w_out.mutable_data_ptr<scalar_t>();
   scalar_t* bo = b_out.mutable_data_ptr<scalar_t>();
   const A e = static_cast<A>(eps);
-  const int64_t grain = std::max<int64_t>(1, at::internal::GRAIN_SIZE / std::max<int64_t>(per_channel, 1));
+  // About 32K elements per task, as ATen's elementwise loops.
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(per_channel, 1));
   at::parallel_for(0, channels, grain, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       const A scale = math::bn_fold_scale(static_cast<A>(g[c]), static_cast<A>(v[c]), e);
