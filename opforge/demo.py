@@ -50,10 +50,12 @@ def _scaled_call(
     gen = torch.Generator().manual_seed(0)
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
+    skipped = False  # after an omitted positional argument, later ones go by keyword
     for a in schema.arguments.flat_non_out:
-        if a.name not in sample:
-            continue
-        value = sample[a.name]
+        if sample.get(a.name) is None and a.default is not None:
+            skipped = True
+            continue  # the schema's default applies
+        value = sample.get(a.name)
         if a in tensor_args:
             shape = [s if s <= 1 else int(s * factor) for s in shapes[a.name]]
             own = row["arg_dtypes"].get(a.name)
@@ -62,11 +64,10 @@ def _scaled_call(
                 value = torch.randint(low, high, shape, generator=gen).to(getattr(torch, own[0]))
             else:
                 value = torch.randn(shape, generator=gen)
-        (
+        if a in schema.arguments.positional and not skipped:
             args.append(value)
-            if a in schema.arguments.positional
-            else kwargs.__setitem__(a.name, value)
-        )
+        else:
+            kwargs[a.name] = value
     return args, kwargs
 
 
