@@ -337,12 +337,22 @@ void avg_plane_backward(const T* g, int64_t width, const Rows& rows, const Cols&
 template <typename T, typename A, typename Rows, typename Cols>
 void max_plane_backward(const T* g, const int64_t* ind, int64_t width, const Rows& rows,
                         const Cols& cols, A* acc) {
+  // The row of an index by a floating-point reciprocal, corrected by one:
+  // an integer division per output would cost more than the whole scatter.
+  const double inv_width = 1.0 / static_cast<double>(width);
   for (int64_t oh = 0; oh < rows.out; ++oh) {
+    const math::tap_range r = rows.taps(oh);
+    const int64_t* io = ind + oh * cols.out;
+    const T* go = g + oh * cols.out;
     for (int64_t ow = 0; ow < cols.out; ++ow) {
-      const int64_t i = ind[oh * cols.out + ow];
-      const int64_t h = i / width;
-      if (math::holds(rows, oh, h) && math::holds(cols, ow, i - h * width)) {
-        acc[i] += math::cast_to<A>(g[oh * cols.out + ow]);
+      const int64_t i = io[ow];
+      int64_t h = static_cast<int64_t>(static_cast<double>(i) * inv_width);
+      h -= h * width > i;
+      h += (h + 1) * width <= i;
+      const bool row_ok = h >= r.start && h < r.end &&
+                          (rows.step() == 1 || (h - r.start) % rows.step() == 0);
+      if (row_ok && math::holds(cols, ow, i - h * width)) {
+        acc[i] += math::cast_to<A>(go[ow]);
       }
     }
   }

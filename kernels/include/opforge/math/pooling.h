@@ -164,7 +164,9 @@ struct adaptive_windows {
 template <typename Windows>
 C10_HOST_DEVICE inline bool holds(const Windows& win, int64_t o, int64_t h) {
   const tap_range r = win.taps(o);
-  return h >= r.start && h < r.end && (h - r.start) % win.step() == 0;
+  const int64_t step = win.step();
+  // The step is almost always 1: skip the (slow) integer division then.
+  return h >= r.start && h < r.end && (step == 1 || (h - r.start) % step == 0);
 }
 
 // torch's max update: a larger value or a NaN replaces the running maximum,
