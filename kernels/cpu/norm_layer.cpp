@@ -77,20 +77,23 @@ void backward_rows(const backward_args<T>& p, int64_t begin, int64_t end, T* dx,
     const T* __restrict__ w = p.w;
     const A m = math::cast_to<A>(p.mean[r]);
     const A rs = math::cast_to<A>(p.rstd[r]);
-    const auto sums = cpu::lane_sum2<A>(n, [&](int64_t i, A& sa, A& sax) {
+    const auto ga = [&](int64_t i) {
       const A gi = math::cast_to<A>(g[i]);
-      const A xh = (math::cast_to<A>(x[i]) - m) * rs;
-      A a = gi;
       if constexpr (HasW) {
-        a *= math::cast_to<A>(w[i]);
+        return gi * math::cast_to<A>(w[i]);
+      } else {
+        return gi;
       }
-      sa += a;
-      sax += a * xh;
-      if constexpr (WantWB) {
-        wsum[i] += gi * xh;
+    };
+    const auto xhat = [&](int64_t i) { return (math::cast_to<A>(x[i]) - m) * rs; };
+    const auto sums = cpu::lane_sum2<A>(n, ga, [&](int64_t i) { return ga(i) * xhat(i); });
+    if constexpr (WantWB) {
+      for (int64_t i = 0; i < n; ++i) {
+        const A gi = math::cast_to<A>(g[i]);
+        wsum[i] += gi * xhat(i);
         bsum[i] += gi;
       }
-    });
+    }
     if (dx == nullptr) {
       continue;
     }
@@ -99,11 +102,7 @@ void backward_rows(const backward_args<T>& p, int64_t begin, int64_t end, T* dx,
     const auto k = math::norm_backward_coeffs<A>::make(sums.first, sums.second, m, rs, static_cast<A>(n), gm, gr);
     T* __restrict__ dxr = dx + r * n;
     for (int64_t j = 0; j < n; ++j) {
-      A a = math::cast_to<A>(g[j]);
-      if constexpr (HasW) {
-        a *= math::cast_to<A>(w[j]);
-      }
-      dxr[j] = math::cast_to<T>(k(a, math::cast_to<A>(x[j])));
+      dxr[j] = math::cast_to<T>(k(ga(j), math::cast_to<A>(x[j])));
     }
   }
 }
