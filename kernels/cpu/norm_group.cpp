@@ -195,12 +195,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward_cpu(
                            sb += e[0];
                            sw += e[1] * math::cast_to<A>(rp[n * l.groups + ch / d]);
                          }
-                         if (dw_ptr) {
-                           dw_ptr[ch] = math::cast_to<scalar_t>(sw);
-                         }
-                         if (db_ptr) {
-                           db_ptr[ch] = math::cast_to<scalar_t>(sb);
-                         }
+                         cpu::store_weight_grads(dw_ptr, db_ptr, ch, sw, sb);
                        }
                      });
   }

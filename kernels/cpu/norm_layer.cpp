@@ -107,19 +107,6 @@ void backward_rows(const backward_args<T>& p, int64_t begin, int64_t end, T* dx,
   }
 }
 
-struct rows_view {
-  int64_t rows = 1;
-  int64_t n = 1;
-};
-
-rows_view split_rows(const at::Tensor& input, int64_t axis) {
-  rows_view v;
-  for (int64_t d = 0; d < input.dim(); ++d) {
-    (d < axis ? v.rows : v.n) *= input.size(d);
-  }
-  return v;
-}
-
 } // namespace
 
 template <typename scalar_t>
@@ -129,7 +116,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cpu(const at::
                                                                       const std::optional<at::Tensor>& bias,
                                                                       double eps) {
   const int64_t axis = layer_norm_check("opforge.layer_norm_forward", input, normalized_shape, weight, bias);
-  const rows_view v = split_rows(input, axis);
+  const rows_layout v = layer_norm_rows(input, axis);
   const at::Tensor x = input.contiguous();
   const at::Tensor w = contiguous_or_undefined(weight);
   const at::Tensor b = contiguous_or_undefined(bias);
@@ -165,7 +152,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cpu(
   constexpr const char* op = "opforge.layer_norm_backward";
   const int64_t axis = layer_norm_check(op, input, normalized_shape, weight, std::nullopt);
   stats_check(op, grad_out, input, layer_norm_stat_sizes(input, axis), mean, rstd, grad_mean, grad_rstd);
-  const rows_view v = split_rows(input, axis);
+  const rows_layout v = layer_norm_rows(input, axis);
   const at::Tensor g = grad_out.contiguous();
   const at::Tensor x = input.contiguous();
   const at::Tensor w = contiguous_or_undefined(weight);
@@ -218,12 +205,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cpu(
           sw += part[c * 2 * v.n + i];
           sb += part[c * 2 * v.n + v.n + i];
         }
-        if (dw_ptr) {
-          dw_ptr[i] = math::cast_to<scalar_t>(sw);
-        }
-        if (db_ptr) {
-          db_ptr[i] = math::cast_to<scalar_t>(sb);
-        }
+        cpu::store_weight_grads(dw_ptr, db_ptr, i, sw, sb);
       }
     });
   }

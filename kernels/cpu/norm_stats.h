@@ -117,6 +117,17 @@ decltype(auto) with_flags(bool a, bool b, F&& f) {
   return b ? f(std::false_type{}, std::true_type{}) : f(std::false_type{}, std::false_type{});
 }
 
+// dw[i] = sw and db[i] = sb, for the outputs wanted (non-null).
+template <typename T, typename A>
+void store_weight_grads(T* dw, T* db, int64_t i, A sw, A sb) {
+  if (dw) {
+    dw[i] = math::cast_to<T>(sw);
+  }
+  if (db) {
+    db[i] = math::cast_to<T>(sb);
+  }
+}
+
 // Splits [0, n) into chunk_count(n) contiguous chunks run in parallel:
 // f(chunk, begin, end). A fixed split (unlike parallel_for's) lets each chunk
 // own a partial-sum buffer and keeps results deterministic.
