@@ -6,6 +6,8 @@ name torch functions directly, backward ops name these.
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Callable, Sequence
 
 import torch
@@ -85,6 +87,136 @@ def prelu_backward(grad_output: Tensor, self: Tensor, weight: Tensor) -> tuple[T
         y = torch.nn.functional.prelu(x, w)
     grad_self, grad_weight = torch.autograd.grad(y, (x, w), grad_output)
     return grad_self, grad_weight
+
+
+# --- layers (schemas/layers.yaml) ---------------------------------------------------------------
+
+
+def linear_backward(
+    grad_output: Tensor, input: Tensor, weight: Tensor, output_mask: Sequence[bool]
+) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    out_features, in_features = weight.shape
+    rows = math.prod(input.shape[:-1])
+    g = grad_output.reshape(rows, out_features)
+    x = input.reshape(rows, in_features)
+    return (
+        (g @ weight).reshape(input.shape) if output_mask[0] else None,
+        g.T @ x if output_mask[1] else None,
+        g.sum(0) if output_mask[2] else None,
+    )
+
+
+def linear_double_backward(
+    grad_output: Tensor,
+    input: Tensor,
+    weight: Tensor,
+    output_mask: Sequence[bool],
+    grad_grad_input: Tensor | None = None,
+    grad_grad_weight: Tensor | None = None,
+    grad_grad_bias: Tensor | None = None,
+) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    # linear_backward is bilinear: differentiate <grads, outputs> through torch's autograd,
+    # keeping the graph so that this reference is differentiable itself.
+    with torch.enable_grad():
+        g, x, w = (
+            t if t.requires_grad else t.detach().requires_grad_()
+            for t in (grad_output, input, weight)
+        )
+        outs = linear_backward(g, x, w, [True, True, True])
+        total = g.sum() * 0
+        for o, gg in zip(outs, (grad_grad_input, grad_grad_weight, grad_grad_bias), strict=True):
+            if o is not None and gg is not None:
+                total = total + (o * gg).sum()
+        grads = torch.autograd.grad(
+            total, (g, x, w), create_graph=True, allow_unused=True, materialize_grads=True
+        )
+    return tuple(gr if m else None for gr, m in zip(grads, output_mask, strict=True))  # type: ignore[return-value]
+
+
+def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1) -> Tensor:
+    # opforge's argument order and padding convention (-1: none) -> torch's.
+    return torch.nn.functional.embedding(
+        indices, weight, padding_idx=None if padding_idx == -1 else padding_idx
+    )
+
+
+def embedding_backward(
+    grad_output: Tensor, indices: Tensor, num_weights: int, padding_idx: int = -1
+) -> Tensor:
+    grad: Tensor = torch.ops.aten.embedding_dense_backward(
+        grad_output, indices, num_weights, padding_idx, False
+    )
+    return grad
+
+
+# --- pooling (schemas/pooling.yaml) ---
+
+
+def max_pool2d_with_indices(
+    self: Tensor,
+    kernel_size: Sequence[int],
+    stride: Sequence[int] = (),
+    padding: Sequence[int] | int = 0,
+    dilation: Sequence[int] | int = 1,
+    ceil_mode: bool = False,
+) -> tuple[Tensor, Tensor]:
+    out, indices = torch.ops.aten.max_pool2d_with_indices(
+        self, kernel_size, stride, padding, dilation, ceil_mode
+    )
+    return out, indices
+
+
+def avg_pool2d_backward(
+    grad_output: Tensor,
+    self: Tensor,
+    kernel_size: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: int | None = None,
+) -> Tensor:
+    return torch.ops.aten.avg_pool2d_backward(
+        grad_output,
+        self,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+    )
+
+
+def adaptive_avg_pool2d_backward(grad_output: Tensor, self: Tensor) -> Tensor:
+    return torch.ops.aten._adaptive_avg_pool2d_backward(grad_output, self)
+
+
+def adaptive_max_pool2d_with_indices(
+    self: Tensor, output_size: Sequence[int] | int
+) -> tuple[Tensor, Tensor]:
+    out, indices = torch.nn.functional.adaptive_max_pool2d(self, output_size, return_indices=True)
+    return out, indices
+
+
+def spatial_pyramid_pool(
+    self: Tensor, levels: Sequence[int] = (4, 2, 1), mode: str = "max"
+) -> Tensor:
+    pool = {
+        "max": torch.nn.functional.adaptive_max_pool2d,
+        "avg": torch.nn.functional.adaptive_avg_pool2d,
+    }[mode]
+    return torch.cat([pool(self, n).flatten(1) for n in levels], 1)
+
+
+def spatial_pyramid_pool_backward(
+    grad_output: Tensor, self: Tensor, levels: Sequence[int], mode: str
+) -> Tensor:
+    x = self.detach().requires_grad_()
+    with torch.enable_grad():
+        y = spatial_pyramid_pool(x, levels, mode)
+    (grad,) = torch.autograd.grad(y, (x,), grad_output)
+    return grad
 
 
 # ---- norm family (schemas/norm.yaml) ---------------------------------------------------------
@@ -408,3 +540,153 @@ def batch_norm_double_backward(
 
     cot = (grad_grad_input, grad_grad_weight, grad_grad_bias)
     return _vjp(backward, (grad_out, input, save_mean, save_invstd, w, gm, gi), cot)
+
+
+# dropout's random masks have no exact reference: these cover the calls without randomness
+# (the battery's samples); tests/ops/test_layers.py checks the random ones.
+def dropout(
+    input: Tensor, p: float = 0.5, train: bool = True, *, generator: torch.Generator | None = None
+) -> Tensor:
+    return dropout_forward(input, p, train, generator)[0]
+
+
+def dropout_forward(
+    input: Tensor, p: float, train: bool, generator: torch.Generator | None = None
+) -> tuple[Tensor, Tensor]:
+    if not train or p == 0:
+        return input.clone(), torch.ones_like(input, dtype=torch.bool)
+    if p == 1:
+        return input * 0, torch.zeros_like(input, dtype=torch.bool)
+    raise NotImplementedError("dropout with 0 < p < 1 is random: see tests/ops/test_layers.py")
+
+
+def dropout_backward(grad_output: Tensor, mask: Tensor, scale: float) -> Tensor:
+    grad: Tensor = torch.ops.aten.native_dropout_backward(grad_output, mask, scale)
+    return grad
+
+
+def max_pool2d_backward(
+    grad_output: Tensor,
+    self: Tensor,
+    indices: Tensor,
+    kernel_size: Sequence[int],
+    stride: Sequence[int] = (),
+    padding: Sequence[int] | int = 0,
+    dilation: Sequence[int] | int = 1,
+    ceil_mode: bool = False,
+) -> Tensor:
+    return torch.ops.aten.max_pool2d_with_indices_backward(
+        grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices
+    )
+
+
+def adaptive_max_pool2d_backward(grad_output: Tensor, self: Tensor, indices: Tensor) -> Tensor:
+    return torch.ops.aten.adaptive_max_pool2d_backward(grad_output, self, indices)
+
+
+# --- fusion (schemas/fusion.yaml) ---
+
+
+def fold_conv_bn(
+    conv_weight: Tensor,
+    conv_bias: Tensor | None,
+    bn_weight: Tensor,
+    bn_bias: Tensor,
+    running_mean: Tensor,
+    running_var: Tensor,
+    eps: float,
+) -> tuple[Tensor, Tensor]:
+    from torch.nn.utils.fusion import fuse_conv_bn_weights
+
+    w, b = fuse_conv_bn_weights(
+        conv_weight, conv_bias, running_mean, running_var, eps, bn_weight, bn_bias
+    )
+    return w.detach(), b.detach()
+
+
+# --- conv family (schemas/conv.yaml) ---
+
+
+def conv2d_backward(
+    grad_output: Tensor,
+    input: Tensor,
+    weight: Tensor,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int,
+    output_mask: Sequence[bool],
+) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    unbatched = input.dim() == 3
+    grad_input, grad_weight, grad_bias = torch.ops.aten.convolution_backward(
+        grad_output.unsqueeze(0) if unbatched else grad_output,
+        input.unsqueeze(0) if unbatched else input,
+        weight,
+        [weight.shape[0]],
+        list(stride),
+        list(padding),
+        list(dilation),
+        False,
+        [0, 0],
+        groups,
+        list(output_mask),
+    )
+    if unbatched and grad_input is not None:
+        grad_input = grad_input.squeeze(0)
+    return grad_input, grad_weight, grad_bias
+
+
+def conv2d_padding(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: int | Sequence[int] = 1,
+    padding: str = "valid",
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+) -> Tensor:
+    with warnings.catch_warnings():
+        # PyTorch's performance note about even kernels with padding='same', not an error.
+        warnings.filterwarnings("ignore", message="Using padding='same' with even kernel")
+        return torch.nn.functional.conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d_double_backward(
+    grad_grad_input: Tensor | None,
+    grad_grad_weight: Tensor | None,
+    grad_grad_bias: Tensor | None,
+    grad_output: Tensor,
+    input: Tensor,
+    weight: Tensor,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int,
+    output_mask: Sequence[bool],
+) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    """ATen's double backward of conv2d, through torch.autograd (differentiable again)."""
+    with torch.enable_grad():
+        primals = [
+            t if t.requires_grad else t.detach().requires_grad_()
+            for t in (grad_output, input, weight)
+        ]
+        gy, x, w = primals
+        b = torch.zeros(w.shape[0], dtype=w.dtype, device=w.device, requires_grad=True)
+        y = torch.nn.functional.conv2d(x, w, b, list(stride), list(padding), list(dilation), groups)
+        first = torch.autograd.grad(y, (x, w, b), gy, create_graph=True)
+        pairs = [
+            (f, g)
+            for f, g in zip(first, (grad_grad_input, grad_grad_weight, grad_grad_bias), strict=True)
+            if g is not None
+        ]
+        got = torch.autograd.grad(
+            [f for f, _ in pairs],
+            primals,
+            [g for _, g in pairs],
+            allow_unused=True,
+            create_graph=True,
+        )
+    return tuple(  # type: ignore[return-value]
+        (g if g is not None else torch.zeros_like(p)) if m else None
+        for g, p, m in zip(got, primals, output_mask, strict=True)
+    )

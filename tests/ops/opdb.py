@@ -165,9 +165,10 @@ def _build(
                 gen,
                 noncontiguous=variant == "noncontiguous",
             )
-        elif value is None:
+        elif value is None and a.default is not None:
             skipped = True
             continue  # the schema's default applies
+        # (an omitted `Tensor?` without a default is passed as None)
         if a in schema_args.positional and not skipped:
             args.append(value)
         else:

@@ -133,3 +133,149 @@ for _op, _inputs in (
     ("group_norm_forward", _group_norm_offset),
 ):
     samples(_op)(_norm_samples(_inputs))
+
+
+# --- pooling (schemas/pooling.yaml) ---
+
+# kernel_size, stride, padding, dilation, ceil_mode: padded, dilated and ceil-mode windows.
+_MAX_POOL_CONFIGS = [
+    ([3, 3], [2, 2], [1, 1], [1, 1], False),
+    ([2, 3], [1, 2], [1, 0], [2, 1], True),
+    ([3, 2], [2, 2], [1, 1], [1, 2], True),
+]
+
+
+def _pool_input(shape: list[int], dtype: torch.dtype, device: str, seed: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype=dtype, device=device)
+
+
+def _pool_specials(dtype: torch.dtype, device: str) -> torch.Tensor:
+    """Ties, -inf and NaN: torch takes the first maximum and the last NaN of a window."""
+    nan, inf = float("nan"), float("inf")
+    rows = [
+        [1.0, 1.0, 2.0, 2.0, -inf],
+        [1.0, nan, 2.0, 0.5, -inf],
+        [nan, 3.0, nan, -0.0, 0.0],
+        [3.0, 3.0, 7.0, 0.0, -0.0],
+    ]
+    return torch.tensor(rows, dtype=torch.float64).expand(2, 3, 4, 5).to(dtype=dtype, device=device)
+
+
+@samples("max_pool2d_with_indices")
+def _max_pool_specials(dtype: torch.dtype, device: str) -> list[tuple[list[Any], dict[str, Any]]]:
+    x = _pool_specials(dtype, device)
+    unbatched = _pool_input([3, 7, 6], dtype, device, 0)
+    return [([x, *config], {}) for config in _MAX_POOL_CONFIGS] + [([unbatched, [3, 2]], {})]
+
+
+@samples("adaptive_max_pool2d_with_indices")
+def _adaptive_max_pool_specials(
+    dtype: torch.dtype, device: str
+) -> list[tuple[list[Any], dict[str, Any]]]:
+    x = _pool_specials(dtype, device)
+    unbatched = _pool_input([3, 7, 6], dtype, device, 1)
+    return [([x, [2, 3]], {}), ([x, [5, 7]], {}), ([unbatched, [4, 4]], {})]
+
+
+@samples("max_pool2d_backward")
+def _max_pool_backward_indices(
+    dtype: torch.dtype, device: str
+) -> list[tuple[list[Any], dict[str, Any]]]:
+    # Indices from the forward, so windows overlap and share maxima as in training.
+    out = []
+    for i, (shape, config) in enumerate(
+        zip([[2, 3, 7, 6], [1, 2, 8, 9], [3, 6, 7]], _MAX_POOL_CONFIGS, strict=True)
+    ):
+        x = _pool_input(shape, dtype, device, i)
+        _, indices = torch.nn.functional.max_pool2d(x.double(), *config, return_indices=True)
+        grad = _pool_input(list(indices.shape), dtype, device, 10 + i)
+        out.append(([grad, x, indices, *config], {}))
+    return out
+
+
+@samples("adaptive_max_pool2d_backward")
+def _adaptive_max_pool_backward_indices(
+    dtype: torch.dtype, device: str
+) -> list[tuple[list[Any], dict[str, Any]]]:
+    out = []
+    for i, (shape, size) in enumerate([([2, 3, 5, 7], [4, 3]), ([3, 3, 2], [5, 4])]):
+        x = _pool_input(shape, dtype, device, i)
+        _, indices = torch.nn.functional.adaptive_max_pool2d(x.double(), size, return_indices=True)
+        grad = _pool_input(list(indices.shape), dtype, device, 10 + i)
+        out.append(([grad, x, indices], {}))
+    return out
+
+
+@samples("spatial_pyramid_pool")
+def _spatial_pyramid_pool_specials(
+    dtype: torch.dtype, device: str
+) -> list[tuple[list[Any], dict[str, Any]]]:
+    x = _pool_specials(dtype, device)
+    return [([x, [4, 2, 1], "max"], {}), ([x, [3, 1], "avg"], {})]
+
+
+# --- conv family (schemas/conv.yaml) ---
+
+_Samples = list[tuple[list[Any], dict[str, Any]]]
+
+
+def _conv_tensors(
+    dtype: torch.dtype, device: str, *shapes: list[int], scale: float = 2.0
+) -> list[torch.Tensor]:
+    """Uniform in [-scale, scale]; long reductions take a small scale so that float32
+    rounding stays within the battery's tolerances."""
+    gen = torch.Generator().manual_seed(4321)
+    return [
+        ((torch.rand(s, generator=gen, dtype=torch.float64) * 2 - 1) * scale).to(
+            dtype=dtype, device=device
+        )
+        for s in shapes
+    ]
+
+
+@samples("conv2d")
+def _conv2d(dtype: torch.dtype, device: str) -> _Samples:
+    def conv(
+        shapes: list[list[int]], scale: float = 2.0, **kw: Any
+    ) -> tuple[list[Any], dict[str, Any]]:
+        return _conv_tensors(dtype, device, *shapes, scale=scale), kw
+
+    return [
+        # bias; several im2col blocks per image (576 rows, 144 positions; 27 rows, 2704)
+        conv([[2, 64, 12, 12], [8, 64, 3, 3], [8]], scale=0.25, padding=[1, 1]),
+        conv([[1, 3, 52, 52], [4, 3, 3, 3], [4]], padding=[1, 1]),
+        # depthwise with a channel multiplier, stride, dilation and a bias
+        conv(
+            [[2, 4, 9, 8], [8, 1, 3, 3], [8]],
+            stride=[2, 2],
+            padding=[2, 2],
+            dilation=[2, 2],
+            groups=4,
+        ),
+        # grouped 1x1 (plain GEMM, no im2col), unbatched with a bias
+        conv([[2, 6, 5, 4], [4, 3, 1, 1]], groups=2),
+        conv([[3, 5, 6], [2, 3, 2, 2], [2]], stride=[2, 2]),
+        # an empty batch
+        conv([[0, 3, 5, 5], [4, 3, 3, 3], [4]], padding=[1, 1]),
+    ]
+
+
+@samples("conv2d_backward")
+def _conv2d_backward(dtype: torch.dtype, device: str) -> _Samples:
+    def back(
+        shapes: list[list[int]], *params: Any, scale: float = 2.0
+    ) -> tuple[list[Any], dict[str, Any]]:
+        tensors = _conv_tensors(dtype, device, *shapes, scale=scale)
+        return [*tensors, *params, [True, True, True]], {}
+
+    return [
+        back(
+            [[2, 8, 12, 12], [2, 64, 12, 12], [8, 64, 3, 3]], [1, 1], [1, 1], [1, 1], 1, scale=0.25
+        ),
+        back([[1, 4, 52, 52], [1, 3, 52, 52], [4, 3, 3, 3]], [1, 1], [1, 1], [1, 1], 1, scale=0.5),
+        back([[2, 8, 5, 4], [2, 4, 9, 8], [8, 1, 3, 3]], [2, 2], [2, 2], [2, 2], 4),
+        back([[2, 4, 5, 4], [2, 6, 5, 4], [4, 3, 1, 1]], [1, 1], [0, 0], [1, 1], 2),
+        back([[2, 2, 3], [3, 5, 6], [2, 3, 2, 2]], [2, 2], [0, 0], [1, 1], 1),
+        back([[0, 4, 5, 5], [0, 3, 5, 5], [4, 3, 3, 3]], [1, 1], [1, 1], [1, 1], 1),
+    ]

@@ -1,0 +1,285 @@
+// conv2d forward as an implicit GEMM with a fused bias + activation epilogue,
+// plus the im2col / col2im / bias kernels the backward GEMMs (cuBLAS, in
+// conv.cpp) need. See conv.cuh.
+#include "common.cuh"
+#include "conv.cuh"
+
+namespace opforge::cuda {
+namespace {
+
+// Block tile of the implicit GEMM: 64 output channels x 64 output positions
+// (over the whole batch), 16 reduction steps per shared-memory stage; 256
+// threads as 16 x 16, each accumulating 4 x 4 outputs.
+constexpr int k_tile_m = 64;
+constexpr int k_tile_n = 64;
+constexpr int k_tile_k = 16;
+constexpr int k_gemm_threads = 256;
+constexpr int k_micro = 4;
+constexpr int k_max_grid_z = 65535;
+
+template <conv_activation Act, typename A>
+__global__ void __launch_bounds__(k_gemm_threads)
+    conv2d_forward_kernel(const conv2d_geometry g, const A* __restrict__ x,
+                          const A* __restrict__ w, const A* __restrict__ bias,
+                          A* __restrict__ y) {
+  // +1: the weight tile is written down columns; the padding spreads a
+  // column over all banks.
+  __shared__ A ws[k_tile_k][k_tile_m + 1];
+  __shared__ A xs[k_tile_k][k_tile_n];
+  const int64_t ocg = g.oc_per_group();
+  const int64_t cg = g.c_per_group();
+  const int64_t k_total = g.col_rows();
+  const int taps = static_cast<int>(g.kh * g.kw);
+  const int64_t plane = g.oh * g.ow;
+  const int64_t positions = g.n * plane;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * k_tile_m;
+  const int64_t q0 = static_cast<int64_t>(blockIdx.x) * k_tile_n;
+  const int tid = threadIdx.x;
+  const int tx = tid % 16;
+  const int ty = tid / 16;
+
+  // The im2col column this thread loads is the same at every k step
+  // (k_gemm_threads is a multiple of k_tile_n): decompose it once.
+  const int load_n = tid % k_tile_n;
+  const int64_t q_load = q0 + load_n;
+  const bool q_valid = q_load < positions;
+  int64_t img = 0;
+  int64_t oy = 0;
+  int64_t ox = 0;
+  if (q_valid) {
+    img = q_load / plane;
+    const int64_t p = q_load - img * plane;
+    oy = p / g.ow;
+    ox = p - oy * g.ow;
+  }
+  const int64_t iy0 = oy * g.sh - g.ph;
+  const int64_t ix0 = ox * g.sw - g.pw;
+  // Likewise the weight row (output channel) and k offset of this thread's loads.
+  const int load_k = tid % k_tile_k;
+
+  for (int64_t grp = blockIdx.z; grp < g.groups; grp += gridDim.z) {
+    const A* wg = w + grp * ocg * k_total;
+    const A* xg = x + (img * g.c + grp * cg) * g.h * g.w;
+    A acc[k_micro][k_micro];
+    for (int r = 0; r < k_micro; ++r) {
+      for (int c = 0; c < k_micro; ++c) {
+        acc[r][c] = A(0);
+      }
+    }
+    for (int64_t k0 = 0; k0 < k_total; k0 += k_tile_k) {
+      for (int e = tid; e < k_tile_k * k_tile_m; e += k_gemm_threads) {
+        const int mm = e / k_tile_k;
+        const int64_t m = m0 + mm;
+        const int64_t k = k0 + load_k;
+        ws[load_k][mm] = (m < ocg && k < k_total) ? wg[m * k_total + k] : A(0);
+      }
+      for (int e = tid; e < k_tile_k * k_tile_n; e += k_gemm_threads) {
+        const int kk = e / k_tile_n;
+        const int64_t k = k0 + kk;
+        A v = A(0);
+        if (q_valid && k < k_total) {
+          const int64_t ci = k / taps;
+          const int t = static_cast<int>(k - ci * taps);
+          const int i = t / static_cast<int>(g.kw);
+          const int j = t - i * static_cast<int>(g.kw);
+          const int64_t iy = iy0 + i * g.dh;
+          const int64_t ix = ix0 + j * g.dw;
+          if (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w) {
+            v = xg[(ci * g.h + iy) * g.w + ix];
+          }
+        }
+        xs[kk][load_n] = v;
+      }
+      __syncthreads();
+#pragma unroll
+      for (int kk = 0; kk < k_tile_k; ++kk) {
+        A a[k_micro];
+        A b[k_micro];
+#pragma unroll
+        for (int r = 0; r < k_micro; ++r) {
+          a[r] = ws[kk][ty * k_micro + r];
+          b[r] = xs[kk][tx + 16 * r];
+        }
+#pragma unroll
+        for (int r = 0; r < k_micro; ++r) {
+#pragma unroll
+          for (int c = 0; c < k_micro; ++c) {
+            acc[r][c] += a[r] * b[c];
+          }
+        }
+      }
+      __syncthreads();
+    }
+    // Epilogue on the accumulators: consecutive threads (tx) write
+    // consecutive positions of one output channel.
+    for (int r = 0; r < k_micro; ++r) {
+      const int64_t m = m0 + ty * k_micro + r;
+      if (m >= ocg) {
+        continue;
+      }
+      const int64_t o = grp * ocg + m;
+      const A bv = bias != nullptr ? bias[o] : A(0);
+      for (int c = 0; c < k_micro; ++c) {
+        const int64_t q = q0 + tx + 16 * c;
+        if (q >= positions) {
+          continue;
+        }
+        const int64_t out_img = q / plane;
+        y[(out_img * g.oc + o) * plane + (q - out_img * plane)] =
+            math::activate<Act>(acc[r][c] + bv);
+      }
+    }
+  }
+}
+
+template <typename A>
+__global__ void im2col_kernel(const conv2d_geometry g, const A* __restrict__ x,
+                              A* __restrict__ col, int64_t total) {
+  const int64_t plane = g.oh * g.ow;
+  const int64_t taps = g.kh * g.kw;
+  for (int64_t idx = global_thread(); idx < total; idx += grid_threads()) {
+    const int64_t p = idx % plane;
+    const int64_t r = idx / plane;
+    const int64_t ci = r / taps;
+    const int64_t t = r - ci * taps;
+    const int64_t oy = p / g.ow;
+    const int64_t iy = oy * g.sh - g.ph + (t / g.kw) * g.dh;
+    const int64_t ix = (p - oy * g.ow) * g.sw - g.pw + (t % g.kw) * g.dw;
+    col[idx] = (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w) ? x[(ci * g.h + iy) * g.w + ix] : A(0);
+  }
+}
+
+template <typename A>
+__global__ void col2im_kernel(const conv2d_geometry g, const A* __restrict__ col,
+                              A* __restrict__ x, int64_t total) {
+  const int64_t plane = g.oh * g.ow;
+  for (int64_t idx = global_thread(); idx < total; idx += grid_threads()) {
+    const int64_t ix = idx % g.w;
+    const int64_t iy = (idx / g.w) % g.h;
+    const int64_t ci = idx / (g.w * g.h);
+    A sum = A(0);
+    for (int64_t i = 0; i < g.kh; ++i) {
+      const int64_t ty = iy + g.ph - i * g.dh;
+      if (ty < 0 || ty % g.sh != 0 || ty / g.sh >= g.oh) {
+        continue;
+      }
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const int64_t tx = ix + g.pw - j * g.dw;
+        if (tx < 0 || tx % g.sw != 0 || tx / g.sw >= g.ow) {
+          continue;
+        }
+        sum += col[((ci * g.kh + i) * g.kw + j) * plane + (ty / g.sh) * g.ow + tx / g.sw];
+      }
+    }
+    x[idx] = sum;
+  }
+}
+
+constexpr int k_reduce_threads = 512;
+
+// One block per output channel (grid-stride over channels).
+template <typename A>
+__global__ void grad_bias_kernel(const conv2d_geometry g, const A* __restrict__ gy,
+                                 A* __restrict__ gb) {
+  __shared__ A shared[32];
+  const int64_t plane = g.oh * g.ow;
+  const int64_t count = g.n * plane;
+  for (int64_t o = blockIdx.x; o < g.oc; o += gridDim.x) {
+    A s = A(0);
+    for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
+      const int64_t img = e / plane;
+      s += gy[(img * g.oc + o) * plane + (e - img * plane)];
+    }
+    s = block_reduce(s, sum_op{}, A(0), shared);
+    if (threadIdx.x == 0) {
+      gb[o] = s;
+    }
+  }
+}
+
+template <typename A>
+__global__ void add_channel_bias_kernel(const conv2d_geometry g, const A* __restrict__ bias,
+                                        A* __restrict__ y, int64_t total) {
+  const int64_t plane = g.oh * g.ow;
+  for (int64_t idx = global_thread(); idx < total; idx += grid_threads()) {
+    y[idx] += bias[(idx / plane) % g.oc];
+  }
+}
+
+} // namespace
+
+template <typename A>
+cudaError_t launch_conv2d_forward(const conv2d_geometry& g, const A* x, const A* w,
+                                  const A* bias, A* y, conv_activation act, cudaStream_t stream) {
+  const int64_t positions = g.n * g.oh * g.ow;
+  if (positions == 0 || g.oc == 0) {
+    return cudaSuccess;
+  }
+  const dim3 grid(static_cast<unsigned>(ceil_div(positions, k_tile_n)),
+                  static_cast<unsigned>(ceil_div(g.oc_per_group(), k_tile_m)),
+                  static_cast<unsigned>(g.groups < k_max_grid_z ? g.groups : k_max_grid_z));
+  math::with_conv_activation(act, [&](auto a) {
+    conv2d_forward_kernel<decltype(a)::value, A>
+        <<<grid, k_gemm_threads, 0, stream>>>(g, x, w, bias, y);
+  });
+  return cudaGetLastError();
+}
+
+template <typename A>
+cudaError_t launch_im2col(const conv2d_geometry& g, const A* x, A* col, cudaStream_t stream) {
+  const int64_t total = g.c * g.kh * g.kw * g.oh * g.ow;
+  if (total == 0) {
+    return cudaSuccess;
+  }
+  im2col_kernel<<<elementwise_blocks(total), k_threads, 0, stream>>>(g, x, col, total);
+  return cudaGetLastError();
+}
+
+template <typename A>
+cudaError_t launch_col2im(const conv2d_geometry& g, const A* col, A* x, cudaStream_t stream) {
+  const int64_t total = g.c * g.h * g.w;
+  if (total == 0) {
+    return cudaSuccess;
+  }
+  col2im_kernel<<<elementwise_blocks(total), k_threads, 0, stream>>>(g, col, x, total);
+  return cudaGetLastError();
+}
+
+template <typename A>
+cudaError_t launch_conv2d_grad_bias(const conv2d_geometry& g, const A* gy, A* gb,
+                                    cudaStream_t stream) {
+  if (g.oc == 0) {
+    return cudaSuccess;
+  }
+  const auto blocks = static_cast<unsigned>(g.oc < k_max_blocks ? g.oc : k_max_blocks);
+  grad_bias_kernel<<<blocks, row_threads(g.n * g.oh * g.ow, k_reduce_threads), 0, stream>>>(
+      g, gy, gb);
+  return cudaGetLastError();
+}
+
+template <typename A>
+cudaError_t launch_add_channel_bias(const conv2d_geometry& g, const A* bias, A* y,
+                                    cudaStream_t stream) {
+  const int64_t total = g.n * g.oc * g.oh * g.ow;
+  if (total == 0) {
+    return cudaSuccess;
+  }
+  add_channel_bias_kernel<<<elementwise_blocks(total), k_threads, 0, stream>>>(g, bias, y,
+                                                                               total);
+  return cudaGetLastError();
+}
+
+#define OPFORGE_INSTANTIATE(A)                                                                   \
+  template cudaError_t launch_conv2d_forward<A>(const conv2d_geometry&, const A*, const A*,     \
+                                                const A*, A*, conv_activation, cudaStream_t);   \
+  template cudaError_t launch_im2col<A>(const conv2d_geometry&, const A*, A*, cudaStream_t);    \
+  template cudaError_t launch_col2im<A>(const conv2d_geometry&, const A*, A*, cudaStream_t);    \
+  template cudaError_t launch_conv2d_grad_bias<A>(const conv2d_geometry&, const A*, A*,         \
+                                                  cudaStream_t);                                \
+  template cudaError_t launch_add_channel_bias<A>(const conv2d_geometry&, const A*, A*,         \
+                                                  cudaStream_t);
+OPFORGE_INSTANTIATE(float)
+OPFORGE_INSTANTIATE(double)
+#undef OPFORGE_INSTANTIATE
+
+} // namespace opforge::cuda

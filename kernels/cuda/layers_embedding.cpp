@@ -1,0 +1,82 @@
+// CUDA entry points for embedding and embedding_backward (the generated wrapper
+// has guarded the device and dispatched on the weight's dtype); kernels in
+// layers_embedding.cu. Both read back a two-element error flag after the
+// kernel to raise on an out-of-range index (one small synchronizing copy).
+#include <opforge/ops/embedding.h>
+#include <opforge/ops/embedding_backward.h>
+
+#include "layers_embedding.cuh"
+
+#include <opforge/layers.h>
+#include <opforge/math/opmath.h>
+
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAStream.h>
+
+
+namespace opforge {
+namespace {
+
+at::Tensor error_flag(const at::Tensor& like) {
+  return at::zeros({2}, like.options().dtype(at::kLong));
+}
+
+void raise_if_bad_index(const char* op, const at::Tensor& error, int64_t rows) {
+  const at::Tensor e = error.cpu();
+  const int64_t* v = e.const_data_ptr<int64_t>();
+  if (v[0] != 0) {
+    embedding_index_error(op, v[1], rows);
+  }
+}
+
+}  // namespace
+
+template <typename scalar_t>
+at::Tensor embedding_cuda(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
+  constexpr const char* op = "opforge.embedding";
+  embedding_check(op, weight, padding_idx);
+  const at::Tensor w = weight.contiguous();
+  const at::Tensor idx = indices.contiguous();
+  at::Tensor out = at::empty_symint(embedding_output_sizes(idx, w.sym_size(1)), w.options());
+  if (idx.numel() == 0) {
+    return out;
+  }
+  const at::Tensor error = error_flag(idx);
+  with_indices(idx, [&](const auto* ix) {
+    C10_CUDA_CHECK(cuda::launch_embedding(out.mutable_data_ptr<scalar_t>(), w.const_data_ptr<scalar_t>(), ix,
+                                          idx.numel(), w.size(0), w.size(1), error.mutable_data_ptr<int64_t>(),
+                                          c10::cuda::getCurrentCUDAStream()));
+  });
+  raise_if_bad_index(op, error, w.size(0));
+  return out;
+}
+
+template <typename scalar_t>
+at::Tensor embedding_backward_cuda(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights,
+                                   int64_t padding_idx) {
+  using acc_t = math::opmath_t<scalar_t>;
+  constexpr const char* op = "opforge.embedding_backward";
+  embedding_backward_check(op, grad_output, indices, num_weights, padding_idx);
+  const at::Tensor g = grad_output.contiguous();
+  const at::Tensor idx = indices.contiguous();
+  const int64_t rows = num_weights.expect_int();
+  at::Tensor acc = embedding_grad_buffer(g, rows, c10::CppTypeToScalarType<acc_t>::value);
+  if (idx.numel() > 0) {
+    const at::Tensor error = error_flag(idx);
+    with_indices(idx, [&](const auto* ix) {
+      C10_CUDA_CHECK(cuda::launch_embedding_backward(acc.mutable_data_ptr<acc_t>(), g.const_data_ptr<scalar_t>(), ix,
+                                                     idx.numel(), rows, g.size(-1), padding_idx,
+                                                     error.mutable_data_ptr<int64_t>(),
+                                                     c10::cuda::getCurrentCUDAStream()));
+    });
+    raise_if_bad_index(op, error, rows);
+  }
+  return embedding_grad_result(acc, g);
+}
+
+OPFORGE_INSTANTIATE_embedding_cuda
+OPFORGE_INSTANTIATE_embedding_backward_cuda
+
+}  // namespace opforge

@@ -1,0 +1,64 @@
+#pragma once
+// Argument checks and geometry of the conv family, shared by the CPU and CUDA
+// entry points and the Meta kernels (implemented in kernels/meta/conv.cpp).
+// The checks run on SymInts so that the Meta kernels apply the same rules
+// under dynamic shapes; on real tensors every size is concrete and a check is
+// a plain comparison.
+#include <opforge/math/conv.h>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/SymInt.h>
+#include <c10/util/ArrayRef.h>
+#include <c10/util/SmallVector.h>
+
+#include <optional>
+#include <string_view>
+
+namespace opforge {
+
+// The arguments every op of the family shares. They are `int[2]`, not
+// `SymInt[2]` as in ATen: torch.ops does not broadcast a single int into a
+// custom op's SymInt[2] argument (it does for int[2]), and the Python wrappers
+// call torch.ops under torch.compile and for overloaded ops (conv2d.padding).
+struct conv_params {
+  at::IntArrayRef stride;
+  at::IntArrayRef padding;
+  at::IntArrayRef dilation;
+  int64_t groups = 1;
+};
+
+using conv_sizes = c10::SmallVector<c10::SymInt, 4>;
+
+// Checks conv2d's arguments (ranks, channels, groups, bias, parameters) and
+// returns the output sizes: 4-D, or 3-D for an unbatched (C, H, W) input.
+conv_sizes conv2d_output_sizes(const char* op, const at::Tensor& input, const at::Tensor& weight,
+                               const std::optional<at::Tensor>& bias, const conv_params& p);
+
+// The same for conv_transpose2d, whose weight is (in_channels,
+// out_channels / groups, kh, kw).
+conv_sizes conv_transpose2d_output_sizes(const char* op, const at::Tensor& input,
+                                         const at::Tensor& weight,
+                                         const std::optional<at::Tensor>& bias,
+                                         const conv_params& p, at::IntArrayRef output_padding);
+
+// conv2d_backward's checks: conv2d's, and grad_output of the forward result's shape.
+void check_conv2d_backward(const char* op, const at::Tensor& grad_output, const at::Tensor& input,
+                           const at::Tensor& weight, const conv_params& p);
+
+// The conv2d geometry over concrete sizes: `image` is the (n, c, h, w) side,
+// `outputs` the (n, oc, oh, ow) side, `weight` (oc, c / groups, kh, kw).
+math::conv2d_geometry conv2d_geometry_of(at::IntArrayRef image, at::IntArrayRef outputs,
+                                         const at::Tensor& weight, const conv_params& p);
+
+// A 3-D (unbatched) tensor as a batch of one; 4-D unchanged.
+inline at::Tensor as_batch(const at::Tensor& t) {
+  return t.dim() == 3 ? t.unsqueeze(0) : t;
+}
+
+// Concrete sizes of a conv_sizes result, as a batch (4-D).
+c10::SmallVector<int64_t, 4> batch_sizes(const conv_sizes& s);
+
+// conv2d_bias_act's activation, by name.
+math::conv_activation parse_conv_activation(const char* op, std::string_view name);
+
+} // namespace opforge

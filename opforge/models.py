@@ -1,0 +1,164 @@
+"""Two small networks from the project's source material, written with opforge ops only.
+
+- `MobileNetBlocks`: a MobileNet-style stack of depthwise-separable blocks
+  (3x3 depthwise conv -> BN -> ReLU, 1x1 pointwise conv -> BN -> ReLU) after a
+  strided stem, global average pooling and a linear classifier. `fused()` folds
+  every BN into its convolution (`fold_conv_bn`) and runs each conv + bias + ReLU
+  as one `conv2d_bias_act`: the deployment form of the same network.
+- `SPPNet`: an SPP-Net-style classifier (conv, ReLU, local response norm, max
+  pool, conv, spatial pyramid pooling, linear, dropout, log_softmax). The
+  pyramid makes the classifier input size independent of the image size.
+
+The parameters are ordinary `torch.nn` parameters and buffers, so optimizers,
+`state_dict` and `torch.compile` work as with any module; only the forward
+computation is opforge's. tests/models/ checks both against equivalent
+`torch.nn` models.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import Tensor, nn
+
+import opforge
+
+
+def _conv_weight(c_out: int, c_in_per_group: int, k: int) -> nn.Parameter:
+    w = torch.empty(c_out, c_in_per_group, k, k)
+    nn.init.kaiming_uniform_(w, a=math.sqrt(5))  # torch.nn.Conv2d's default
+    return nn.Parameter(w)
+
+
+class ConvBN(nn.Module):
+    """conv2d (no bias) -> batch_norm -> relu, with BN's running statistics as buffers."""
+
+    def __init__(
+        self, c_in: int, c_out: int, k: int, stride: int = 1, groups: int = 1, eps: float = 1e-5
+    ) -> None:
+        super().__init__()
+        self.stride, self.padding, self.groups, self.eps = stride, k // 2, groups, eps
+        self.weight = _conv_weight(c_out, c_in // groups, k)
+        self.bn_weight = nn.Parameter(torch.ones(c_out))
+        self.bn_bias = nn.Parameter(torch.zeros(c_out))
+        self.register_buffer("running_mean", torch.zeros(c_out))
+        self.register_buffer("running_var", torch.ones(c_out))
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = opforge.conv2d(x, self.weight, None, self.stride, self.padding, 1, self.groups)
+        y = opforge.batch_norm(
+            y,
+            self.bn_weight,
+            self.bn_bias,
+            self.running_mean,
+            self.running_var,
+            self.training,
+            0.1,
+            self.eps,
+        )
+        return opforge.relu(y)
+
+    def fused(self) -> Callable[[Tensor], Tensor]:
+        """Inference form: BN folded into the weights, conv + bias + ReLU in one op."""
+        weight, bias = opforge.fold_conv_bn(
+            self.weight.detach(),
+            None,
+            self.bn_weight.detach(),
+            self.bn_bias.detach(),
+            self.running_mean,
+            self.running_var,
+            self.eps,
+        )
+        stride, padding, groups = self.stride, self.padding, self.groups
+
+        def run(x: Tensor) -> Tensor:
+            return opforge.conv2d_bias_act(x, weight, bias, stride, padding, 1, groups, "relu")
+
+        return run
+
+
+class MobileNetBlocks(nn.Module):
+    """Stem conv, then depthwise-separable blocks `(c_out, stride)`, pool, linear."""
+
+    def __init__(
+        self,
+        c_in: int = 3,
+        stem: int = 8,
+        blocks: Sequence[tuple[int, int]] = ((16, 1), (32, 2), (32, 1)),
+        num_classes: int = 10,
+    ) -> None:
+        super().__init__()
+        layers = [ConvBN(c_in, stem, 3, stride=2)]
+        c = stem
+        for c_out, stride in blocks:
+            layers.append(ConvBN(c, c, 3, stride=stride, groups=c))  # depthwise
+            layers.append(ConvBN(c, c_out, 1))  # pointwise
+            c = c_out
+        self.layers = nn.ModuleList(layers)
+        self.fc_weight = nn.Parameter(torch.empty(num_classes, c))
+        self.fc_bias = nn.Parameter(torch.empty(num_classes))
+        nn.init.kaiming_uniform_(self.fc_weight, a=math.sqrt(5))
+        nn.init.uniform_(self.fc_bias, -1 / math.sqrt(c), 1 / math.sqrt(c))
+
+    def _head(self, x: Tensor) -> Tensor:
+        pooled = opforge.adaptive_avg_pool2d(x, [1, 1]).flatten(1)
+        return opforge.linear(pooled, self.fc_weight, self.fc_bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return self._head(x)
+
+    @torch.no_grad()
+    def fused(self) -> Callable[[Tensor], Tensor]:
+        """The eval-mode network with every conv-BN-ReLU as one fused op."""
+        stages = [layer.fused() for layer in self.layers if isinstance(layer, ConvBN)]
+
+        def run(x: Tensor) -> Tensor:
+            for stage in stages:
+                x = stage(x)
+            return self._head(x)
+
+        return run
+
+
+class SPPNet(nn.Module):
+    """conv-ReLU-LRN-maxpool, conv-ReLU-LRN, spatial pyramid pool, fc-ReLU-dropout, fc,
+    log_softmax. Accepts any input size at least as large as the first conv's kernel."""
+
+    def __init__(
+        self,
+        c_in: int = 3,
+        widths: tuple[int, int] = (12, 16),
+        levels: Sequence[int] = (4, 2, 1),
+        hidden: int = 32,
+        num_classes: int = 10,
+        p: float = 0.5,
+    ) -> None:
+        super().__init__()
+        self.levels, self.p = list(levels), p
+        self.conv1_weight = _conv_weight(widths[0], c_in, 5)
+        self.conv1_bias = nn.Parameter(torch.zeros(widths[0]))
+        self.conv2_weight = _conv_weight(widths[1], widths[0], 3)
+        self.conv2_bias = nn.Parameter(torch.zeros(widths[1]))
+        features = widths[1] * sum(n * n for n in levels)
+        self.fc1_weight = nn.Parameter(torch.empty(hidden, features))
+        self.fc1_bias = nn.Parameter(torch.zeros(hidden))
+        self.fc2_weight = nn.Parameter(torch.empty(num_classes, hidden))
+        self.fc2_bias = nn.Parameter(torch.zeros(num_classes))
+        nn.init.kaiming_uniform_(self.fc1_weight, a=math.sqrt(5))
+        nn.init.kaiming_uniform_(self.fc2_weight, a=math.sqrt(5))
+
+    def forward(self, x: Tensor, generator: torch.Generator | None = None) -> Tensor:
+        x = opforge.relu(opforge.conv2d(x, self.conv1_weight, self.conv1_bias, 1, 2))
+        x = opforge.local_response_norm(x, 5, 1e-4, 0.75, 2.0)
+        x = opforge.max_pool2d(x, [3, 3], [2, 2])
+        x = opforge.relu(opforge.conv2d(x, self.conv2_weight, self.conv2_bias, 1, 1))
+        x = opforge.local_response_norm(x, 5, 1e-4, 0.75, 2.0)
+        x = opforge.spatial_pyramid_pool(x, self.levels, "max")
+        x = opforge.relu(opforge.linear(x, self.fc1_weight, self.fc1_bias))
+        x = opforge.dropout(x, self.p, self.training, generator=generator)
+        x = opforge.linear(x, self.fc2_weight, self.fc2_bias)
+        return opforge.log_softmax(x, 1)
