@@ -29,10 +29,13 @@ using acc_t = math::opmath_t<T>;
 template <typename T>
 using sum_t = math::sum_acc_t<T>;
 
-// Per channel c, two sums over the batch and spatial positions: f(c, i, s1, s2)
-// adds the terms of element i (a flat index into [N, C, HxW]). Returns [C][2].
-template <typename T, typename F>
-std::vector<sum_t<T>> channel_sums(const group_layout& l, F f) {
+// Rows of an [N, C] input summed in opmath before joining the sum_t partials.
+constexpr int64_t k_flush_rows = 256;
+
+// Per channel c, the sums over the batch and spatial positions of f1(c, i) and,
+// if Two, f2(c, i), i a flat index into [N, C, HxW]. Returns [C][2].
+template <typename T, bool Two, typename F1, typename F2>
+std::vector<sum_t<T>> channel_sums(const group_layout& l, F1 f1, F2 f2) {
   using A = acc_t<T>;
   using S = sum_t<T>;
   const int64_t ch = l.channels;
@@ -47,10 +50,15 @@ std::vector<sum_t<T>> channel_sums(const group_layout& l, F f) {
           const int64_t base = (n * ch + c) * l.hw;
           for (int64_t c0 = 0; c0 < l.hw; c0 += cpu::k_norm_chunk) {
             const int64_t first = base + c0;
-            const auto s = cpu::lane_sum2<A>(std::min(cpu::k_norm_chunk, l.hw - c0),
-                                             [&](int64_t i, A& a, A& b) { f(c, first + i, a, b); });
-            s1 += s.first;
-            s2 += s.second;
+            const int64_t len = std::min(cpu::k_norm_chunk, l.hw - c0);
+            const auto g1 = [&](int64_t i) { return f1(c, first + i); };
+            if constexpr (Two) {
+              const auto s = cpu::lane_sum2<A>(len, g1, [&](int64_t i) { return f2(c, first + i); });
+              s1 += s.first;
+              s2 += s.second;
+            } else {
+              s1 += cpu::lane_sum_out_of_line<A>(len, g1);
+            }
           }
         }
         out[2 * c] = s1;
@@ -59,18 +67,30 @@ std::vector<sum_t<T>> channel_sums(const group_layout& l, F f) {
     });
     return out;
   }
+  // [N, C]: rows of channels, so the inner loops run along the channels.
   const int64_t chunks = cpu::chunk_count(l.n);
   std::vector<S> part(static_cast<size_t>(chunks * 2 * ch), S(0));
   cpu::for_each_chunk(l.n, chunks, [&](int64_t chunk, int64_t begin, int64_t end) {
     S* p1 = part.data() + chunk * 2 * ch;
     S* p2 = p1 + ch;
-    for (int64_t n = begin; n < end; ++n) {
+    std::vector<A> a1(static_cast<size_t>(ch));
+    std::vector<A> a2(static_cast<size_t>(Two ? ch : 0));
+    for (int64_t r0 = begin; r0 < end; r0 += k_flush_rows) {
+      std::fill(a1.begin(), a1.end(), A(0));
+      std::fill(a2.begin(), a2.end(), A(0));
+      for (int64_t n = r0; n < std::min(end, r0 + k_flush_rows); ++n) {
+        for (int64_t c = 0; c < ch; ++c) {
+          a1[c] += f1(c, n * ch + c);
+          if constexpr (Two) {
+            a2[c] += f2(c, n * ch + c);
+          }
+        }
+      }
       for (int64_t c = 0; c < ch; ++c) {
-        A a = 0;
-        A b = 0;
-        f(c, n * ch + c, a, b);
-        p1[c] += a;
-        p2[c] += b;
+        p1[c] += a1[c];
+        if constexpr (Two) {
+          p2[c] += a2[c];
+        }
       }
     }
   });
@@ -176,14 +196,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cpu(
       return {out, save_mean, save_invstd};
     }
     const auto n = static_cast<sum_t<scalar_t>>(count);
-    const auto sums = channel_sums<scalar_t>(l, [&](int64_t, int64_t i, A& s, A&) { s += math::cast_to<A>(x[i]); });
+    const auto none = [](int64_t, int64_t) { return A(0); };
+    const auto sums =
+        channel_sums<scalar_t, false>(l, [&](int64_t, int64_t i) { return math::cast_to<A>(x[i]); }, none);
     for (size_t c = 0; c < mean.size(); ++c) {
       mean[c] = static_cast<A>(sums[2 * c] / n);
     }
-    const auto sq = channel_sums<scalar_t>(l, [&](int64_t c, int64_t i, A& s, A&) {
-      const A d = math::cast_to<A>(x[i]) - mean[c];
-      s += d * d;
-    });
+    const auto sq = channel_sums<scalar_t, false>(
+        l,
+        [&](int64_t c, int64_t i) {
+          const A d = math::cast_to<A>(x[i]) - mean[c];
+          return d * d;
+        },
+        none);
     std::vector<A> unbiased(mean.size());
     for (size_t c = 0; c < mean.size(); ++c) {
       const auto var = static_cast<A>(sq[2 * c] / n);
@@ -236,11 +261,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cpu(
   // Per channel: sum of g and of g * (x - mean).
   std::vector<sum_t<scalar_t>> sums(static_cast<size_t>(2 * l.channels), 0);
   if (xt.numel() > 0 && ((dx.defined() && training) || dw.defined() || db.defined())) {
-    sums = channel_sums<scalar_t>(l, [&](int64_t c, int64_t i, A& sg, A& sgx) {
-      const A gi = math::cast_to<A>(g[i]);
-      sg += gi;
-      sgx += gi * (math::cast_to<A>(x[i]) - m[c]);
-    });
+    sums = channel_sums<scalar_t, true>(
+        l, [&](int64_t, int64_t i) { return math::cast_to<A>(g[i]); },
+        [&](int64_t c, int64_t i) { return math::cast_to<A>(g[i]) * (math::cast_to<A>(x[i]) - m[c]); });
   }
   std::vector<A> col(static_cast<size_t>(l.channels));
   if (dw.defined()) {
@@ -269,17 +292,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cpu(
   }
   const std::vector<A> gm = channel_values<scalar_t>(contiguous_or_undefined(grad_mean), l.channels, A(0));
   const std::vector<A> gr = channel_values<scalar_t>(contiguous_or_undefined(grad_invstd), l.channels, A(0));
-  std::vector<math::norm_backward_coeffs<A>> k;
-  k.reserve(col.size());
+  // Note [Norm backward coefficients] per channel, as arrays so the [N, C] loop vectorizes.
+  std::vector<A> abar(col.size());
+  std::vector<A> kc(col.size());
+  std::vector<A> k0(col.size());
   const auto count = static_cast<A>(l.n * l.hw);
   for (size_t c = 0; c < col.size(); ++c) {
     // Sums of a = g * w and of a * xhat: the weight is constant over the channel.
     const auto sg = static_cast<A>(sums[2 * c]);
     const auto sgx = static_cast<A>(sums[2 * c + 1]);
-    k.push_back(math::norm_backward_coeffs<A>::make(w[c] * sg, w[c] * sgx * r[c], m[c], r[c], count, gm[c], gr[c]));
+    const auto k = math::norm_backward_coeffs<A>::make(w[c] * sg, w[c] * sgx * r[c], m[c], r[c], count, gm[c], gr[c]);
+    abar[c] = k.abar;
+    kc[c] = k.kc;
+    k0[c] = k.k0;
   }
   channel_map(l, d, [&](int64_t c, int64_t i) {
-    return math::cast_to<scalar_t>(k[c](math::cast_to<A>(g[i]) * w[c], math::cast_to<A>(x[i])));
+    const math::norm_backward_coeffs<A> k{r[c], abar[c], m[c], kc[c], k0[c]};
+    return math::cast_to<scalar_t>(k(math::cast_to<A>(g[i]) * w[c], math::cast_to<A>(x[i])));
   });
   return {dx, dw, db};
 }

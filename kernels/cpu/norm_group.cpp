@@ -83,11 +83,9 @@ void backward_groups(const T* gout, const T* x, const T* w, const T* mean, const
     for (int64_t c = 0; c < d; ++c) {
       const T* gc = gs + c * hw;
       const T* xc = xs + c * hw;
-      const auto s = cpu::lane_sum2<A>(hw, [&](int64_t i, A& sg, A& sgx) {
-        const A gi = math::cast_to<A>(gc[i]);
-        sg += gi;
-        sgx += gi * (math::cast_to<A>(xc[i]) - m);
-      });
+      const auto s = cpu::lane_sum2<A>(
+          hw, [&](int64_t i) { return math::cast_to<A>(gc[i]); },
+          [&](int64_t i) { return math::cast_to<A>(gc[i]) * (math::cast_to<A>(xc[i]) - m); });
       const int64_t ch = g * d + c;
       if (sums) {
         A* out = sums + 2 * ((t / l.groups) * l.channels + ch);
@@ -197,12 +195,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward_cpu(
                            sb += e[0];
                            sw += e[1] * math::cast_to<A>(rp[n * l.groups + ch / d]);
                          }
-                         if (dw_ptr) {
-                           dw_ptr[ch] = math::cast_to<scalar_t>(sw);
-                         }
-                         if (db_ptr) {
-                           db_ptr[ch] = math::cast_to<scalar_t>(sb);
-                         }
+                         cpu::store_weight_grads(dw_ptr, db_ptr, ch, sw, sb);
                        }
                      });
   }

@@ -77,20 +77,23 @@ void backward_rows(const backward_args<T>& p, int64_t begin, int64_t end, T* dx,
     const T* __restrict__ w = p.w;
     const A m = math::cast_to<A>(p.mean[r]);
     const A rs = math::cast_to<A>(p.rstd[r]);
-    const auto sums = cpu::lane_sum2<A>(n, [&](int64_t i, A& sa, A& sax) {
+    const auto ga = [&](int64_t i) {
       const A gi = math::cast_to<A>(g[i]);
-      const A xh = (math::cast_to<A>(x[i]) - m) * rs;
-      A a = gi;
       if constexpr (HasW) {
-        a *= math::cast_to<A>(w[i]);
+        return gi * math::cast_to<A>(w[i]);
+      } else {
+        return gi;
       }
-      sa += a;
-      sax += a * xh;
-      if constexpr (WantWB) {
-        wsum[i] += gi * xh;
+    };
+    const auto xhat = [&](int64_t i) { return (math::cast_to<A>(x[i]) - m) * rs; };
+    const auto sums = cpu::lane_sum2<A>(n, ga, [&](int64_t i) { return ga(i) * xhat(i); });
+    if constexpr (WantWB) {
+      for (int64_t i = 0; i < n; ++i) {
+        const A gi = math::cast_to<A>(g[i]);
+        wsum[i] += gi * xhat(i);
         bsum[i] += gi;
       }
-    });
+    }
     if (dx == nullptr) {
       continue;
     }
@@ -99,26 +102,9 @@ void backward_rows(const backward_args<T>& p, int64_t begin, int64_t end, T* dx,
     const auto k = math::norm_backward_coeffs<A>::make(sums.first, sums.second, m, rs, static_cast<A>(n), gm, gr);
     T* __restrict__ dxr = dx + r * n;
     for (int64_t j = 0; j < n; ++j) {
-      A a = math::cast_to<A>(g[j]);
-      if constexpr (HasW) {
-        a *= math::cast_to<A>(w[j]);
-      }
-      dxr[j] = math::cast_to<T>(k(a, math::cast_to<A>(x[j])));
+      dxr[j] = math::cast_to<T>(k(ga(j), math::cast_to<A>(x[j])));
     }
   }
-}
-
-struct rows_view {
-  int64_t rows = 1;
-  int64_t n = 1;
-};
-
-rows_view split_rows(const at::Tensor& input, int64_t axis) {
-  rows_view v;
-  for (int64_t d = 0; d < input.dim(); ++d) {
-    (d < axis ? v.rows : v.n) *= input.size(d);
-  }
-  return v;
 }
 
 } // namespace
@@ -130,7 +116,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cpu(const at::
                                                                       const std::optional<at::Tensor>& bias,
                                                                       double eps) {
   const int64_t axis = layer_norm_check("opforge.layer_norm_forward", input, normalized_shape, weight, bias);
-  const rows_view v = split_rows(input, axis);
+  const rows_layout v = layer_norm_rows(input, axis);
   const at::Tensor x = input.contiguous();
   const at::Tensor w = contiguous_or_undefined(weight);
   const at::Tensor b = contiguous_or_undefined(bias);
@@ -166,7 +152,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cpu(
   constexpr const char* op = "opforge.layer_norm_backward";
   const int64_t axis = layer_norm_check(op, input, normalized_shape, weight, std::nullopt);
   stats_check(op, grad_out, input, layer_norm_stat_sizes(input, axis), mean, rstd, grad_mean, grad_rstd);
-  const rows_view v = split_rows(input, axis);
+  const rows_layout v = layer_norm_rows(input, axis);
   const at::Tensor g = grad_out.contiguous();
   const at::Tensor x = input.contiguous();
   const at::Tensor w = contiguous_or_undefined(weight);
@@ -219,12 +205,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cpu(
           sw += part[c * 2 * v.n + i];
           sb += part[c * 2 * v.n + v.n + i];
         }
-        if (dw_ptr) {
-          dw_ptr[i] = math::cast_to<scalar_t>(sw);
-        }
-        if (db_ptr) {
-          db_ptr[i] = math::cast_to<scalar_t>(sb);
-        }
+        cpu::store_weight_grads(dw_ptr, db_ptr, i, sw, sb);
       }
     });
   }

@@ -18,14 +18,10 @@
 namespace opforge {
 namespace {
 
-// [rows, n] around the first normalized dim.
 template <typename T>
 cuda::layer_norm_args<T> rows_of(const at::Tensor& x, const at::Tensor& w, int64_t axis) {
-  cuda::layer_norm_args<T> a{x.const_data_ptr<T>(), data_or_null<T>(w), 1, 1};
-  for (int64_t d = 0; d < x.dim(); ++d) {
-    (d < axis ? a.rows : a.n) *= x.size(d);
-  }
-  return a;
+  const rows_layout v = layer_norm_rows(x, axis);
+  return {x.const_data_ptr<T>(), data_or_null<T>(w), v.rows, v.n};
 }
 
 } // namespace

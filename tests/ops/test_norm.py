@@ -404,3 +404,48 @@ def test_batch_norm_double_backward_eval_matches_reference() -> None:
     torch.testing.assert_close(got, expected)
     # The statistics are constants in eval mode: nothing reaches grad_mean / grad_invstd.
     assert not got[5].any() and not got[6].any()
+
+
+def _double_backward_cases() -> list[tuple[str, tuple[object, ...]]]:
+    g = torch.Generator().manual_seed(3)
+
+    def t(*shape: int, positive: bool = False) -> torch.Tensor:
+        v = torch.rand(shape, generator=g, dtype=DOUBLE)
+        return v + 0.5 if positive else v * 4 - 2
+
+    ln, gn, bn = (2, 3, 5), (3, 4, 2), (5, 2)
+    return [
+        ("layer_norm", (t(*ln), t(*ln), t(*ln), [3, 5], t(2, 1, 1), t(2, 1, 1, positive=True))),
+        (
+            "layer_norm",
+            (t(*ln), t(*ln), t(*ln), [5], t(2, 3, 1), t(2, 3, 1, positive=True), t(5))
+            + (t(2, 3, 1), t(2, 3, 1), t(5), None),
+        ),
+        ("group_norm", (t(*gn), t(*gn), t(*gn), 2, t(3, 2), t(3, 2, positive=True))),
+        (
+            "group_norm",
+            (t(*gn), t(*gn), t(*gn), 4, t(3, 4), t(3, 4, positive=True), None, t(3, 4))
+            + (t(3, 4), None, t(4)),
+        ),
+        ("batch_norm", (t(*bn), t(*bn), t(*bn), t(2), t(2, positive=True), True, t(2), t(2))),
+        ("batch_norm", (t(*bn), t(*bn), t(*bn), t(2), t(2, positive=True), False, None, t(2))),
+    ]
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_double_backward_ops_match_reference(case: int) -> None:
+    from opforge import reference
+
+    name, args = _double_backward_cases()[case]
+    op = f"{name}_double_backward"
+    got = getattr(opforge, op)(*args)
+    torch.testing.assert_close(got, getattr(reference, op)(*args))
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    inputs = [a.clone().requires_grad_() for a in tensors]
+
+    def fn(*xs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        it = iter(xs)
+        call = [next(it) if isinstance(a, torch.Tensor) else a for a in args]
+        return tuple(o for o in getattr(opforge, op)(*call) if o.requires_grad)
+
+    assert torch.autograd.gradcheck(fn, tuple(inputs))

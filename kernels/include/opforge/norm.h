@@ -70,6 +70,20 @@ inline int64_t layer_norm_check(const char* op, const at::Tensor& input, c10::Sy
   return ndim - k;
 }
 
+// A concrete input as [rows, n]: n elements normalized together per row.
+struct rows_layout {
+  int64_t rows = 1;
+  int64_t n = 1;
+};
+
+inline rows_layout layer_norm_rows(const at::Tensor& input, int64_t axis) {
+  rows_layout v;
+  for (int64_t d = 0; d < input.dim(); ++d) {
+    (d < axis ? v.rows : v.n) *= input.size(d);
+  }
+  return v;
+}
+
 // mean / rstd: the leading dims of input, then 1 for each normalized dim.
 inline sym_sizes_t layer_norm_stat_sizes(const at::Tensor& input, int64_t axis) {
   sym_sizes_t s(input.sym_sizes().begin(), input.sym_sizes().end());
