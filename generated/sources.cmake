@@ -19,7 +19,10 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/channel_shuffle.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/conv2d.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/conv2d_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/conv2d_bias_act.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/conv2d_double_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/conv_transpose2d.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/conv_transpose2d_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/dropout.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/dropout_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/dropout_forward.cpp
@@ -27,6 +30,7 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/elu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/embedding.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/embedding_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fold_conv_bn.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gelu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gelu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/group_norm.cpp

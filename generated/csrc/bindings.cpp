@@ -22,7 +22,10 @@
 #include <opforge/ops/channel_shuffle.h>
 #include <opforge/ops/conv2d.h>
 #include <opforge/ops/conv2d_backward.h>
+#include <opforge/ops/conv2d_bias_act.h>
 #include <opforge/ops/conv2d_double_backward.h>
+#include <opforge/ops/conv_transpose2d.h>
+#include <opforge/ops/conv_transpose2d_backward.h>
 #include <opforge/ops/dropout.h>
 #include <opforge/ops/dropout_backward.h>
 #include <opforge/ops/dropout_forward.h>
@@ -30,6 +33,7 @@
 #include <opforge/ops/elu_backward.h>
 #include <opforge/ops/embedding.h>
 #include <opforge/ops/embedding_backward.h>
+#include <opforge/ops/fold_conv_bn.h>
 #include <opforge/ops/gelu.h>
 #include <opforge/ops/gelu_backward.h>
 #include <opforge/ops/group_norm.h>
@@ -332,8 +336,26 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("output_mask")
       );
   m.def(
+      "conv2d_bias_act",
+      [](const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, pybind11::handle stride, pybind11::handle padding, pybind11::handle dilation, int64_t groups, const std::string& activation) -> at::Tensor {
+        auto stride_list = opforge::bindings::int_list(stride, 2, "opforge.conv2d_bias_act", "stride");
+        auto padding_list = opforge::bindings::int_list(padding, 2, "opforge.conv2d_bias_act", "padding");
+        auto dilation_list = opforge::bindings::int_list(dilation, 2, "opforge.conv2d_bias_act", "dilation");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::conv2d_bias_act(input, weight, bias, stride_list, padding_list, dilation_list, groups, c10::string_view(activation));
+      },
+      pybind11::arg("input"),
+      pybind11::arg("weight"),
+      pybind11::arg("bias"),
+      pybind11::arg("stride"),
+      pybind11::arg("padding"),
+      pybind11::arg("dilation"),
+      pybind11::arg("groups"),
+      pybind11::arg("activation")
+      );
+  m.def(
       "conv2d_double_backward",
-      [](const at::Tensor& grad_grad_input, const at::Tensor& grad_grad_weight, const at::Tensor& grad_grad_bias, const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, pybind11::handle stride, pybind11::handle padding, pybind11::handle dilation, int64_t groups, std::array<bool,3> output_mask) -> std::tuple<at::Tensor, at::Tensor, at::Tensor> {
+      [](const std::optional<at::Tensor>& grad_grad_input, const std::optional<at::Tensor>& grad_grad_weight, const std::optional<at::Tensor>& grad_grad_bias, const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, pybind11::handle stride, pybind11::handle padding, pybind11::handle dilation, int64_t groups, std::array<bool,3> output_mask) -> std::tuple<at::Tensor, at::Tensor, at::Tensor> {
         auto stride_list = opforge::bindings::int_list(stride, 2, "opforge.conv2d_double_backward", "stride");
         auto padding_list = opforge::bindings::int_list(padding, 2, "opforge.conv2d_double_backward", "padding");
         auto dilation_list = opforge::bindings::int_list(dilation, 2, "opforge.conv2d_double_backward", "dilation");
@@ -350,6 +372,45 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("padding"),
       pybind11::arg("dilation"),
       pybind11::arg("groups"),
+      pybind11::arg("output_mask")
+      );
+  m.def(
+      "conv_transpose2d",
+      [](const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, pybind11::handle stride, pybind11::handle padding, pybind11::handle output_padding, int64_t groups, pybind11::handle dilation) -> at::Tensor {
+        auto stride_list = opforge::bindings::int_list(stride, 2, "opforge.conv_transpose2d", "stride");
+        auto padding_list = opforge::bindings::int_list(padding, 2, "opforge.conv_transpose2d", "padding");
+        auto output_padding_list = opforge::bindings::int_list(output_padding, 2, "opforge.conv_transpose2d", "output_padding");
+        auto dilation_list = opforge::bindings::int_list(dilation, 2, "opforge.conv_transpose2d", "dilation");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::conv_transpose2d(input, weight, bias, stride_list, padding_list, output_padding_list, groups, dilation_list);
+      },
+      pybind11::arg("input"),
+      pybind11::arg("weight"),
+      pybind11::arg("bias"),
+      pybind11::arg("stride"),
+      pybind11::arg("padding"),
+      pybind11::arg("output_padding"),
+      pybind11::arg("groups"),
+      pybind11::arg("dilation")
+      );
+  m.def(
+      "conv_transpose2d_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, pybind11::handle stride, pybind11::handle padding, pybind11::handle output_padding, int64_t groups, pybind11::handle dilation, std::array<bool,3> output_mask) -> std::tuple<at::Tensor, at::Tensor, at::Tensor> {
+        auto stride_list = opforge::bindings::int_list(stride, 2, "opforge.conv_transpose2d_backward", "stride");
+        auto padding_list = opforge::bindings::int_list(padding, 2, "opforge.conv_transpose2d_backward", "padding");
+        auto output_padding_list = opforge::bindings::int_list(output_padding, 2, "opforge.conv_transpose2d_backward", "output_padding");
+        auto dilation_list = opforge::bindings::int_list(dilation, 2, "opforge.conv_transpose2d_backward", "dilation");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::conv_transpose2d_backward(grad_output, input, weight, stride_list, padding_list, output_padding_list, groups, dilation_list, output_mask);
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("input"),
+      pybind11::arg("weight"),
+      pybind11::arg("stride"),
+      pybind11::arg("padding"),
+      pybind11::arg("output_padding"),
+      pybind11::arg("groups"),
+      pybind11::arg("dilation"),
       pybind11::arg("output_mask")
       );
   m.def(
@@ -427,6 +488,20 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("indices"),
       pybind11::arg("num_weights"),
       pybind11::arg("padding_idx")
+      );
+  m.def(
+      "fold_conv_bn",
+      [](const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps) -> std::tuple<at::Tensor, at::Tensor> {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::fold_conv_bn(conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
+      },
+      pybind11::arg("conv_weight"),
+      pybind11::arg("conv_bias"),
+      pybind11::arg("bn_weight"),
+      pybind11::arg("bn_bias"),
+      pybind11::arg("running_mean"),
+      pybind11::arg("running_var"),
+      pybind11::arg("eps")
       );
   m.def(
       "gelu",

@@ -22,7 +22,10 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, int[2] dilation=1, int groups=1) -> Tensor)schema", {});
   m.def(R"schema(conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, str padding="valid", int[2] dilation=1, int groups=1) -> Tensor)schema", {});
   m.def(R"schema(conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor))schema", {});
-  m.def(R"schema(conv2d_double_backward(Tensor grad_grad_input, Tensor grad_grad_weight, Tensor grad_grad_bias, Tensor grad_output, Tensor input, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor))schema", {});
+  m.def(R"schema(conv2d_bias_act(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, int[2] dilation=1, int groups=1, str activation="relu") -> Tensor)schema", {});
+  m.def(R"schema(conv2d_double_backward(Tensor? grad_grad_input, Tensor? grad_grad_weight, Tensor? grad_grad_bias, Tensor grad_output, Tensor input, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor))schema", {});
+  m.def(R"schema(conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, int[2] output_padding=0, int groups=1, int[2] dilation=1) -> Tensor)schema", {});
+  m.def(R"schema(conv_transpose2d_backward(Tensor grad_output, Tensor input, Tensor weight, int[2] stride, int[2] padding, int[2] output_padding, int groups, int[2] dilation, bool[3] output_mask) -> (Tensor, Tensor, Tensor))schema", {});
   m.def(R"schema(dropout(Tensor input, float p=0.5, bool train=True, *, Generator? generator=None) -> Tensor)schema", {});
   m.def(R"schema(dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor)schema", {});
   m.def(R"schema(dropout_forward(Tensor input, float p, bool train, Generator? generator=None) -> (Tensor, Tensor))schema", {at::Tag::nondeterministic_seeded});
@@ -30,6 +33,7 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(embedding(Tensor weight, Tensor indices, int padding_idx=-1) -> Tensor)schema", {});
   m.def(R"schema(embedding_backward(Tensor grad_output, Tensor indices, SymInt num_weights, int padding_idx=-1) -> Tensor)schema", {});
+  m.def(R"schema(fold_conv_bn(Tensor conv_weight, Tensor? conv_bias, Tensor bn_weight, Tensor bn_bias, Tensor running_mean, Tensor running_var, float eps) -> (Tensor, Tensor))schema", {});
   m.def(R"schema(gelu(Tensor self, *, str approximate='none') -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor)schema", {});
