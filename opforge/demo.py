@@ -62,6 +62,9 @@ def _scaled_call(
             if own:
                 low, high = raw[a.name]["low"], raw[a.name]["high"]
                 value = torch.randint(low, high, shape, generator=gen).to(getattr(torch, own[0]))
+            elif isinstance(raw[a.name], dict) and "low" in raw[a.name]:
+                low, high = raw[a.name]["low"], raw[a.name]["high"]  # e.g. a variance > 0
+                value = torch.rand(shape, generator=gen) * (high - low) + low
             else:
                 value = torch.randn(shape, generator=gen)
         if a in schema.arguments.positional and not skipped:
