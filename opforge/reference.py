@@ -584,26 +584,6 @@ def adaptive_max_pool2d_backward(grad_output: Tensor, self: Tensor, indices: Ten
     return torch.ops.aten.adaptive_max_pool2d_backward(grad_output, self, indices)
 
 
-# --- fusion (schemas/fusion.yaml) ---
-
-
-def fold_conv_bn(
-    conv_weight: Tensor,
-    conv_bias: Tensor | None,
-    bn_weight: Tensor,
-    bn_bias: Tensor,
-    running_mean: Tensor,
-    running_var: Tensor,
-    eps: float,
-) -> tuple[Tensor, Tensor]:
-    from torch.nn.utils.fusion import fuse_conv_bn_weights
-
-    w, b = fuse_conv_bn_weights(
-        conv_weight, conv_bias, running_mean, running_var, eps, bn_weight, bn_bias
-    )
-    return w.detach(), b.detach()
-
-
 # --- conv family (schemas/conv.yaml) ---
 
 
@@ -690,3 +670,71 @@ def conv2d_double_backward(
         (g if g is not None else torch.zeros_like(p)) if m else None
         for g, p, m in zip(got, primals, output_mask, strict=True)
     )
+
+
+_CONV_ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
+    "none": lambda t: t,
+    "relu": torch.relu,
+    "silu": torch.nn.functional.silu,
+    "hardswish": torch.nn.functional.hardswish,
+    "gelu": torch.nn.functional.gelu,
+}
+
+
+def conv2d_bias_act(
+    input: Tensor,
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+    activation: str = "relu",
+) -> Tensor:
+    y = torch.nn.functional.conv2d(input, weight, bias, stride, padding, dilation, groups)
+    return _CONV_ACTIVATIONS[activation](y)
+
+
+def fold_conv_bn(
+    conv_weight: Tensor,
+    conv_bias: Tensor | None,
+    bn_weight: Tensor,
+    bn_bias: Tensor,
+    running_mean: Tensor,
+    running_var: Tensor,
+    eps: float,
+) -> tuple[Tensor, Tensor]:
+    weight, bias = torch.nn.utils.fusion.fuse_conv_bn_weights(
+        conv_weight, conv_bias, running_mean, running_var, eps, bn_weight, bn_bias
+    )
+    return weight.detach(), bias.detach()
+
+
+def conv_transpose2d_backward(
+    grad_output: Tensor,
+    input: Tensor,
+    weight: Tensor,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    output_padding: Sequence[int],
+    groups: int,
+    dilation: Sequence[int],
+    output_mask: Sequence[bool],
+) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    unbatched = input.dim() == 3
+    grad_input, grad_weight, grad_bias = torch.ops.aten.convolution_backward(
+        grad_output.unsqueeze(0) if unbatched else grad_output,
+        input.unsqueeze(0) if unbatched else input,
+        weight,
+        [weight.shape[1] * groups],
+        list(stride),
+        list(padding),
+        list(dilation),
+        True,
+        list(output_padding),
+        groups,
+        list(output_mask),
+    )
+    if unbatched and grad_input is not None:
+        grad_input = grad_input.squeeze(0)
+    return grad_input, grad_weight, grad_bias

@@ -63,11 +63,16 @@ at::Tensor sum_or_first(const at::Tensor& acc, const at::Tensor& t) {
 // contributes nothing. Half and bfloat16 run in float, so that the sum of
 // the d/dgO terms is rounded once.
 std::tuple<at::Tensor, at::Tensor, at::Tensor>
-conv2d_double_backward(const at::Tensor& grad_grad_input, const at::Tensor& grad_grad_weight,
-                       const at::Tensor& grad_grad_bias, const at::Tensor& grad_output,
-                       const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
-                       at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
-                       std::array<bool, 3> output_mask) {
+conv2d_double_backward(const std::optional<at::Tensor>& grad_grad_input_opt,
+                       const std::optional<at::Tensor>& grad_grad_weight_opt,
+                       const std::optional<at::Tensor>& grad_grad_bias_opt,
+                       const at::Tensor& grad_output, const at::Tensor& input,
+                       const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding,
+                       at::IntArrayRef dilation, int64_t groups, std::array<bool, 3> output_mask) {
+  // The generated autograd passes an undefined tensor, Python passes None.
+  const at::Tensor grad_grad_input = grad_grad_input_opt.value_or(at::Tensor());
+  const at::Tensor grad_grad_weight = grad_grad_weight_opt.value_or(at::Tensor());
+  const at::Tensor grad_grad_bias = grad_grad_bias_opt.value_or(at::Tensor());
   constexpr const char* op = "opforge.conv2d_double_backward";
   const std::pair<const char*, const at::Tensor*> others[] = {
       {"grad_grad_input", &grad_grad_input}, {"grad_grad_weight", &grad_grad_weight},

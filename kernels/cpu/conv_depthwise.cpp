@@ -78,7 +78,8 @@ void depthwise_forward(const conv2d_geometry& g, const A* x, const A* w, const A
 }
 
 template <typename A>
-void depthwise_grad_input(const conv2d_geometry& g, const A* gy, const A* w, A* gx) {
+void depthwise_grad_input(const conv2d_geometry& g, const A* gy, const A* w, const A* bias,
+                          A* gx) {
   const int64_t mult = g.oc_per_group();
   const int64_t plane = g.out_plane();
   const int64_t image = g.image_plane();
@@ -90,7 +91,7 @@ void depthwise_grad_input(const conv2d_geometry& g, const A* gy, const A* w, A* 
       const int64_t ci = item % g.c;
       const int64_t img = item / g.c;
       A* gxp = gx + item * image;
-      std::fill(gxp, gxp + image, A(0));
+      std::fill(gxp, gxp + image, bias != nullptr ? bias[ci] : A(0));
       for (int64_t m = 0; m < mult; ++m) {
         const int64_t o = ci * mult + m;
         const A* gyp = gy + (img * g.oc + o) * plane;
@@ -164,7 +165,8 @@ void depthwise_grad_weight(const conv2d_geometry& g, const A* gy, const A* x, A*
 #define OPFORGE_INSTANTIATE(A)                                                                  \
   template void depthwise_forward<A>(const conv2d_geometry&, const A*, const A*, const A*, A*, \
                                      conv_activation);                                          \
-  template void depthwise_grad_input<A>(const conv2d_geometry&, const A*, const A*, A*);       \
+  template void depthwise_grad_input<A>(const conv2d_geometry&, const A*, const A*, const A*,  \
+                                        A*);                                                   \
   template void depthwise_grad_weight<A>(const conv2d_geometry&, const A*, const A*, A*);
 OPFORGE_INSTANTIATE(float)
 OPFORGE_INSTANTIATE(double)

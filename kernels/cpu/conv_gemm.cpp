@@ -204,9 +204,9 @@ void conv2d_forward(const conv2d_geometry& g, const A* x, const A* w, const A* b
 }
 
 template <typename A>
-void conv2d_grad_input(const conv2d_geometry& g, const A* gy, const A* w, A* gx) {
+void conv2d_grad_input(const conv2d_geometry& g, const A* gy, const A* w, const A* bias, A* gx) {
   if (g.depthwise()) {
-    depthwise_grad_input(g, gy, w, gx);
+    depthwise_grad_input(g, gy, w, bias, gx);
     return;
   }
   const int64_t cg = g.c_per_group();
@@ -237,8 +237,12 @@ void conv2d_grad_input(const conv2d_geometry& g, const A* gy, const A* w, A* gx)
       A* gxc = gx + (img * g.c + grp * cg + c0) * image;
       const A* gyg = gy + (img * g.oc + grp * ocg) * plane;
       const at::Tensor wt = matrix(w + grp * ocg * k + c0 * taps, ocg, rows, k).t();
+      const A* bc = bias != nullptr ? bias + grp * cg + c0 : nullptr;
       if (!direct) {
-        std::fill(gxc, gxc + (c1 - c0) * image, A(0));
+        // col2im accumulates into gx: start from the bias.
+        for (int64_t ci = 0; ci < c1 - c0; ++ci) {
+          std::fill(gxc + ci * image, gxc + (ci + 1) * image, bc ? bc[ci] : A(0));
+        }
       }
       for (int64_t p0 = 0; p0 < plane; p0 += block) {
         const int64_t cols = std::min(block, plane - p0);
@@ -250,6 +254,7 @@ void conv2d_grad_input(const conv2d_geometry& g, const A* gy, const A* w, A* gx)
           } else {
             at::mm_out(out, wt, gym);
           }
+          epilogue(gxc + p0, rows, cols, image, bc, conv_activation::none);
           continue;
         }
         if (ocg == 0) {
@@ -316,17 +321,16 @@ void conv2d_grad_weight(const conv2d_geometry& g, const A* gy, const A* x, A* gw
 }
 
 template <typename A>
-void conv2d_grad_bias(const conv2d_geometry& g, const A* gy, A* gb) {
+void channel_sums(int64_t n, int64_t channels, int64_t plane, const A* t, A* sums) {
   using S = math::sum_acc_t<A>;
-  const int64_t plane = g.out_plane();
-  at::parallel_for(0, g.oc, task_grain(g.n * plane), [&](int64_t begin, int64_t end) {
-    for (int64_t o = begin; o < end; ++o) {
+  at::parallel_for(0, channels, task_grain(n * plane), [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
       S s = 0;
-      for (int64_t img = 0; img < g.n; ++img) {
-        const A* row = gy + (img * g.oc + o) * plane;
+      for (int64_t img = 0; img < n; ++img) {
+        const A* row = t + (img * channels + c) * plane;
         s += lane_sum<S>(plane, [&](int64_t i) { return static_cast<S>(row[i]); });
       }
-      gb[o] = static_cast<A>(s);
+      sums[c] = static_cast<A>(s);
     }
   });
 }
@@ -334,9 +338,9 @@ void conv2d_grad_bias(const conv2d_geometry& g, const A* gy, A* gb) {
 #define OPFORGE_INSTANTIATE(A)                                                                  \
   template void conv2d_forward<A>(const conv2d_geometry&, const A*, const A*, const A*, A*,    \
                                   conv_activation);                                             \
-  template void conv2d_grad_input<A>(const conv2d_geometry&, const A*, const A*, A*);          \
+  template void conv2d_grad_input<A>(const conv2d_geometry&, const A*, const A*, const A*, A*); \
   template void conv2d_grad_weight<A>(const conv2d_geometry&, const A*, const A*, A*);         \
-  template void conv2d_grad_bias<A>(const conv2d_geometry&, const A*, A*);
+  template void channel_sums<A>(int64_t, int64_t, int64_t, const A*, A*);
 OPFORGE_INSTANTIATE(float)
 OPFORGE_INSTANTIATE(double)
 #undef OPFORGE_INSTANTIATE

@@ -21,24 +21,27 @@ template <typename A>
 void conv2d_forward(const conv2d_geometry& g, const A* x, const A* w, const A* bias, A* y,
                     conv_activation act);
 
-// gx = d conv2d / d x applied to gy (the transposed convolution of gy); gx is overwritten.
+// gx = d conv2d / d x applied to gy (the transposed convolution of gy) plus
+// bias[c] on image channel c (bias may be null: conv_transpose2d's bias);
+// gx is overwritten.
 template <typename A>
-void conv2d_grad_input(const conv2d_geometry& g, const A* gy, const A* w, A* gx);
+void conv2d_grad_input(const conv2d_geometry& g, const A* gy, const A* w, const A* bias, A* gx);
 
 // gw = d conv2d / d w applied to gy; gw is overwritten.
 template <typename A>
 void conv2d_grad_weight(const conv2d_geometry& g, const A* gy, const A* x, A* gw);
 
-// gb[o] = sum of gy over the batch and the output plane of channel o.
+// sums[c] = sum of t over the batch and the plane of channel c, for t of
+// shape (n, channels, plane): a bias gradient.
 template <typename A>
-void conv2d_grad_bias(const conv2d_geometry& g, const A* gy, A* gb);
+void channel_sums(int64_t n, int64_t channels, int64_t plane, const A* t, A* sums);
 
 // The direct kernels for depthwise geometries (g.depthwise()).
 template <typename A>
 void depthwise_forward(const conv2d_geometry& g, const A* x, const A* w, const A* bias, A* y,
                        conv_activation act);
 template <typename A>
-void depthwise_grad_input(const conv2d_geometry& g, const A* gy, const A* w, A* gx);
+void depthwise_grad_input(const conv2d_geometry& g, const A* gy, const A* w, const A* bias, A* gx);
 template <typename A>
 void depthwise_grad_weight(const conv2d_geometry& g, const A* gy, const A* x, A* gw);
 

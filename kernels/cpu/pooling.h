@@ -2,8 +2,6 @@
 // Plane loops shared by the CPU pooling kernels. Inputs are made contiguous
 // (NCHW; a channels-last or strided input is copied first), so each (n, c)
 // plane is a dense H x W block; planes run in parallel.
-#include "lanes.h"
-
 #include <opforge/math/opmath.h>
 #include <opforge/math/pooling.h>
 
@@ -26,6 +24,66 @@ template <typename F>
 void plane_ranges(int64_t count, int64_t work, F f) {
   constexpr int64_t k_grain = 32768;
   at::parallel_for(0, count, std::max<int64_t>(1, k_grain / std::max<int64_t>(1, work)), f);
+}
+
+// One dim's windows, tabulated once per call so the plane loops look them up
+// instead of recomputing them for every plane (adaptive bins cost integer
+// divisions). Offers the interface of the math:: window policies: taps(o) and
+// step() for max pooling, range(o) for average pooling.
+struct window_table {
+  std::vector<math::avg_range> windows;
+  int64_t tap_step;
+  int64_t out;
+  math::tap_range taps(int64_t o) const {
+    const math::avg_range& w = windows[static_cast<size_t>(o)];
+    return {w.start, w.end};
+  }
+  const math::avg_range& range(int64_t o) const {
+    return windows[static_cast<size_t>(o)];
+  }
+  int64_t step() const {
+    return tap_step;
+  }
+};
+
+template <typename Win>
+window_table tabulate_taps(const Win& win) {
+  window_table t{{}, win.step(), win.out};
+  for (int64_t o = 0; o < win.out; ++o) {
+    const math::tap_range r = win.taps(o);
+    t.windows.push_back({r.start, r.end, r.end - r.start});
+  }
+  return t;
+}
+
+template <typename Win>
+window_table tabulate_ranges(const Win& win) {
+  window_table t{{}, 1, win.out};
+  for (int64_t o = 0; o < win.out; ++o) {
+    t.windows.push_back(win.range(o));
+  }
+  return t;
+}
+
+// Adaptive bins over a dim the output size divides are regular windows
+// (kernel = stride = in / out), which max_plane vectorizes.
+inline bool uniform(const math::adaptive_windows& w) {
+  return w.in % w.out == 0;
+}
+inline math::strided_windows as_strided(const math::adaptive_windows& w) {
+  const int64_t k = w.in / w.out;
+  return {{k, k, 0, 1}, w.in, w.out};
+}
+
+// Calls f(cols) with the columns in the form max_plane runs fastest on:
+// regular windows (vectorized) where possible, else a table.
+template <typename F>
+auto with_max_cols(const math::strided_windows& cols, F f) {
+  return f(cols);
+}
+template <typename F>
+auto with_max_cols(const math::adaptive_windows& cols, F f) {
+  return uniform(cols) ? f(as_strided(cols)) : f(tabulate_taps(cols));
 }
 
 // Backward kernels scatter-add into each plane of grad_input. Half and
@@ -57,13 +115,105 @@ void accumulate_planes(T* grad_input, const planes& g, int64_t work, F scatter) 
   });
 }
 
+// Short contiguous runs (whole-row bins, global pooling) reduced in k_lanes
+// independent lanes the compiler vectorizes, combined as a tree.
+constexpr int64_t k_lanes = 16;
+
+// Pairwise, in fixed halving steps the compiler turns into vector adds.
+template <typename A>
+C10_ALWAYS_INLINE A tree_sum(A (&lanes)[k_lanes]) {
+  static_assert(k_lanes == 16);
+  for (int64_t j = 0; j < 8; ++j) {
+    lanes[j] += lanes[j + 8];
+  }
+  for (int64_t j = 0; j < 4; ++j) {
+    lanes[j] += lanes[j + 4];
+  }
+  for (int64_t j = 0; j < 2; ++j) {
+    lanes[j] += lanes[j + 2];
+  }
+  return lanes[0] + lanes[1];
+}
+
+template <typename A, typename T>
+C10_ALWAYS_INLINE A run_sum(const T* x, int64_t n) {
+  A lanes[k_lanes] = {};
+  int64_t i = 0;
+  for (; i + k_lanes <= n; i += k_lanes) {
+    for (int64_t j = 0; j < k_lanes; ++j) {
+      lanes[j] += math::cast_to<A>(x[i + j]);
+    }
+  }
+  A tail = 0;
+  for (; i < n; ++i) {
+    tail += math::cast_to<A>(x[i]);
+  }
+  return tree_sum(lanes) + tail;
+}
+
+// torch's argmax of a contiguous run (the first maximum, or the last NaN).
+// The maximum comes from lanes with `v > m ? v : m` (which vectorizes, but
+// drops NaN) next to lanes summing v - v, which turn NaN on any NaN or
+// infinity; only then does the run take the serial scan. Otherwise one scan
+// finds where the maximum first occurs; returning that element keeps the sign
+// of a zero maximum as the serial scan would.
+template <typename T, typename A = math::opmath_t<T>>
+math::argmax<A> run_argmax(const T* x, int64_t n) {
+  A lanes[k_lanes];
+  A poison[k_lanes] = {};
+  for (int64_t j = 0; j < k_lanes; ++j) {
+    lanes[j] = -std::numeric_limits<A>::infinity();
+  }
+  int64_t i = 0;
+  for (; i + k_lanes <= n; i += k_lanes) {
+    for (int64_t j = 0; j < k_lanes; ++j) {
+      const A v = math::cast_to<A>(x[i + j]);
+      lanes[j] = v > lanes[j] ? v : lanes[j];
+      poison[j] += v - v;
+    }
+  }
+  A m = -std::numeric_limits<A>::infinity();
+  A tail_poison = 0;
+  for (; i < n; ++i) {
+    const A v = math::cast_to<A>(x[i]);
+    m = v > m ? v : m;
+    tail_poison += v - v;
+  }
+  for (int64_t j = 0; j < k_lanes; ++j) {
+    m = lanes[j] > m ? lanes[j] : m;
+  }
+  if (tree_sum(poison) + tail_poison != 0) {
+    const math::adaptive_windows one{1, 1};
+    return math::window_argmax(x, n, one, math::adaptive_windows{n, 1}, 0, 0);
+  }
+  int64_t at = 0;
+  while (math::cast_to<A>(x[at]) != m) {
+    ++at;
+  }
+  return {math::cast_to<A>(x[at]), at};
+}
+
+// math::window_argmax, with windows of whole rows done as one contiguous run.
+template <typename T, typename Rows, typename Cols>
+math::argmax<math::opmath_t<T>> plane_argmax(const T* x, int64_t width, const Rows& rows,
+                                             const Cols& cols, int64_t oh, int64_t ow) {
+  const math::tap_range c = cols.taps(ow);
+  if (c.start == 0 && c.end == width && rows.step() == 1 && cols.step() == 1) {
+    const math::tap_range r = rows.taps(oh);
+    auto m = run_argmax(x + r.start * width, (r.end - r.start) * width);
+    m.index += r.start * width;
+    return m;
+  }
+  return math::window_argmax(x, width, rows, cols, oh, ow);
+}
+
 // One plane of max pooling: out_h x out_w values into y and, if `ind` is not
 // null, their flat indices.
 template <typename T, typename Rows, typename Cols>
 void max_plane(const T* x, int64_t width, const Rows& rows, const Cols& cols, T* y, int64_t* ind) {
   for (int64_t oh = 0; oh < rows.out; ++oh) {
     for (int64_t ow = 0; ow < cols.out; ++ow) {
-      const auto m = math::window_argmax(x, width, rows, cols, oh, ow);
+      const auto m = plane_argmax(x, width, rows, cols, oh, ow);
       y[oh * cols.out + ow] = math::cast_to<T>(m.value);
       if (ind != nullptr) {
         ind[oh * cols.out + ow] = m.index;
@@ -82,18 +232,21 @@ template <typename T, typename Rows>
 void max_plane(const T* x, int64_t width, const Rows& rows, const math::strided_windows& cols,
                T* y, int64_t* ind) {
   using A = math::opmath_t<T>;
+  constexpr int64_t k_chunk = 64;  // outputs per pass: running maxima stay in registers / L1
   const math::pool_dim& d = cols.d;
-  const int64_t lo = std::min(cols.out, (d.pad + d.stride - 1) / d.stride);
+  int64_t lo = std::min(cols.out, (d.pad + d.stride - 1) / d.stride);
   const int64_t last = width - 1 - (d.kernel - 1) * d.dilation + d.pad;  // largest inner o * stride
-  const int64_t hi = last < 0 ? lo : std::clamp(last / d.stride + 1, lo, cols.out);
-  const int64_t n = hi - lo;
-  std::vector<A> best(static_cast<size_t>(n));
-  std::vector<int64_t> arg(static_cast<size_t>(n));
+  int64_t hi = last < 0 ? lo : std::clamp(last / d.stride + 1, lo, cols.out);
+  if (hi - lo < 8) {
+    lo = hi = cols.out;  // too few inner columns to pay for the vector loop's set-up
+  }
+  A best[k_chunk];
+  int64_t arg[k_chunk];
   for (int64_t oh = 0; oh < rows.out; ++oh) {
     T* yr = y + oh * cols.out;
     int64_t* ir = ind == nullptr ? nullptr : ind + oh * cols.out;
     const auto border = [&](int64_t ow) {
-      const auto m = math::window_argmax(x, width, rows, cols, oh, ow);
+      const auto m = plane_argmax(x, width, rows, cols, oh, ow);
       yr[ow] = math::cast_to<T>(m.value);
       if (ir != nullptr) {
         ir[ow] = m.index;
@@ -105,34 +258,32 @@ void max_plane(const T* x, int64_t width, const Rows& rows, const math::strided_
     for (int64_t ow = hi; ow < cols.out; ++ow) {
       border(ow);
     }
-    if (n == 0) {
-      continue;
-    }
     const math::tap_range r = rows.taps(oh);
-    const int64_t first = r.start * width + lo * d.stride - d.pad;  // tap (0, 0) of output lo
-    for (int64_t i = 0; i < n; ++i) {
-      best[i] = -std::numeric_limits<A>::infinity();
-      arg[i] = first + i * d.stride;
-    }
-    for (int64_t h = r.start; h < r.end; h += rows.step()) {
-      for (int64_t j = 0; j < d.kernel; ++j) {
-        const int64_t tap = h * width + lo * d.stride - d.pad + j * d.dilation;
-        const T* src = x + tap;
-        A* b = best.data();
-        int64_t* a = arg.data();
-        for (int64_t i = 0; i < n; ++i) {
-          const A v = math::cast_to<A>(src[i * d.stride]);
-          const bool take = v > b[i] || v != v;
-          b[i] = take ? v : b[i];
-          a[i] = take ? tap + i * d.stride : a[i];
+    for (int64_t c0 = lo; c0 < hi; c0 += k_chunk) {
+      const int64_t n = std::min(k_chunk, hi - c0);
+      const int64_t col0 = c0 * d.stride - d.pad;  // first tap column of output c0
+      for (int64_t i = 0; i < n; ++i) {
+        best[i] = -std::numeric_limits<A>::infinity();
+        arg[i] = r.start * width + col0 + i * d.stride;
+      }
+      for (int64_t h = r.start; h < r.end; h += rows.step()) {
+        for (int64_t j = 0; j < d.kernel; ++j) {
+          const int64_t tap = h * width + col0 + j * d.dilation;
+          const T* src = x + tap;
+          for (int64_t i = 0; i < n; ++i) {
+            const A v = math::cast_to<A>(src[i * d.stride]);
+            const bool take = v > best[i] || v != v;
+            best[i] = take ? v : best[i];
+            arg[i] = take ? tap + i * d.stride : arg[i];
+          }
         }
       }
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      yr[lo + i] = math::cast_to<T>(best[i]);
-    }
-    if (ir != nullptr) {
-      std::copy(arg.begin(), arg.end(), ir + lo);
+      for (int64_t i = 0; i < n; ++i) {
+        yr[c0 + i] = math::cast_to<T>(best[i]);
+      }
+      if (ir != nullptr) {
+        std::copy(arg, arg + n, ir + c0);
+      }
     }
   }
 }
@@ -148,10 +299,8 @@ void avg_plane(const T* x, int64_t width, const Rows& rows, const Cols& cols,
       const math::avg_range c = cols.range(ow);
       A s = 0;
       if (c.start == 0 && c.end == width) {
-        // Whole rows: one contiguous run (global pooling), summed in lanes.
-        const T* run = x + r.start * width;
-        s = lane_sum<A>((r.end - r.start) * width,
-                        [&](int64_t i) { return math::cast_to<A>(run[i]); });
+        // Whole rows: one contiguous run (global pooling).
+        s = run_sum<A>(x + r.start * width, (r.end - r.start) * width);
       } else {
         for (int64_t h = r.start; h < r.end; ++h) {
           for (int64_t w = c.start; w < c.end; ++w) {
@@ -188,12 +337,22 @@ void avg_plane_backward(const T* g, int64_t width, const Rows& rows, const Cols&
 template <typename T, typename A, typename Rows, typename Cols>
 void max_plane_backward(const T* g, const int64_t* ind, int64_t width, const Rows& rows,
                         const Cols& cols, A* acc) {
+  // The row of an index by a floating-point reciprocal, corrected by one:
+  // an integer division per output would cost more than the whole scatter.
+  const double inv_width = 1.0 / static_cast<double>(width);
   for (int64_t oh = 0; oh < rows.out; ++oh) {
+    const math::tap_range r = rows.taps(oh);
+    const int64_t* io = ind + oh * cols.out;
+    const T* go = g + oh * cols.out;
     for (int64_t ow = 0; ow < cols.out; ++ow) {
-      const int64_t i = ind[oh * cols.out + ow];
-      const int64_t h = i / width;
-      if (math::holds(rows, oh, h) && math::holds(cols, ow, i - h * width)) {
-        acc[i] += math::cast_to<A>(g[oh * cols.out + ow]);
+      const int64_t i = io[ow];
+      int64_t h = static_cast<int64_t>(static_cast<double>(i) * inv_width);
+      h -= h * width > i;
+      h += (h + 1) * width <= i;
+      const bool row_ok = h >= r.start && h < r.end &&
+                          (rows.step() == 1 || (h - r.start) % rows.step() == 0);
+      if (row_ok && math::holds(cols, ow, i - h * width)) {
+        acc[i] += math::cast_to<A>(go[ow]);
       }
     }
   }

@@ -24,9 +24,25 @@ at::Tensor avg_pool(const at::Tensor& self, c10::IntArrayRef sizes, const Rows& 
   const math::planes g = pooling::plane_shape(in, sizes);
   const T* x = in.const_data_ptr<T>();
   T* y = out.mutable_data_ptr<T>();
+  const cpu::window_table row_table = cpu::tabulate_ranges(rows);
+  const cpu::window_table col_table = cpu::tabulate_ranges(cols);
+  const math::avg_range& r = row_table.range(0);
+  const math::avg_range& c = col_table.range(0);
+  if (g.out_size() == 1 && r.end - r.start == g.in_h && c.end - c.start == g.in_w) {
+    // Global pooling: a plain sum per plane, without the per-window set-up.
+    using A = math::opmath_t<T>;
+    const auto d = static_cast<A>(divisor(r, c));
+    cpu::plane_ranges(g.count, g.in_size(), [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        y[p] = math::cast_to<T>(cpu::run_sum<A>(x + p * g.in_size(), g.in_size()) / d);
+      }
+    });
+    return out;
+  }
   cpu::plane_ranges(g.count, g.out_size() * window, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
-      cpu::avg_plane(x + p * g.in_size(), g.in_w, rows, cols, divisor, y + p * g.out_size());
+      cpu::avg_plane(x + p * g.in_size(), g.in_w, row_table, col_table, divisor,
+                     y + p * g.out_size());
     }
   });
   return out;
@@ -40,10 +56,12 @@ at::Tensor avg_pool_backward(const at::Tensor& grad_output, const at::Tensor& se
   at::Tensor grad_input = at::empty(self.sizes(), self.options());
   const math::planes g = pooling::plane_shape(self, go.sizes());
   const T* gp = go.const_data_ptr<T>();
+  const cpu::window_table row_table = cpu::tabulate_ranges(rows);
+  const cpu::window_table col_table = cpu::tabulate_ranges(cols);
   cpu::accumulate_planes(grad_input.mutable_data_ptr<T>(), g, g.out_size() * window,
                          [&](int64_t p, auto* acc) {
-                           cpu::avg_plane_backward(gp + p * g.out_size(), g.in_w, rows, cols,
-                                                   divisor, acc);
+                           cpu::avg_plane_backward(gp + p * g.out_size(), g.in_w, row_table,
+                                                   col_table, divisor, acc);
                          });
   return grad_input;
 }

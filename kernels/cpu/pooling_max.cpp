@@ -31,11 +31,14 @@ std::tuple<at::Tensor, at::Tensor> max_pool(const at::Tensor& self, c10::IntArra
   const T* x = in.const_data_ptr<T>();
   T* y = out.mutable_data_ptr<T>();
   int64_t* ind = indices.mutable_data_ptr<int64_t>();
-  cpu::plane_ranges(g.count, g.out_size() * window, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      cpu::max_plane(x + p * g.in_size(), g.in_w, rows, cols, y + p * g.out_size(),
-                     ind + p * g.out_size());
-    }
+  const cpu::window_table row_table = cpu::tabulate_taps(rows);
+  cpu::with_max_cols(cols, [&](const auto& c) {
+    cpu::plane_ranges(g.count, g.out_size() * window, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        cpu::max_plane(x + p * g.in_size(), g.in_w, row_table, c, y + p * g.out_size(),
+                       ind + p * g.out_size());
+      }
+    });
   });
   return {out, indices};
 }
@@ -52,10 +55,12 @@ at::Tensor max_pool_backward(const char* op, const at::Tensor& grad_output,
   const math::planes g = pooling::plane_shape(self, m.sizes);
   const T* gp = go.const_data_ptr<T>();
   const int64_t* ip = ind.const_data_ptr<int64_t>();
+  const cpu::window_table rows = cpu::tabulate_taps(m.rows);
+  const cpu::window_table cols = cpu::tabulate_taps(m.cols);
   cpu::accumulate_planes(grad_input.mutable_data_ptr<T>(), g, g.in_size() + g.out_size(),
                          [&](int64_t p, auto* acc) {
                            cpu::max_plane_backward(gp + p * g.out_size(), ip + p * g.out_size(),
-                                                   g.in_w, m.rows, m.cols, acc);
+                                                   g.in_w, rows, cols, acc);
                          });
   return grad_input;
 }

@@ -12,28 +12,46 @@
 
 #include <ATen/ops/empty.h>
 
+#include <optional>
 #include <vector>
 
 namespace opforge {
 namespace {
 
+// One level's bins, tabulated once per call (see cpu::window_table); adaptive
+// bins are their own taps and ranges.
+struct level {
+  int64_t n;
+  int64_t offset;  // where the level's block starts in an output row
+  cpu::window_table rows;
+  cpu::window_table cols;
+  std::optional<math::strided_windows> strided_cols;  // uniform bins, for max_plane
+};
+
 // An (N, C, H, W) input and its pyramid: plane p = (n, c) writes level l's
-// n_l x n_l block at row n, column offsets[l] + c * n_l * n_l.
+// n_l x n_l block at row n, column offset_l + c * n_l * n_l.
 struct pyramid {
   math::planes g;
   int64_t channels;
   int64_t row;
-  std::vector<int64_t> offsets;
+  std::vector<level> levels;
 
-  int64_t block(int64_t p, size_t l, int64_t n) const {
-    return (p / channels) * row + offsets[l] + (p % channels) * n * n;
+  int64_t block(int64_t p, const level& l) const {
+    return (p / channels) * row + l.offset + (p % channels) * l.n * l.n;
   }
 };
 
 pyramid pyramid_of(const at::Tensor& self, c10::IntArrayRef out_sizes, c10::IntArrayRef levels) {
   const int64_t c = self.size(1);
-  return {math::planes{self.size(0) * c, self.size(2), self.size(3), 0, 0}, c, out_sizes[1],
-          pooling::spp_offsets(levels, c)};
+  pyramid py{math::planes{self.size(0) * c, self.size(2), self.size(3), 0, 0}, c, out_sizes[1], {}};
+  const std::vector<int64_t> offsets = pooling::spp_offsets(levels, c);
+  for (size_t l = 0; l < levels.size(); ++l) {
+    const math::adaptive_windows rows{py.g.in_h, levels[l]};
+    const math::adaptive_windows cols{py.g.in_w, levels[l]};
+    py.levels.push_back({levels[l], offsets[l], cpu::tabulate_taps(rows), cpu::tabulate_taps(cols),
+                         cpu::uniform(cols) ? std::optional(cpu::as_strided(cols)) : std::nullopt});
+  }
+  return py;
 }
 
 } // namespace
@@ -53,14 +71,14 @@ at::Tensor spatial_pyramid_pool_cpu(const at::Tensor& self, at::IntArrayRef leve
   cpu::plane_ranges(py.g.count, work, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const scalar_t* plane = x + p * py.g.in_size();
-      for (size_t l = 0; l < levels.size(); ++l) {
-        const math::adaptive_windows rows{py.g.in_h, levels[l]};
-        const math::adaptive_windows cols{py.g.in_w, levels[l]};
-        scalar_t* dst = y + py.block(p, l, levels[l]);
-        if (m == pooling::spp_mode::max) {
-          cpu::max_plane(plane, py.g.in_w, rows, cols, dst, nullptr);
+      for (const level& l : py.levels) {
+        scalar_t* dst = y + py.block(p, l);
+        if (m == pooling::spp_mode::avg) {
+          cpu::avg_plane(plane, py.g.in_w, l.rows, l.cols, math::k_bin_size, dst);
+        } else if (l.strided_cols.has_value()) {
+          cpu::max_plane(plane, py.g.in_w, l.rows, *l.strided_cols, dst, nullptr);
         } else {
-          cpu::avg_plane(plane, py.g.in_w, rows, cols, math::k_bin_size, dst);
+          cpu::max_plane(plane, py.g.in_w, l.rows, l.cols, dst, nullptr);
         }
       }
     }
@@ -86,20 +104,17 @@ at::Tensor spatial_pyramid_pool_backward_cpu(const at::Tensor& grad_output, cons
                          [&](int64_t p, auto* acc) {
     using A = std::remove_pointer_t<decltype(acc)>;
     const scalar_t* plane = x + p * py.g.in_size();
-    for (size_t l = 0; l < levels.size(); ++l) {
-      const int64_t n = levels[l];
-      const math::adaptive_windows rows{py.g.in_h, n};
-      const math::adaptive_windows cols{py.g.in_w, n};
-      const scalar_t* g = gp + py.block(p, l, n);
+    for (const level& l : py.levels) {
+      const scalar_t* g = gp + py.block(p, l);
       if (m == pooling::spp_mode::avg) {
-        cpu::avg_plane_backward(g, py.g.in_w, rows, cols, math::k_bin_size, acc);
+        cpu::avg_plane_backward(g, py.g.in_w, l.rows, l.cols, math::k_bin_size, acc);
         continue;
       }
       // The forward's argmax, recomputed: the first maximum, or the last NaN.
-      for (int64_t i = 0; i < n; ++i) {
-        for (int64_t j = 0; j < n; ++j) {
-          const auto best = math::window_argmax(plane, py.g.in_w, rows, cols, i, j);
-          acc[best.index] += math::cast_to<A>(g[i * n + j]);
+      for (int64_t i = 0; i < l.n; ++i) {
+        for (int64_t j = 0; j < l.n; ++j) {
+          const auto best = cpu::plane_argmax(plane, py.g.in_w, l.rows, l.cols, i, j);
+          acc[best.index] += math::cast_to<A>(g[i * l.n + j]);
         }
       }
     }

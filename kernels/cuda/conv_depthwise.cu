@@ -41,8 +41,8 @@ __global__ void depthwise_forward_kernel(const conv2d_geometry g, const A* __res
 // Gathers, for image element (ci, iy, ix), every output that reads it.
 template <typename A>
 __global__ void depthwise_grad_input_kernel(const conv2d_geometry g, const A* __restrict__ gy,
-                                            const A* __restrict__ w, A* __restrict__ gx,
-                                            int64_t total) {
+                                            const A* __restrict__ w, const A* __restrict__ bias,
+                                            A* __restrict__ gx, int64_t total) {
   const int64_t mult = g.oc / g.c;
   const int64_t taps = g.kh * g.kw;
   for (int64_t idx = global_thread(); idx < total; idx += grid_threads()) {
@@ -51,7 +51,7 @@ __global__ void depthwise_grad_input_kernel(const conv2d_geometry g, const A* __
     const int64_t plane_idx = idx / (g.w * g.h); // img * c + ci
     const int64_t ci = plane_idx % g.c;
     const int64_t img = plane_idx / g.c;
-    A acc = A(0);
+    A acc = bias != nullptr ? bias[ci] : A(0);
     for (int64_t m = 0; m < mult; ++m) {
       const int64_t o = ci * mult + m;
       const A* gyp = gy + (img * g.oc + o) * g.oh * g.ow;
@@ -127,14 +127,14 @@ cudaError_t launch_depthwise_forward(const conv2d_geometry& g, const A* x, const
 }
 
 template <typename A>
-cudaError_t launch_depthwise_grad_input(const conv2d_geometry& g, const A* gy, const A* w, A* gx,
-                                        cudaStream_t stream) {
+cudaError_t launch_depthwise_grad_input(const conv2d_geometry& g, const A* gy, const A* w,
+                                        const A* bias, A* gx, cudaStream_t stream) {
   const int64_t total = g.n * g.c * g.h * g.w;
   if (total == 0) {
     return cudaSuccess;
   }
-  depthwise_grad_input_kernel<<<elementwise_blocks(total), k_threads, 0, stream>>>(g, gy, w, gx,
-                                                                                   total);
+  depthwise_grad_input_kernel<<<elementwise_blocks(total), k_threads, 0, stream>>>(g, gy, w, bias,
+                                                                                   gx, total);
   return cudaGetLastError();
 }
 
@@ -158,7 +158,7 @@ cudaError_t launch_depthwise_grad_weight(const conv2d_geometry& g, const A* gy, 
                                                    const A*, A*, conv_activation,              \
                                                    cudaStream_t);                              \
   template cudaError_t launch_depthwise_grad_input<A>(const conv2d_geometry&, const A*,        \
-                                                      const A*, A*, cudaStream_t);             \
+                                                      const A*, const A*, A*, cudaStream_t);   \
   template cudaError_t launch_depthwise_grad_weight<A>(const conv2d_geometry&, const A*,       \
                                                        const A*, A*, cudaStream_t);
 OPFORGE_INSTANTIATE(float)

@@ -151,13 +151,13 @@ __global__ void im2col_kernel(const conv2d_geometry g, const A* __restrict__ x,
 
 template <typename A>
 __global__ void col2im_kernel(const conv2d_geometry g, const A* __restrict__ col,
-                              A* __restrict__ x, int64_t total) {
+                              const A* __restrict__ bias, A* __restrict__ x, int64_t total) {
   const int64_t plane = g.oh * g.ow;
   for (int64_t idx = global_thread(); idx < total; idx += grid_threads()) {
     const int64_t ix = idx % g.w;
     const int64_t iy = (idx / g.w) % g.h;
     const int64_t ci = idx / (g.w * g.h);
-    A sum = A(0);
+    A sum = bias != nullptr ? bias[ci] : A(0);
     for (int64_t i = 0; i < g.kh; ++i) {
       const int64_t ty = iy + g.ph - i * g.dh;
       if (ty < 0 || ty % g.sh != 0 || ty / g.sh >= g.oh) {
@@ -177,32 +177,31 @@ __global__ void col2im_kernel(const conv2d_geometry g, const A* __restrict__ col
 
 constexpr int k_reduce_threads = 512;
 
-// One block per output channel (grid-stride over channels).
+// One block per channel (grid-stride over channels).
 template <typename A>
-__global__ void grad_bias_kernel(const conv2d_geometry g, const A* __restrict__ gy,
-                                 A* __restrict__ gb) {
+__global__ void channel_sums_kernel(int64_t n, int64_t channels, int64_t plane,
+                                    const A* __restrict__ t, A* __restrict__ sums) {
   __shared__ A shared[32];
-  const int64_t plane = g.oh * g.ow;
-  const int64_t count = g.n * plane;
-  for (int64_t o = blockIdx.x; o < g.oc; o += gridDim.x) {
+  const int64_t count = n * plane;
+  for (int64_t c = blockIdx.x; c < channels; c += gridDim.x) {
     A s = A(0);
     for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
       const int64_t img = e / plane;
-      s += gy[(img * g.oc + o) * plane + (e - img * plane)];
+      s += t[(img * channels + c) * plane + (e - img * plane)];
     }
     s = block_reduce(s, sum_op{}, A(0), shared);
     if (threadIdx.x == 0) {
-      gb[o] = s;
+      sums[c] = s;
     }
   }
 }
 
 template <typename A>
-__global__ void add_channel_bias_kernel(const conv2d_geometry g, const A* __restrict__ bias,
-                                        A* __restrict__ y, int64_t total) {
-  const int64_t plane = g.oh * g.ow;
+__global__ void add_channel_bias_kernel(int64_t channels, int64_t plane,
+                                        const A* __restrict__ bias, A* __restrict__ t,
+                                        int64_t total) {
   for (int64_t idx = global_thread(); idx < total; idx += grid_threads()) {
-    y[idx] += bias[(idx / plane) % g.oc];
+    t[idx] += bias[(idx / plane) % channels];
   }
 }
 
@@ -236,36 +235,38 @@ cudaError_t launch_im2col(const conv2d_geometry& g, const A* x, A* col, cudaStre
 }
 
 template <typename A>
-cudaError_t launch_col2im(const conv2d_geometry& g, const A* col, A* x, cudaStream_t stream) {
+cudaError_t launch_col2im(const conv2d_geometry& g, const A* col, const A* bias, A* x,
+                          cudaStream_t stream) {
   const int64_t total = g.c * g.h * g.w;
   if (total == 0) {
     return cudaSuccess;
   }
-  col2im_kernel<<<elementwise_blocks(total), k_threads, 0, stream>>>(g, col, x, total);
+  col2im_kernel<<<elementwise_blocks(total), k_threads, 0, stream>>>(g, col, bias, x, total);
   return cudaGetLastError();
 }
 
 template <typename A>
-cudaError_t launch_conv2d_grad_bias(const conv2d_geometry& g, const A* gy, A* gb,
-                                    cudaStream_t stream) {
-  if (g.oc == 0) {
+cudaError_t launch_channel_sums(int64_t n, int64_t channels, int64_t plane, const A* t, A* sums,
+                                cudaStream_t stream) {
+  if (channels == 0) {
     return cudaSuccess;
   }
-  const auto blocks = static_cast<unsigned>(g.oc < k_max_blocks ? g.oc : k_max_blocks);
-  grad_bias_kernel<<<blocks, row_threads(g.n * g.oh * g.ow, k_reduce_threads), 0, stream>>>(
-      g, gy, gb);
+  // Every channel gets a block even for an empty batch, so sums is always written.
+  const auto blocks = static_cast<unsigned>(channels < k_max_blocks ? channels : k_max_blocks);
+  channel_sums_kernel<<<blocks, row_threads(n * plane, k_reduce_threads), 0, stream>>>(
+      n, channels, plane, t, sums);
   return cudaGetLastError();
 }
 
 template <typename A>
-cudaError_t launch_add_channel_bias(const conv2d_geometry& g, const A* bias, A* y,
-                                    cudaStream_t stream) {
-  const int64_t total = g.n * g.oc * g.oh * g.ow;
+cudaError_t launch_add_channel_bias(int64_t n, int64_t channels, int64_t plane, const A* bias,
+                                    A* t, cudaStream_t stream) {
+  const int64_t total = n * channels * plane;
   if (total == 0) {
     return cudaSuccess;
   }
-  add_channel_bias_kernel<<<elementwise_blocks(total), k_threads, 0, stream>>>(g, bias, y,
-                                                                               total);
+  add_channel_bias_kernel<<<elementwise_blocks(total), k_threads, 0, stream>>>(channels, plane,
+                                                                               bias, t, total);
   return cudaGetLastError();
 }
 
@@ -273,10 +274,11 @@ cudaError_t launch_add_channel_bias(const conv2d_geometry& g, const A* bias, A* 
   template cudaError_t launch_conv2d_forward<A>(const conv2d_geometry&, const A*, const A*,     \
                                                 const A*, A*, conv_activation, cudaStream_t);   \
   template cudaError_t launch_im2col<A>(const conv2d_geometry&, const A*, A*, cudaStream_t);    \
-  template cudaError_t launch_col2im<A>(const conv2d_geometry&, const A*, A*, cudaStream_t);    \
-  template cudaError_t launch_conv2d_grad_bias<A>(const conv2d_geometry&, const A*, A*,         \
-                                                  cudaStream_t);                                \
-  template cudaError_t launch_add_channel_bias<A>(const conv2d_geometry&, const A*, A*,         \
+  template cudaError_t launch_col2im<A>(const conv2d_geometry&, const A*, const A*, A*,       \
+                                        cudaStream_t);                                          \
+  template cudaError_t launch_channel_sums<A>(int64_t, int64_t, int64_t, const A*, A*,          \
+                                              cudaStream_t);                                    \
+  template cudaError_t launch_add_channel_bias<A>(int64_t, int64_t, int64_t, const A*, A*,      \
                                                   cudaStream_t);
 OPFORGE_INSTANTIATE(float)
 OPFORGE_INSTANTIATE(double)

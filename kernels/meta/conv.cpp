@@ -5,6 +5,10 @@
 #include <opforge/conv.h>
 #include <opforge/ops/conv2d.h>
 #include <opforge/ops/conv2d_backward.h>
+#include <opforge/ops/conv2d_bias_act.h>
+#include <opforge/ops/conv_transpose2d.h>
+#include <opforge/ops/conv_transpose2d_backward.h>
+#include <opforge/ops/fold_conv_bn.h>
 
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
@@ -121,9 +125,8 @@ conv_sizes conv_transpose2d_output_sizes(const char* op, const at::Tensor& input
   return result_sizes(input, oc, out[0], out[1]);
 }
 
-void check_conv2d_backward(const char* op, const at::Tensor& grad_output, const at::Tensor& input,
-                           const at::Tensor& weight, const conv_params& p) {
-  const conv_sizes expected = conv2d_output_sizes(op, input, weight, std::nullopt, p);
+void check_grad_output(const char* op, const at::Tensor& grad_output,
+                       const conv_sizes& expected) {
   TORCH_CHECK(grad_output.sym_sizes() == c10::SymIntArrayRef(expected), op,
               ": expected 'grad_output' to have the forward result's shape ",
               c10::SymIntArrayRef(expected), ", got ", grad_output.sym_sizes());
@@ -162,6 +165,27 @@ c10::SmallVector<int64_t, 4> batch_sizes(const conv_sizes& s) {
   return out;
 }
 
+void check_fold_conv_bn(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias,
+                        const at::Tensor& bn_weight, const at::Tensor& bn_bias,
+                        const at::Tensor& running_mean, const at::Tensor& running_var) {
+  constexpr const char* op = "opforge.fold_conv_bn";
+  TORCH_CHECK(conv_weight.dim() >= 1, op,
+              ": expected 'conv_weight' to have at least 1 dimension (out_channels first), got a "
+              "0-d tensor");
+  const c10::SymInt& channels = conv_weight.sym_size(0);
+  const std::pair<const char*, const at::Tensor*> per_channel[] = {
+      {"conv_bias", conv_bias.has_value() && conv_bias->defined() ? &*conv_bias : nullptr},
+      {"bn_weight", &bn_weight},
+      {"bn_bias", &bn_bias},
+      {"running_mean", &running_mean},
+      {"running_var", &running_var}};
+  for (const auto& [name, t] : per_channel) {
+    TORCH_CHECK(t == nullptr || (t->dim() == 1 && t->sym_size(0) == channels), op,
+                ": expected '", name, "' to be 1-D with ", channels,
+                " elements (conv_weight.size(0)), got shape ", t ? t->sym_sizes() : c10::SymIntArrayRef());
+  }
+}
+
 math::conv_activation parse_conv_activation(const char* op, std::string_view name) {
   using math::conv_activation;
   if (name == "none") {
@@ -191,19 +215,77 @@ at::Tensor conv2d_meta(const at::Tensor& input, const at::Tensor& weight,
   return at::empty_symint(out, input.options());
 }
 
+at::Tensor conv2d_bias_act_meta(const at::Tensor& input, const at::Tensor& weight,
+                                const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                                at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
+                                c10::string_view activation) {
+  constexpr const char* op = "opforge.conv2d_bias_act";
+  parse_conv_activation(op, activation);
+  const conv_sizes out =
+      conv2d_output_sizes(op, input, weight, bias, {stride, padding, dilation, groups});
+  return at::empty_symint(out, input.options());
+}
+
+at::Tensor conv_transpose2d_meta(const at::Tensor& input, const at::Tensor& weight,
+                                 const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                                 at::IntArrayRef padding, at::IntArrayRef output_padding,
+                                 int64_t groups, at::IntArrayRef dilation) {
+  const conv_sizes out = conv_transpose2d_output_sizes(
+      "opforge.conv_transpose2d", input, weight, bias, {stride, padding, dilation, groups},
+      output_padding);
+  return at::empty_symint(out, input.options());
+}
+
+namespace {
+
+// The three gradients of a conv op, undefined where the mask is false; the
+// bias gradient has `bias_channels` elements.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> gradients_like(const at::Tensor& input,
+                                                              const at::Tensor& weight,
+                                                              const c10::SymInt& bias_channels,
+                                                              std::array<bool, 3> mask) {
+  const auto maybe = [](bool wanted, c10::SymIntArrayRef sizes, const at::Tensor& like) {
+    return wanted ? at::empty_symint(sizes, like.options()) : at::Tensor();
+  };
+  return {maybe(mask[0], input.sym_sizes(), input), maybe(mask[1], weight.sym_sizes(), weight),
+          maybe(mask[2], c10::SymIntArrayRef(&bias_channels, 1), weight)};
+}
+
+} // namespace
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor>
 conv2d_backward_meta(const at::Tensor& grad_output, const at::Tensor& input,
                      const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding,
                      at::IntArrayRef dilation, int64_t groups, std::array<bool, 3> output_mask) {
-  check_conv2d_backward("opforge.conv2d_backward", grad_output, input, weight,
-                        {stride, padding, dilation, groups});
-  const auto maybe = [](bool wanted, c10::SymIntArrayRef sizes, const at::Tensor& like) {
-    return wanted ? at::empty_symint(sizes, like.options()) : at::Tensor();
-  };
-  const c10::SymInt oc = weight.sym_size(0);
-  return {maybe(output_mask[0], input.sym_sizes(), input),
-          maybe(output_mask[1], weight.sym_sizes(), weight),
-          maybe(output_mask[2], c10::SymIntArrayRef(&oc, 1), weight)};
+  constexpr const char* op = "opforge.conv2d_backward";
+  check_grad_output(op, grad_output,
+                    conv2d_output_sizes(op, input, weight, std::nullopt,
+                                        {stride, padding, dilation, groups}));
+  return gradients_like(input, weight, weight.sym_size(0), output_mask);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor>
+conv_transpose2d_backward_meta(const at::Tensor& grad_output, const at::Tensor& input,
+                               const at::Tensor& weight, at::IntArrayRef stride,
+                               at::IntArrayRef padding, at::IntArrayRef output_padding,
+                               int64_t groups, at::IntArrayRef dilation,
+                               std::array<bool, 3> output_mask) {
+  constexpr const char* op = "opforge.conv_transpose2d_backward";
+  check_grad_output(op, grad_output,
+                    conv_transpose2d_output_sizes(op, input, weight, std::nullopt,
+                                                  {stride, padding, dilation, groups},
+                                                  output_padding));
+  return gradients_like(input, weight, weight.sym_size(1) * groups, output_mask);
+}
+
+std::tuple<at::Tensor, at::Tensor>
+fold_conv_bn_meta(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias,
+                  const at::Tensor& bn_weight, const at::Tensor& bn_bias,
+                  const at::Tensor& running_mean, const at::Tensor& running_var, double eps) {
+  check_fold_conv_bn(conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var);
+  const c10::SymInt channels = conv_weight.sym_size(0);
+  return {at::empty_symint(conv_weight.sym_sizes(), conv_weight.options()),
+          at::empty_symint(c10::SymIntArrayRef(&channels, 1), conv_weight.options())};
 }
 
 } // namespace opforge

@@ -279,3 +279,51 @@ def _conv2d_backward(dtype: torch.dtype, device: str) -> _Samples:
         back([[2, 2, 3], [3, 5, 6], [2, 3, 2, 2]], [2, 2], [0, 0], [1, 1], 1),
         back([[0, 4, 5, 5], [0, 3, 5, 5], [4, 3, 3, 3]], [1, 1], [1, 1], [1, 1], 1),
     ]
+
+
+@samples("conv2d_bias_act")
+def _conv2d_bias_act(dtype: torch.dtype, device: str) -> _Samples:
+    x, w, b = _conv_tensors(dtype, device, [2, 8, 20, 20], [16, 8, 3, 3], [16], scale=0.5)
+    xd, wd, bd = _conv_tensors(dtype, device, [2, 8, 9, 9], [8, 1, 3, 3], [8])
+    return [
+        ([x, w, b, [1, 1], [1, 1], [1, 1], 1, act], {})
+        for act in ("none", "relu", "silu", "hardswish", "gelu")
+    ] + [([xd, wd, bd, [2, 2], [1, 1], [1, 1], 8, "hardswish"], {})]
+
+
+@samples("fold_conv_bn")
+def _fold_conv_bn(dtype: torch.dtype, device: str) -> _Samples:
+    w, g, b, m = _conv_tensors(dtype, device, [8, 4, 3, 3], [8], [8], [8])
+    v = _conv_tensors(dtype, device, [8])[0].abs() + 0.25
+    return [([w, None, g, b, m, v, 1e-5], {}), ([w[:, :0], None, g, b, m, v, 1e-3], {})]
+
+
+@samples("conv_transpose2d")
+def _conv_transpose2d(dtype: torch.dtype, device: str) -> _Samples:
+    def tconv(
+        shapes: list[list[int]], *params: Any, scale: float = 2.0
+    ) -> tuple[list[Any], dict[str, Any]]:
+        return [*_conv_tensors(dtype, device, *shapes, scale=scale), *params], {}
+
+    return [
+        # 4x4 stride 2 upsampling with several column blocks per image
+        tconv([[2, 32, 9, 9], [32, 8, 4, 4], [8]], [2, 2], [1, 1], [0, 0], 1, [1, 1], scale=0.5),
+        # depthwise (groups == channels), pointwise, unbatched, empty batch
+        tconv([[2, 6, 5, 4], [6, 1, 3, 3], [6]], [2, 2], [1, 1], [1, 1], 6, [1, 1]),
+        tconv([[2, 6, 5, 4], [6, 2, 1, 1], [4]], [1, 1], [0, 0], [0, 0], 2, [1, 1]),
+        tconv([[4, 3, 3], [4, 2, 3, 3], [2]], [2, 1], [1, 0], [1, 0], 1, [1, 2]),
+        tconv([[0, 4, 3, 3], [4, 2, 3, 3], [2]], [1, 1], [0, 0], [0, 0], 1, [1, 1]),
+    ]
+
+
+@samples("conv_transpose2d_backward")
+def _conv_transpose2d_backward(dtype: torch.dtype, device: str) -> _Samples:
+    def back(shapes: list[list[int]], *params: Any) -> tuple[list[Any], dict[str, Any]]:
+        return [*_conv_tensors(dtype, device, *shapes, scale=0.5), *params, [True] * 3], {}
+
+    return [
+        back([[2, 8, 18, 18], [2, 32, 9, 9], [32, 8, 4, 4]], [2, 2], [1, 1], [0, 0], 1, [1, 1]),
+        back([[2, 6, 9, 7], [2, 6, 5, 4], [6, 1, 3, 3]], [2, 2], [1, 1], [0, 0], 6, [1, 1]),
+        back([[2, 6, 7], [4, 3, 3], [4, 2, 3, 3]], [2, 1], [1, 0], [1, 0], 1, [1, 2]),
+        back([[0, 2, 5, 5], [0, 4, 3, 3], [4, 2, 3, 3]], [1, 1], [0, 0], [0, 0], 1, [1, 1]),
+    ]

@@ -228,3 +228,176 @@ def test_conv2d_backward_bad_arguments() -> None:
         opforge.conv2d_backward(torch.randn(2, 6, 8, 8), x, w, [0, 1], [1, 1], [1, 1], 2, mask)
     with pytest.raises(RuntimeError, match=r"opforge\.conv2d_backward: expected 'input' to have"):
         opforge.conv2d_backward(torch.randn(2, 6, 8, 8), x, w, [1, 1], [1, 1], [1, 1], 1, mask)
+
+
+# --- conv2d_bias_act and fold_conv_bn ---
+
+
+@pytest.mark.parametrize("activation", ["none", "relu", "silu", "hardswish", "gelu"])
+@pytest.mark.parametrize("case", [0, 2, 5, 8])
+def test_conv2d_bias_act_matches_conv_then_activation(case: int, activation: str) -> None:
+    xs, ws, kw = CONV_CASES[case]
+    x, w, b = _case_tensors(xs, ws, torch.float32)
+    args = [kw.get(k, d) for k, d in (("stride", 1), ("padding", 0), ("dilation", 1))]
+    args = [[a, a] if isinstance(a, int) else list(a) for a in args]
+    got = opforge.conv2d_bias_act(x, w, b, *args, kw.get("groups", 1), activation)
+    expected = reference.conv2d_bias_act(x, w, b, *args, kw.get("groups", 1), activation)
+    torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
+
+
+def test_conv2d_bias_act_unknown_activation() -> None:
+    x, w = torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3)
+    for device in ("cpu", "meta"):
+        with pytest.raises(
+            RuntimeError,
+            match=r"opforge\.conv2d_bias_act: 'activation' must be one of 'none', 'relu', 'silu', "
+            r"'hardswish', 'gelu', got 'tanh'",
+        ):
+            opforge.conv2d_bias_act(x.to(device), w.to(device), activation="tanh")
+
+
+def test_fold_then_fused_conv_matches_conv_batchnorm_relu() -> None:
+    gen = torch.Generator().manual_seed(3)
+    x = _randn(2, 8, 12, 12, gen=gen)
+    w = _randn(16, 8, 3, 3, gen=gen) * 0.1
+    b = _randn(16, gen=gen)
+    gamma, beta, mean = (_randn(16, gen=gen) for _ in range(3))
+    var = torch.rand(16, generator=gen) + 0.5
+    expected = F.relu(F.batch_norm(F.conv2d(x, w, b, 1, 1), mean, var, gamma, beta, False, 0, 1e-5))
+    fw, fb = opforge.fold_conv_bn(w, b, gamma, beta, mean, var, 1e-5)
+    ref_w, ref_b = torch.nn.utils.fusion.fuse_conv_bn_weights(w, b, mean, var, 1e-5, gamma, beta)
+    torch.testing.assert_close(fw, ref_w.detach())
+    torch.testing.assert_close(fb, ref_b.detach())
+    got = opforge.conv2d_bias_act(x, fw, fb, [1, 1], [1, 1], [1, 1], 1, "relu")
+    torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
+    # Without a conv bias: b = 0.
+    fw0, fb0 = opforge.fold_conv_bn(w, None, gamma, beta, mean, var, 1e-3)
+    torch.testing.assert_close(fb0, beta - mean * gamma / torch.sqrt(var + 1e-3))
+    torch.testing.assert_close(fw0, w * (gamma / torch.sqrt(var + 1e-3)).view(-1, 1, 1, 1))
+
+
+def test_fold_conv_bn_bad_arguments() -> None:
+    w, c = torch.randn(4, 3, 3, 3), torch.randn(4)
+    for device in ("cpu", "meta"):
+        d = {k: v.to(device) for k, v in {"w": w, "c": c, "c5": torch.randn(5)}.items()}
+        with pytest.raises(
+            RuntimeError,
+            match=r"opforge\.fold_conv_bn: expected 'running_var' to be 1-D with 4 elements "
+            r"\(conv_weight.size\(0\)\), got shape \[5\]",
+        ):
+            opforge.fold_conv_bn(d["w"], d["c"], d["c"], d["c"], d["c"], d["c5"], 1e-5)
+        with pytest.raises(RuntimeError, match=r"opforge\.fold_conv_bn: expected 'conv_bias'"):
+            opforge.fold_conv_bn(d["w"], d["c5"], d["c"], d["c"], d["c"], d["c"], 1e-5)
+        with pytest.raises(RuntimeError, match=r"opforge\.fold_conv_bn: expected 'bn_weight'"):
+            opforge.fold_conv_bn(d["w"], None, d["w"], d["c"], d["c"], d["c"], 1e-5)
+
+
+# --- conv_transpose2d ---
+
+# (input shape, weight shape, kwargs)
+TRANSPOSED_CASES: list[tuple[tuple[int, ...], tuple[int, ...], dict[str, Any]]] = [
+    ((2, 16, 9, 9), (16, 8, 4, 4), {"stride": 2, "padding": 1}),  # 2x upsampling
+    ((1, 8, 7, 6), (8, 6, 3, 3), {"stride": 2, "padding": 1, "output_padding": 1}),
+    ((2, 8, 6, 5), (8, 3, 3, 2), {"stride": (1, 2), "groups": 2, "dilation": (2, 1)}),
+    ((2, 6, 8, 8), (6, 1, 3, 3), {"stride": 2, "padding": 1, "groups": 6}),  # depthwise
+    ((2, 12, 5, 5), (12, 4, 1, 1), {"groups": 3}),  # pointwise
+    ((1, 4, 30, 30), (4, 4, 3, 3), {"padding": 1}),  # several column blocks
+]
+
+
+@pytest.mark.parametrize("case", range(len(TRANSPOSED_CASES)))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_conv_transpose2d_matches_aten(case: int, dtype: torch.dtype) -> None:
+    xs, ws, kw = TRANSPOSED_CASES[case]
+    gen = torch.Generator().manual_seed(1)
+    x = _randn(*xs, dtype=dtype, gen=gen)
+    w = _randn(*ws, dtype=dtype, gen=gen) / (ws[0] * ws[2] * ws[3]) ** 0.5
+    b = _randn(ws[1] * kw.get("groups", 1), dtype=dtype, gen=gen)
+    tol = {"atol": 1e-4, "rtol": 1e-4} if dtype == torch.float32 else {}
+    ours = [t.clone().requires_grad_() for t in (x, w, b)]
+    ref = [t.clone().requires_grad_() for t in (x, w, b)]
+    args = [kw.get(k, d) for k, d in (("stride", 1), ("padding", 0), ("output_padding", 0))]
+    args = [[a, a] if isinstance(a, int) else list(a) for a in args]
+    dil = kw.get("dilation", 1)
+    dil = [dil, dil] if isinstance(dil, int) else list(dil)
+    y = opforge.conv_transpose2d(*ours, *args, kw.get("groups", 1), dil)
+    y_ref = F.conv_transpose2d(*ref, **kw)
+    torch.testing.assert_close(y, y_ref, **tol)
+    gy = torch.randn_like(y_ref)
+    y.backward(gy)
+    y_ref.backward(gy)
+    for a, e in zip(ours, ref, strict=True):
+        torch.testing.assert_close(a.grad, e.grad, **tol)
+
+
+def _tconv(**overrides: Any) -> Any:
+    args: dict[str, Any] = {
+        "input": torch.randn(2, 4, 5, 5),
+        "weight": torch.randn(4, 3, 3, 3),
+        "bias": None,
+        "stride": [2, 2],
+        "padding": [1, 1],
+        "output_padding": [0, 0],
+        "groups": 2,
+        "dilation": [1, 1],
+    }
+    args.update(overrides)
+    return args
+
+
+BAD_TRANSPOSED = [
+    (_tconv(stride=[0, 2]), r"'stride' must be positive"),
+    (_tconv(padding=[0, -2]), r"'padding' must be non-negative"),
+    (_tconv(dilation=[0, 1]), r"'dilation' must be positive"),
+    (_tconv(groups=3), r"expected the input channels \(4\) to be divisible by 'groups' \(3\)"),
+    (
+        _tconv(weight=torch.randn(5, 3, 3, 3)),
+        r"expected 'weight' to have size\(0\) equal to the input channels \(4\), got 5",
+    ),
+    (
+        _tconv(output_padding=[2, 0]),
+        r"'output_padding' must be non-negative and smaller than 'stride' or 'dilation', "
+        r"got output_padding \[2, 0\], stride \[2, 2\], dilation \[1, 1\]",
+    ),
+    (_tconv(output_padding=[0, -1]), r"'output_padding' must be non-negative"),
+    (_tconv(output_padding=[1]), r"expected 'output_padding' to have 2 elements, got 1"),
+    (_tconv(bias=torch.randn(3)), r"expected 'bias' to be 1-D with 6 elements"),
+    (_tconv(input=torch.randn(4, 5)), r"expected 'input' to be 3-D .* got 2-D"),
+    (
+        _tconv(input=torch.randn(2, 4, 1, 1), stride=[1, 1], padding=[2, 2]),
+        r"the output size \(-1 x -1\) of an input of size \(1 x 1\) is not positive",
+    ),
+]
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+@pytest.mark.parametrize("case", range(len(BAD_TRANSPOSED)))
+def test_conv_transpose2d_bad_arguments(case: int, device: str) -> None:
+    args, message = BAD_TRANSPOSED[case]
+    args = {k: v.to(device) if isinstance(v, Tensor) else v for k, v in args.items()}
+    with pytest.raises(RuntimeError, match=r"opforge\.conv_transpose2d: " + message):
+        opforge.conv_transpose2d(**args)
+    # An output_padding reaching only the dilation is accepted, as in PyTorch.
+    ok = _tconv(stride=[1, 1], output_padding=[1, 1], dilation=[2, 2])
+    assert opforge.conv_transpose2d(**ok).shape == F.conv_transpose2d(**ok).shape
+
+
+def test_conv_transpose2d_backward_output_mask_and_shape_check() -> None:
+    x, w = (
+        torch.randn(2, 4, 5, 5, dtype=torch.float64),
+        torch.randn(4, 3, 3, 3, dtype=torch.float64),
+    )
+    args = ([2, 2], [1, 1], [1, 1], 2, [1, 1])
+    gy = torch.randn(2, 6, 10, 10, dtype=torch.float64)
+    full = opforge.conv_transpose2d_backward(gy, x, w, *args, [True, True, True])
+    expected = reference.conv_transpose2d_backward(gy, x, w, *args, [True, True, True])
+    torch.testing.assert_close(full, expected)
+    got = opforge.conv_transpose2d_backward(gy, x, w, *args, [False, True, False])
+    assert got[0] is None and got[2] is None
+    torch.testing.assert_close(got[1], full[1])
+    with pytest.raises(
+        RuntimeError,
+        match=r"opforge\.conv_transpose2d_backward: expected 'grad_output' to have the forward "
+        r"result's shape \[2, 6, 10, 10\], got \[2, 6, 9, 10\]",
+    ):
+        opforge.conv_transpose2d_backward(gy[:, :, 1:], x, w, *args, [True, True, True])

@@ -41,9 +41,8 @@ conv_sizes conv_transpose2d_output_sizes(const char* op, const at::Tensor& input
                                          const std::optional<at::Tensor>& bias,
                                          const conv_params& p, at::IntArrayRef output_padding);
 
-// conv2d_backward's checks: conv2d's, and grad_output of the forward result's shape.
-void check_conv2d_backward(const char* op, const at::Tensor& grad_output, const at::Tensor& input,
-                           const at::Tensor& weight, const conv_params& p);
+// grad_output must have the forward result's sizes.
+void check_grad_output(const char* op, const at::Tensor& grad_output, const conv_sizes& expected);
 
 // The conv2d geometry over concrete sizes: `image` is the (n, c, h, w) side,
 // `outputs` the (n, oc, oh, ow) side, `weight` (oc, c / groups, kh, kw).
@@ -57,6 +56,11 @@ inline at::Tensor as_batch(const at::Tensor& t) {
 
 // Concrete sizes of a conv_sizes result, as a batch (4-D).
 c10::SmallVector<int64_t, 4> batch_sizes(const conv_sizes& s);
+
+// fold_conv_bn's per-channel arguments must be 1-D with conv_weight.size(0) elements.
+void check_fold_conv_bn(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias,
+                        const at::Tensor& bn_weight, const at::Tensor& bn_bias,
+                        const at::Tensor& running_mean, const at::Tensor& running_var);
 
 // conv2d_bias_act's activation, by name.
 math::conv_activation parse_conv_activation(const char* op, std::string_view name);

@@ -1,17 +1,19 @@
 #pragma once
 // Tensor-level drivers of the conv family, shared by the CPU and CUDA entry
-// points: argument checks (opforge/conv.h), unbatched inputs, allocation, and
-// the compute type. Half and bfloat16 run in float (inputs upcast, the result
-// rounded once), float and double in themselves, so the buffer routines exist
-// for float and double only.
+// points: argument checks (opforge/conv.h), unbatched inputs, allocation,
+// and the compute type. Half and bfloat16 run in float (inputs upcast, the
+// result rounded once), float and double in themselves, so the buffer
+// routines exist for float and double only. An entry point is one call:
+//   return conv_driver::conv2d<scalar_t>(routines, op, input, weight, ...);
 //
 // `Impl` supplies those routines over contiguous buffers, as member templates
-// over the compute type A:
-//   forward(g, x, w, bias_or_null, y, act)   y = act(conv2d(x, w) + bias)
-//   grad_input(g, gy, w, gx)                 conv2d's input gradient (overwrites)
-//   grad_weight(g, gy, x, gw)                conv2d's weight gradient (overwrites)
-//   grad_bias(g, gy, gb)                     sum of gy per output channel
-// with g the conv2d geometry (opforge/math/conv.h).
+// over the compute type A, with g the conv2d geometry (opforge/math/conv.h):
+//   forward(g, x, w, bias, y, act)     y = act(conv2d(x, w) + bias)
+//   grad_input(g, gy, w, bias, gx)     gx = conv2d's input gradient + bias
+//                                      (= conv_transpose2d of gy)
+//   grad_weight(g, gy, x, gw)          conv2d's weight gradient
+//   channel_sums(n, c, plane, t, s)    s[c] = sum of t (n, c, plane) over n and plane
+// (bias may be null; results are overwritten).
 #include <opforge/conv.h>
 #include <opforge/math/opmath.h>
 
@@ -50,13 +52,17 @@ inline at::Tensor result(const conv_sizes& sizes, const at::Tensor& like, at::Sc
   return at::empty(sizes.size() == 3 ? all.slice(1) : all, like.options().dtype(compute));
 }
 
-// y = act(conv2d(input, weight) + bias), the result of `sizes`
-// (conv2d_output_sizes).
+inline at::Tensor in_dtype(const at::Tensor& t, at::ScalarType dtype) {
+  return t.defined() ? t.to(dtype) : t;
+}
+
+// y = act(conv2d(input, weight) + bias).
 template <typename scalar_t, typename Impl>
-at::Tensor conv2d(const Impl& impl, const at::Tensor& input, const at::Tensor& weight,
-                  const std::optional<at::Tensor>& bias, const conv_params& p,
-                  const conv_sizes& sizes, math::conv_activation act) {
+at::Tensor conv2d(const Impl& impl, const char* op, const at::Tensor& input,
+                  const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                  const conv_params& p, math::conv_activation act) {
   using A = math::opmath_t<scalar_t>;
+  const conv_sizes sizes = conv2d_output_sizes(op, input, weight, bias, p);
   constexpr at::ScalarType ct = compute_type<scalar_t>;
   const at::Tensor x = prepared(input, ct);
   const at::Tensor w = prepared(weight, ct);
@@ -71,48 +77,85 @@ at::Tensor conv2d(const Impl& impl, const at::Tensor& input, const at::Tensor& w
   return y.to(input.scalar_type());
 }
 
-// conv2d's gradients for the outputs `mask` selects (undefined elsewhere);
-// `outputs` are the forward result's sizes, which grad_output has been checked
-// against.
+// conv_transpose2d(input, weight) + bias: conv2d's input gradient, with the
+// result as conv2d's image and `input` as its outputs.
+template <typename scalar_t, typename Impl>
+at::Tensor conv_transpose2d(const Impl& impl, const char* op, const at::Tensor& input,
+                            const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                            const conv_params& p, at::IntArrayRef output_padding) {
+  using A = math::opmath_t<scalar_t>;
+  const conv_sizes sizes =
+      conv_transpose2d_output_sizes(op, input, weight, bias, p, output_padding);
+  constexpr at::ScalarType ct = compute_type<scalar_t>;
+  const at::Tensor x = prepared(input, ct);
+  const at::Tensor w = prepared(weight, ct);
+  const at::Tensor b = prepared(bias, ct);
+  at::Tensor y = result(sizes, x, ct);
+  const math::conv2d_geometry g =
+      conv2d_geometry_of(batch_sizes(sizes), as_batch(x).sizes(), w, p);
+  if (y.numel() > 0) {
+    impl.template grad_input<A>(g, x.const_data_ptr<A>(), w.const_data_ptr<A>(),
+                                data_or_null<A>(b), y.mutable_data_ptr<A>());
+  }
+  return y.to(input.scalar_type());
+}
+
+// The gradients `mask` selects (undefined elsewhere) of conv2d, or of
+// conv_transpose2d when `output_padding` is given.
 template <typename scalar_t, typename Impl>
 std::tuple<at::Tensor, at::Tensor, at::Tensor>
-conv2d_backward(const Impl& impl, const at::Tensor& grad_output, const at::Tensor& input,
-                const at::Tensor& weight, const conv_params& p, std::array<bool, 3> mask) {
+backward(const Impl& impl, const char* op, const at::Tensor& grad_output, const at::Tensor& input,
+         const at::Tensor& weight, const conv_params& p, std::array<bool, 3> mask,
+         std::optional<at::IntArrayRef> output_padding = std::nullopt) {
   using A = math::opmath_t<scalar_t>;
+  const bool transposed = output_padding.has_value();
+  check_grad_output(op, grad_output,
+                    transposed ? conv_transpose2d_output_sizes(op, input, weight, std::nullopt, p,
+                                                               *output_padding)
+                               : conv2d_output_sizes(op, input, weight, std::nullopt, p));
   constexpr at::ScalarType ct = compute_type<scalar_t>;
   const at::Tensor gy = prepared(grad_output, ct);
   const at::Tensor x = prepared(input, ct);
   const at::Tensor w = prepared(weight, ct);
+  // conv2d's image side and outputs side.
+  const at::Tensor& image = transposed ? gy : x;
+  const at::Tensor& outputs = transposed ? x : gy;
   const math::conv2d_geometry g =
-      conv2d_geometry_of(as_batch(x).sizes(), as_batch(gy).sizes(), w, p);
-  const at::ScalarType dtype = input.scalar_type();
+      conv2d_geometry_of(as_batch(image).sizes(), as_batch(outputs).sizes(), w, p);
   at::Tensor gx;
   at::Tensor gw;
   at::Tensor gb;
   if (mask[0]) {
     gx = at::empty(x.sizes(), x.options());
     if (gx.numel() > 0) {
-      impl.template grad_input<A>(g, gy.const_data_ptr<A>(), w.const_data_ptr<A>(),
-                                  gx.mutable_data_ptr<A>());
+      if (transposed) {
+        impl.template forward<A>(g, gy.const_data_ptr<A>(), w.const_data_ptr<A>(), nullptr,
+                                 gx.mutable_data_ptr<A>(), math::conv_activation::none);
+      } else {
+        impl.template grad_input<A>(g, gy.const_data_ptr<A>(), w.const_data_ptr<A>(), nullptr,
+                                    gx.mutable_data_ptr<A>());
+      }
     }
-    gx = gx.to(dtype);
   }
   if (mask[1]) {
     gw = at::empty(w.sizes(), w.options());
     if (gw.numel() > 0) {
-      impl.template grad_weight<A>(g, gy.const_data_ptr<A>(), x.const_data_ptr<A>(),
+      impl.template grad_weight<A>(g, outputs.const_data_ptr<A>(), image.const_data_ptr<A>(),
                                    gw.mutable_data_ptr<A>());
     }
-    gw = gw.to(dtype);
   }
   if (mask[2]) {
-    gb = at::empty({g.oc}, w.options());
+    // The bias lives on the result side: conv2d's outputs, or its image when transposed.
+    const int64_t channels = transposed ? g.c : g.oc;
+    const int64_t plane = transposed ? g.image_plane() : g.out_plane();
+    gb = at::empty({channels}, w.options());
     if (gb.numel() > 0) {
-      impl.template grad_bias<A>(g, gy.const_data_ptr<A>(), gb.mutable_data_ptr<A>());
+      impl.template channel_sums<A>(g.n, channels, plane, gy.const_data_ptr<A>(),
+                                    gb.mutable_data_ptr<A>());
     }
-    gb = gb.to(dtype);
   }
-  return {gx, gw, gb};
+  const at::ScalarType dtype = input.scalar_type();
+  return {in_dtype(gx, dtype), in_dtype(gw, dtype), in_dtype(gb, dtype)};
 }
 
 } // namespace opforge::conv_driver

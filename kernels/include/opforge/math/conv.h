@@ -13,6 +13,8 @@
 
 #include <c10/macros/Macros.h>
 
+#include <math.h>
+
 #include <cstdint>
 #include <type_traits>
 
@@ -89,6 +91,27 @@ C10_HOST_DEVICE inline A activate(A v) {
     return v;
   }
 }
+
+C10_HOST_DEVICE inline float sqrt_(float x) {
+  return ::sqrtf(x);
+}
+C10_HOST_DEVICE inline double sqrt_(double x) {
+  return ::sqrt(x);
+}
+
+// fold_conv_bn for one output channel: the conv weight scales by `scale`, the
+// folded bias is `shift` (b = 0 without a conv bias). Same operation order as
+// torch.nn.utils.fusion.fuse_conv_bn_weights.
+template <typename A>
+struct folded_bn {
+  A scale;
+  A shift;
+  C10_HOST_DEVICE folded_bn(A b, A gamma, A beta, A mean, A var, A eps) {
+    const A inv_std = A(1) / sqrt_(var + eps);
+    scale = gamma * inv_std;
+    shift = (b - mean) * inv_std * gamma + beta;
+  }
+};
 
 // Calls f(std::integral_constant<conv_activation, act>{}) so that a kernel is
 // compiled once per activation, with the activation known inside its loops.

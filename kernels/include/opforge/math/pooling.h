@@ -164,14 +164,17 @@ struct adaptive_windows {
 template <typename Windows>
 C10_HOST_DEVICE inline bool holds(const Windows& win, int64_t o, int64_t h) {
   const tap_range r = win.taps(o);
-  return h >= r.start && h < r.end && (h - r.start) % win.step() == 0;
+  const int64_t step = win.step();
+  // The step is almost always 1: skip the (slow) integer division then.
+  return h >= r.start && h < r.end && (step == 1 || (h - r.start) % step == 0);
 }
 
 // torch's max update: a larger value or a NaN replaces the running maximum,
 // so the first maximum wins ties and a NaN (the last one) wins over numbers.
 template <typename A>
 C10_HOST_DEVICE inline bool replaces(A v, A best) {
-  return v > best || v != v;
+  // `|`, not `||`: no short-circuit branch, so loops over it vectorize.
+  return (v > best) | (v != v);
 }
 
 // The maximum of window (oh, ow) of a contiguous plane of width `width`, and
@@ -191,17 +194,20 @@ C10_HOST_DEVICE inline argmax<opmath_t<T>> window_argmax(const T* plane, int64_t
   const tap_range c = cols.taps(ow);
   const int64_t rs = rows.step();
   const int64_t cs = cols.step();
-  argmax<A> best{A(-INFINITY), r.start * width + c.start};
+  A best = A(-INFINITY);
+  int64_t index = r.start * width + c.start;
   for (int64_t h = r.start; h < r.end; h += rs) {
     const T* row = plane + h * width;
     for (int64_t w = c.start; w < c.end; w += cs) {
+      // Selects rather than a branch: updates are data-dependent, hence
+      // unpredictable, early in every window.
       const A v = cast_to<A>(row[w]);
-      if (replaces(v, best.value)) {
-        best = {v, h * width + w};
-      }
+      const bool take = replaces(v, best);
+      best = take ? v : best;
+      index = take ? h * width + w : index;
     }
   }
-  return best;
+  return {best, index};
 }
 
 } // namespace opforge::math
