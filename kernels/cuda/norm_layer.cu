@@ -78,30 +78,35 @@ __global__ void weight_partial_kernel(layer_norm_args<T> a, const T* grad, const
   using A = norm_acc_t<T>;
   __shared__ A sw[k_wy][33];
   __shared__ A sb[k_wy][33];
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x;
   const int64_t chunk = blockIdx.y;
   const int64_t begin = a.rows * chunk / chunks;
   const int64_t end = a.rows * (chunk + 1) / chunks;
-  A w = 0;
-  A b = 0;
-  if (col < a.n) {
-    for (int64_t r = begin + threadIdx.y; r < end; r += k_wy) {
-      const A gi = math::cast_to<A>(grad[r * a.n + col]);
-      const A xh = (math::cast_to<A>(a.x[r * a.n + col]) - math::cast_to<A>(mean[r])) * math::cast_to<A>(rstd[r]);
-      w += gi * xh;
-      b += gi;
+  // Grid-stride over column tiles: gridDim.x is capped, n is not.
+  for (int64_t col0 = static_cast<int64_t>(blockIdx.x) * 32; col0 < a.n; col0 += static_cast<int64_t>(gridDim.x) * 32) {
+    const int64_t col = col0 + threadIdx.x;
+    A w = 0;
+    A b = 0;
+    if (col < a.n) {
+      for (int64_t r = begin + threadIdx.y; r < end; r += k_wy) {
+        const A gi = math::cast_to<A>(grad[r * a.n + col]);
+        const A xh =
+            (math::cast_to<A>(a.x[r * a.n + col]) - math::cast_to<A>(mean[r])) * math::cast_to<A>(rstd[r]);
+        w += gi * xh;
+        b += gi;
+      }
     }
-  }
-  sw[threadIdx.y][threadIdx.x] = w;
-  sb[threadIdx.y][threadIdx.x] = b;
-  __syncthreads();
-  if (threadIdx.y == 0 && col < a.n) {
-    for (int y = 1; y < k_wy; ++y) {
-      w += sw[y][threadIdx.x];
-      b += sb[y][threadIdx.x];
+    sw[threadIdx.y][threadIdx.x] = w;
+    sb[threadIdx.y][threadIdx.x] = b;
+    __syncthreads();
+    if (threadIdx.y == 0 && col < a.n) {
+      for (int y = 1; y < k_wy; ++y) {
+        w += sw[y][threadIdx.x];
+        b += sb[y][threadIdx.x];
+      }
+      partial[chunk * 2 * a.n + col] = w;
+      partial[chunk * 2 * a.n + a.n + col] = b;
     }
-    partial[chunk * 2 * a.n + col] = w;
-    partial[chunk * 2 * a.n + a.n + col] = b;
+    __syncthreads(); // the tiles are reused by the next column tile
   }
 }
 
@@ -162,7 +167,8 @@ cudaError_t launch_layer_norm_backward_weight(const layer_norm_args<T>& a, const
     return cudaSuccess;
   }
   const int64_t chunks = layer_norm_weight_chunks(a.rows);
-  const dim3 grid(static_cast<unsigned>(ceil_div(a.n, 32)), static_cast<unsigned>(chunks));
+  const int64_t tiles = ceil_div(a.n, 32);
+  const dim3 grid(static_cast<unsigned>(tiles < k_max_blocks ? tiles : k_max_blocks), static_cast<unsigned>(chunks));
   weight_partial_kernel<<<grid, dim3(32, k_wy), 0, stream>>>(a, grad, mean, rstd, chunks, partial);
   weight_final_kernel<<<elementwise_blocks(a.n), k_threads, 0, stream>>>(partial, chunks, a.n, dw, db);
   return cudaGetLastError();

@@ -449,3 +449,13 @@ def test_double_backward_ops_match_reference(case: int) -> None:
         return tuple(o for o in getattr(opforge, op)(*call) if o.requires_grad)
 
     assert torch.autograd.gradcheck(fn, tuple(inputs))
+
+
+def test_negative_eps_follows_torch() -> None:
+    # torch allows any eps; a small negative one still normalizes rows with enough spread.
+    x = torch.randn(4, 6, dtype=DOUBLE)
+    torch.testing.assert_close(
+        opforge.layer_norm(x, [6], eps=-1e-3), F.layer_norm(x, [6], eps=-1e-3)
+    )
+    xg = torch.randn(2, 4, 5, dtype=DOUBLE)
+    torch.testing.assert_close(opforge.group_norm(xg, 2, eps=-1e-3), F.group_norm(xg, 2, eps=-1e-3))
