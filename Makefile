@@ -8,7 +8,7 @@ OPFORGE_CUDA ?= AUTO
 JOBS ?= $(shell nproc)
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all venv gen check build demo test bench clean
+.PHONY: all venv gen check build demo test bench clean sanitize-cuda
 
 all: build
 
@@ -41,6 +41,10 @@ demo: build
 
 test: build
 	$(PY) -m pytest -q
+
+# The CUDA kernels, run by the CUDA simulator under TSan, then ASan + UBSan.
+sanitize-cuda: build
+	bash scripts/sanitize_cuda.sh
 
 bench: build
 	$(PY) benchmarks/overhead.py

@@ -50,6 +50,7 @@ def render_all(ops: Sequence[OpDecl]) -> dict[str, str]:
     whole: list[tuple[str, str, Callable[[Sequence[OpDecl]], dict[str, Any]]]] = [
         ("csrc/library.cpp", "library.cpp.j2", cpp.library),
         ("csrc/bindings.cpp", "bindings.cpp.j2", cpp.bindings),
+        ("csrc/cuda_sim.cpp", "cuda_sim.cpp.j2", cpp.cuda_sim),
         ("python/_ops.py", "ops.py.j2", py.wrappers),
         ("python/_ops.pyi", "ops.pyi.j2", py.wrappers),
         ("docs/operators.md", "operators.md.j2", py.docs),

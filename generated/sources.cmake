@@ -76,3 +76,5 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/tanh.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/tanh_backward.cpp
 )
+# The CUDA simulator's op registrations (opforge._cuda_sim).
+set(OPFORGE_CUDA_SIM_GENERATED_SOURCES ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim.cpp)

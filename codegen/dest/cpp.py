@@ -25,14 +25,15 @@ def _allowed(dtypes: Sequence[str]) -> str:
     return f'{{{listed}}}, "{dtype_description(dtypes)}"'
 
 
-def _checks(op: OpDecl, key: str) -> tuple[list[str], dict[str, str]]:
-    """Statements run before the kernel, and argument renames (promoted copies)."""
+def _checks(op: OpDecl, key: str, *, simulated: bool = False) -> tuple[list[str], dict[str, str]]:
+    """Statements run before the kernel, and argument renames (promoted copies).
+    `simulated`: the CUDA kernel run by the CUDA simulator, on CPU tensors."""
     lines: list[str] = []
     renames: dict[str, str] = {}
     tensors = tensor_args(op)
     allowed = _allowed(op.dtypes)
     ref = _first_tensor(op)
-    if key == "CPU":
+    if key == "CPU" or simulated:
         lines += [
             f'opforge::check::device_type(kOp, "{a.name}", {a.name}, c10::DeviceType::CPU);'
             for a, _ in tensors
@@ -56,7 +57,7 @@ def _checks(op: OpDecl, key: str) -> tuple[list[str], dict[str, str]]:
             lines.append(f"opforge::check::dtype(kOp, \"'{a.name}'\", {a.name}, {own});")
     lines += _same_dtype_checks(op)
     lines += _same_shape_checks(op)
-    if key == "CUDA" and ref is not None:
+    if key == "CUDA" and ref is not None and not simulated:
         lines.append(f"const c10::DeviceGuard device_guard({ref}.device());")
     return lines, renames
 
@@ -224,6 +225,17 @@ class Index:
         )
 
 
+def _api(op: OpDecl) -> Context:
+    """opforge::ops::<op>: the C++ API, a call through the dispatcher."""
+    return {
+        "signature": cpp.signature(op.schema, f"opforge::ops::{op.api_name}"),
+        "name": op.name,
+        "overload": op.overload,
+        "fn_type": cpp.function_type(op.schema),
+        "args": ", ".join(a.name for a in op.schema.arguments.flat_all),
+    }
+
+
 def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
     """Per op name: the C++ API, checked backend wrappers, Meta, autograd and variant kernels,
     and the TORCH_LIBRARY_IMPL blocks for every key."""
@@ -233,15 +245,7 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
     autograds: list[Context] = []
     api = []
     for op in ops:
-        api.append(
-            {
-                "signature": cpp.signature(op.schema, f"opforge::ops::{op.api_name}"),
-                "name": op.name,
-                "overload": op.overload,
-                "fn_type": cpp.function_type(op.schema),
-                "args": ", ".join(a.name for a in op.schema.arguments.flat_all),
-            }
-        )
+        api.append(_api(op))
         label = f"opforge.{op.name}"
         if op.variant_of is not None:
             fn = f"{op.cpp_id}_composite"
@@ -344,3 +348,36 @@ def bindings(ops: Sequence[OpDecl]) -> Context:
             }
         )
     return {"sources": sources(ops), "fns": fns, "headers": sorted({o.file_stem for o in ops})}
+
+
+def cuda_sim(ops: Sequence[OpDecl]) -> Context:
+    """The CUDA simulator's op namespace (see Note [CUDA simulation] in
+    kernels/cuda/sim/runtime.cpp): every op with a CUDA kernel, defined again as
+    opforge_cuda_sim::<op> whose CPU kernel is the CUDA entry point, with the
+    CUDA wrapper's checks on CPU tensors."""
+    simulated = [o for o in ops if o.variant_of is None and "CUDA" in o.keys]
+    defs, wrappers, impls = [], [], []
+    for op in simulated:
+        kernel = dict(op.dispatch)["CUDA"]
+        lines, renames = _checks(op, "CUDA", simulated=True)
+        call = _kernel_call(op, kernel, renames)
+        fn = f"{op.cpp_id}_cuda_simulated"
+        defs.append({"schema": str(op.schema)})
+        wrappers.append(
+            {
+                "signature": cpp.signature(op.schema, fn),
+                "op_label": f"opforge.{op.name}",
+                "lines": lines + call[:-1],
+                "call": call[-1],
+            }
+        )
+        impls.append({"qualified": op.qualified, "fn": fn})
+    # The module links none of _C: the kernels' calls of opforge::ops::* need their own copy.
+    return {
+        "sources": sources(ops),
+        "headers": sorted({o.file_stem for o in ops}),
+        "api": [_api(o) for o in ops],
+        "defs": defs,
+        "wrappers": wrappers,
+        "impls": impls,
+    }

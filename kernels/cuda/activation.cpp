@@ -9,8 +9,7 @@
 #include <opforge/args.h>
 
 #include <ATen/ops/empty.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
+#include "host.h"
 
 namespace opforge {
 
@@ -21,8 +20,8 @@ at::Tensor relu_cuda(const at::Tensor& self) {
   if (in.numel() == 0) {
     return out;
   }
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  C10_CUDA_CHECK(cuda::launch_relu(out.mutable_data_ptr<scalar_t>(),
+  const cudaStream_t stream = opforge::cuda::current_stream();
+  OPFORGE_CUDA_CHECK(cuda::launch_relu(out.mutable_data_ptr<scalar_t>(),
                                    in.const_data_ptr<scalar_t>(), in.numel(),
                                    stream));
   return out;
@@ -36,8 +35,8 @@ at::Tensor gelu_cuda(const at::Tensor& self, c10::string_view approximate) {
   if (in.numel() == 0) {
     return out;
   }
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  C10_CUDA_CHECK(cuda::launch_gelu(out.mutable_data_ptr<scalar_t>(),
+  const cudaStream_t stream = opforge::cuda::current_stream();
+  OPFORGE_CUDA_CHECK(cuda::launch_gelu(out.mutable_data_ptr<scalar_t>(),
                                    in.const_data_ptr<scalar_t>(), in.numel(),
                                    approx, stream));
   return out;

@@ -9,8 +9,7 @@
 #include <opforge/args.h>
 
 #include <ATen/ops/empty.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
+#include "host.h"
 
 namespace opforge {
 
@@ -23,10 +22,10 @@ at::Tensor relu_backward_cuda(const at::Tensor& grad_output,
   if (grad.numel() == 0) {
     return out;
   }
-  C10_CUDA_CHECK(cuda::launch_relu_backward(
+  OPFORGE_CUDA_CHECK(cuda::launch_relu_backward(
       out.mutable_data_ptr<scalar_t>(), grad.const_data_ptr<scalar_t>(),
       result.const_data_ptr<scalar_t>(), grad.numel(),
-      c10::cuda::getCurrentCUDAStream()));
+      opforge::cuda::current_stream()));
   return out;
 }
 
@@ -41,10 +40,10 @@ at::Tensor gelu_backward_cuda(const at::Tensor& grad_output,
   if (grad.numel() == 0) {
     return out;
   }
-  C10_CUDA_CHECK(cuda::launch_gelu_backward(
+  OPFORGE_CUDA_CHECK(cuda::launch_gelu_backward(
       out.mutable_data_ptr<scalar_t>(), grad.const_data_ptr<scalar_t>(),
       x.const_data_ptr<scalar_t>(), grad.numel(), approx,
-      c10::cuda::getCurrentCUDAStream()));
+      opforge::cuda::current_stream()));
   return out;
 }
 

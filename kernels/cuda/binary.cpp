@@ -9,8 +9,7 @@
 #include <opforge/broadcast.h>
 
 #include <ATen/ops/empty.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
+#include "host.h"
 
 namespace opforge {
 namespace {
@@ -38,20 +37,20 @@ at::Tensor add_cuda(const at::Tensor& self, const at::Tensor& other,
   if (n == 0) {
     return out;
   }
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  const cudaStream_t stream = opforge::cuda::current_stream();
   using alpha_t = cuda::add_alpha_t<scalar_t>;
   const auto a = alpha.to<alpha_t>();
   scalar_t* y = out.mutable_data_ptr<scalar_t>();
   if (self.sizes() == other.sizes() && self.is_contiguous() &&
       other.is_contiguous()) {
-    C10_CUDA_CHECK(cuda::launch_add_contiguous(
+    OPFORGE_CUDA_CHECK(cuda::launch_add_contiguous(
         y, self.const_data_ptr<scalar_t>(), other.const_data_ptr<scalar_t>(), a,
         n, stream));
     return out;
   }
   const broadcast_plan plan = plan_broadcast(self, other, shape);
   if (plan.ndim() <= cuda::k_max_add_dims) {
-    C10_CUDA_CHECK(cuda::launch_add_strided(
+    OPFORGE_CUDA_CHECK(cuda::launch_add_strided(
         y, self.const_data_ptr<scalar_t>(), other.const_data_ptr<scalar_t>(), a,
         n, to_geometry(plan), stream));
     return out;
@@ -59,7 +58,7 @@ at::Tensor add_cuda(const at::Tensor& self, const at::Tensor& other,
   // Rare: more than k_max_add_dims dims that cannot be merged.
   const at::Tensor sa = self.expand(shape).contiguous();
   const at::Tensor sb = other.expand(shape).contiguous();
-  C10_CUDA_CHECK(cuda::launch_add_contiguous(
+  OPFORGE_CUDA_CHECK(cuda::launch_add_contiguous(
       y, sa.const_data_ptr<scalar_t>(), sb.const_data_ptr<scalar_t>(), a, n,
       stream));
   return out;

@@ -70,7 +70,7 @@ cudaError_t launch_add_contiguous(T* out, const T* self, const T* other,
   if (n == 0) {
     return cudaSuccess;
   }
-  add_contiguous_kernel<<<elementwise_blocks(n), k_threads, 0, stream>>>(
+  OPFORGE_LAUNCH(elementwise_blocks(n), k_threads, 0, stream, add_contiguous_kernel)(
       out, self, other, math::add_fn<T>{alpha}, n);
   return cudaGetLastError();
 }
@@ -85,12 +85,10 @@ cudaError_t launch_add_strided(T* out, const T* self, const T* other,
   }
   const math::add_fn<T> f{alpha};
   if (fits_in_31_bits(n, geometry)) {
-    add_strided_kernel<T, uint32_t>
-        <<<elementwise_blocks(n), k_threads, 0, stream>>>(
+    OPFORGE_LAUNCH(elementwise_blocks(n), k_threads, 0, stream, add_strided_kernel<T, uint32_t>)(
             out, self, other, f, static_cast<uint32_t>(n), geometry);
   } else {
-    add_strided_kernel<T, int64_t>
-        <<<elementwise_blocks(n), k_threads, 0, stream>>>(
+    OPFORGE_LAUNCH(elementwise_blocks(n), k_threads, 0, stream, add_strided_kernel<T, int64_t>)(
             out, self, other, f, n, geometry);
   }
   return cudaGetLastError();

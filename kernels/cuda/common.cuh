@@ -1,7 +1,7 @@
 #pragma once
 // Launch configuration and block reductions shared by the .cu files. Device
 // code only; no torch headers (see DESIGN.md section 4).
-#include <cuda_runtime.h>
+#include "launch.cuh"
 
 #include <cstdint>
 
@@ -9,8 +9,12 @@ namespace opforge::cuda {
 
 constexpr int k_threads = 256;
 // Grid-stride loops cover the rest; more blocks than this only add launch
-// overhead.
-constexpr int64_t k_max_blocks = int64_t{1} << 16;
+// overhead. The simulated build lowers the cap (OPFORGE_CUDA_MAX_BLOCKS) so
+// that small test inputs take several trips round every grid-stride loop.
+#ifndef OPFORGE_CUDA_MAX_BLOCKS
+#define OPFORGE_CUDA_MAX_BLOCKS (int64_t{1} << 16)
+#endif
+constexpr int64_t k_max_blocks = OPFORGE_CUDA_MAX_BLOCKS;
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

@@ -19,8 +19,7 @@
 #include <ATen/ops/bmm.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
+#include "host.h"
 
 #include <tuple>
 
@@ -43,8 +42,8 @@ struct conv_routines {
   template <typename A>
   void forward(const conv2d_geometry& g, const A* x, const A* w, const A* b, A* y,
                conv_activation act) const {
-    const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-    C10_CUDA_CHECK(g.depthwise() ? launch_depthwise_forward(g, x, w, b, y, act, stream)
+    const cudaStream_t stream = opforge::cuda::current_stream();
+    OPFORGE_CUDA_CHECK(g.depthwise() ? launch_depthwise_forward(g, x, w, b, y, act, stream)
                                  : launch_conv2d_forward(g, x, w, b, y, act, stream));
   }
 
@@ -52,9 +51,9 @@ struct conv_routines {
   // also adds the bias).
   template <typename A>
   void grad_input(const conv2d_geometry& g, const A* gy, const A* w, const A* b, A* gx) const {
-    const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+    const cudaStream_t stream = opforge::cuda::current_stream();
     if (g.depthwise()) {
-      C10_CUDA_CHECK(launch_depthwise_grad_input(g, gy, w, b, gx, stream));
+      OPFORGE_CUDA_CHECK(launch_depthwise_grad_input(g, gy, w, b, gx, stream));
       return;
     }
     const int64_t k = g.col_rows();
@@ -73,7 +72,7 @@ struct conv_routines {
         }
       }
       if (b != nullptr) {
-        C10_CUDA_CHECK(launch_add_channel_bias(g.n, g.c, g.image_plane(), b, gx, stream));
+        OPFORGE_CUDA_CHECK(launch_add_channel_bias(g.n, g.c, g.image_plane(), b, gx, stream));
       }
       return;
     }
@@ -82,16 +81,16 @@ struct conv_routines {
         at::empty({g.groups, k, plane}, options.dtype(c10::CppTypeToScalarType<A>::value));
     for (int64_t img = 0; img < g.n; ++img) {
       at::bmm_out(col, wt, view(gy + img * g.oc * plane, {g.groups, g.oc_per_group(), plane}));
-      C10_CUDA_CHECK(launch_col2im(g, col.const_data_ptr<A>(), b, gx + img * image, stream));
+      OPFORGE_CUDA_CHECK(launch_col2im(g, col.const_data_ptr<A>(), b, gx + img * image, stream));
     }
   }
 
   // gw += gy_img im2col(x_img)^T per image, as one batched GEMM over the groups.
   template <typename A>
   void grad_weight(const conv2d_geometry& g, const A* gy, const A* x, A* gw) const {
-    const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+    const cudaStream_t stream = opforge::cuda::current_stream();
     if (g.depthwise()) {
-      C10_CUDA_CHECK(launch_depthwise_grad_weight(g, gy, x, gw, stream));
+      OPFORGE_CUDA_CHECK(launch_depthwise_grad_weight(g, gy, x, gw, stream));
       return;
     }
     const int64_t k = g.col_rows();
@@ -108,7 +107,7 @@ struct conv_routines {
       if (g.pointwise()) {
         cols = view(x + img * image, {g.groups, k, plane});
       } else {
-        C10_CUDA_CHECK(launch_im2col(g, x + img * image, col.mutable_data_ptr<A>(), stream));
+        OPFORGE_CUDA_CHECK(launch_im2col(g, x + img * image, col.mutable_data_ptr<A>(), stream));
       }
       out.baddbmm_(view(gy + img * g.oc * plane, {g.groups, g.oc_per_group(), plane}),
                    cols.transpose(1, 2));
@@ -117,8 +116,8 @@ struct conv_routines {
 
   template <typename A>
   void channel_sums(int64_t n, int64_t channels, int64_t plane, const A* t, A* sums) const {
-    C10_CUDA_CHECK(
-        launch_channel_sums(n, channels, plane, t, sums, c10::cuda::getCurrentCUDAStream()));
+    OPFORGE_CUDA_CHECK(
+        launch_channel_sums(n, channels, plane, t, sums, opforge::cuda::current_stream()));
   }
 };
 
@@ -188,14 +187,14 @@ fold_conv_bn_cuda(const at::Tensor& conv_weight, const std::optional<at::Tensor>
   at::Tensor out_w = at::empty(w.sizes(), w.options());
   const int64_t channels = w.size(0);
   at::Tensor out_b = at::empty({channels}, w.options());
-  C10_CUDA_CHECK(cuda::launch_fold_conv_bn(
+  OPFORGE_CUDA_CHECK(cuda::launch_fold_conv_bn(
       w.const_data_ptr<scalar_t>(), conv_driver::data_or_null<scalar_t>(b),
       bn_weight.contiguous().const_data_ptr<scalar_t>(),
       bn_bias.contiguous().const_data_ptr<scalar_t>(),
       running_mean.contiguous().const_data_ptr<scalar_t>(),
       running_var.contiguous().const_data_ptr<scalar_t>(), eps, channels,
       channels > 0 ? w.numel() / channels : 0, out_w.mutable_data_ptr<scalar_t>(),
-      out_b.mutable_data_ptr<scalar_t>(), c10::cuda::getCurrentCUDAStream()));
+      out_b.mutable_data_ptr<scalar_t>(), opforge::cuda::current_stream()));
   return {out_w, out_b};
 }
 

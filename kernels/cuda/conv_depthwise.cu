@@ -120,8 +120,7 @@ cudaError_t launch_depthwise_forward(const conv2d_geometry& g, const A* x, const
     return cudaSuccess;
   }
   math::with_conv_activation(act, [&](auto a) {
-    depthwise_forward_kernel<decltype(a)::value, A>
-        <<<elementwise_blocks(total), k_threads, 0, stream>>>(g, x, w, bias, y, total);
+    OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, depthwise_forward_kernel<decltype(a)::value, A>)(g, x, w, bias, y, total);
   });
   return cudaGetLastError();
 }
@@ -133,7 +132,7 @@ cudaError_t launch_depthwise_grad_input(const conv2d_geometry& g, const A* gy, c
   if (total == 0) {
     return cudaSuccess;
   }
-  depthwise_grad_input_kernel<<<elementwise_blocks(total), k_threads, 0, stream>>>(g, gy, w, bias,
+  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, depthwise_grad_input_kernel)(g, gy, w, bias,
                                                                                    gx, total);
   return cudaGetLastError();
 }
@@ -148,8 +147,7 @@ cudaError_t launch_depthwise_grad_weight(const conv2d_geometry& g, const A* gy, 
   // Every weight gets a block even when the batch is empty, so gw is always
   // written (zero then).
   const auto blocks = static_cast<unsigned>(weights < k_max_blocks ? weights : k_max_blocks);
-  depthwise_grad_weight_kernel<<<blocks, row_threads(g.n * g.oh * g.ow, k_reduce_threads), 0,
-                                 stream>>>(g, gy, x, gw);
+  OPFORGE_LAUNCH(blocks, row_threads(g.n * g.oh * g.ow, k_reduce_threads), 0, stream, depthwise_grad_weight_kernel)(g, gy, x, gw);
   return cudaGetLastError();
 }
 

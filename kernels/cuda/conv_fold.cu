@@ -41,7 +41,7 @@ cudaError_t launch_fold_conv_bn(const T* w, const T* conv_bias, const T* gamma, 
   if (total == 0) {
     return cudaSuccess;
   }
-  fold_conv_bn_kernel<<<elementwise_blocks(total), k_threads, 0, stream>>>(
+  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, fold_conv_bn_kernel)(
       w, conv_bias, gamma, beta, mean, var, static_cast<math::opmath_t<T>>(eps), channels, row,
       out_w, out_b, total);
   return cudaGetLastError();

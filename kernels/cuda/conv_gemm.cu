@@ -218,8 +218,7 @@ cudaError_t launch_conv2d_forward(const conv2d_geometry& g, const A* x, const A*
                   static_cast<unsigned>(ceil_div(g.oc_per_group(), k_tile_m)),
                   static_cast<unsigned>(g.groups < k_max_grid_z ? g.groups : k_max_grid_z));
   math::with_conv_activation(act, [&](auto a) {
-    conv2d_forward_kernel<decltype(a)::value, A>
-        <<<grid, k_gemm_threads, 0, stream>>>(g, x, w, bias, y);
+    OPFORGE_LAUNCH(grid, k_gemm_threads, 0, stream, conv2d_forward_kernel<decltype(a)::value, A>)(g, x, w, bias, y);
   });
   return cudaGetLastError();
 }
@@ -230,7 +229,7 @@ cudaError_t launch_im2col(const conv2d_geometry& g, const A* x, A* col, cudaStre
   if (total == 0) {
     return cudaSuccess;
   }
-  im2col_kernel<<<elementwise_blocks(total), k_threads, 0, stream>>>(g, x, col, total);
+  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, im2col_kernel)(g, x, col, total);
   return cudaGetLastError();
 }
 
@@ -241,7 +240,7 @@ cudaError_t launch_col2im(const conv2d_geometry& g, const A* col, const A* bias,
   if (total == 0) {
     return cudaSuccess;
   }
-  col2im_kernel<<<elementwise_blocks(total), k_threads, 0, stream>>>(g, col, bias, x, total);
+  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, col2im_kernel)(g, col, bias, x, total);
   return cudaGetLastError();
 }
 
@@ -253,7 +252,7 @@ cudaError_t launch_channel_sums(int64_t n, int64_t channels, int64_t plane, cons
   }
   // Every channel gets a block even for an empty batch, so sums is always written.
   const auto blocks = static_cast<unsigned>(channels < k_max_blocks ? channels : k_max_blocks);
-  channel_sums_kernel<<<blocks, row_threads(n * plane, k_reduce_threads), 0, stream>>>(
+  OPFORGE_LAUNCH(blocks, row_threads(n * plane, k_reduce_threads), 0, stream, channel_sums_kernel)(
       n, channels, plane, t, sums);
   return cudaGetLastError();
 }
@@ -265,7 +264,7 @@ cudaError_t launch_add_channel_bias(int64_t n, int64_t channels, int64_t plane, 
   if (total == 0) {
     return cudaSuccess;
   }
-  add_channel_bias_kernel<<<elementwise_blocks(total), k_threads, 0, stream>>>(channels, plane,
+  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, add_channel_bias_kernel)(channels, plane,
                                                                                bias, t, total);
   return cudaGetLastError();
 }

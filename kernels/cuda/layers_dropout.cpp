@@ -11,14 +11,40 @@
 #include <opforge/math/dropout.h>
 #include <opforge/math/opmath.h>
 
+#if defined(OPFORGE_CUDA_SIM)
+#include <ATen/CPUGeneratorImpl.h>
+#else
 #include <ATen/cuda/CUDAGeneratorImpl.h>
+#endif
 #include <ATen/ops/empty.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
+#include "host.h"
 
 #include <mutex>
 
 namespace opforge {
+namespace {
+
+// The Philox (seed, offset) for `words` 32-bit random words. On a GPU the CUDA
+// generator's graph-safe state; in the simulator (CPU tensors) a seed drawn
+// from the CPU generator with offset 0, exactly as the CPU kernel draws it, so
+// both give one mask for one generator state.
+at::PhiloxCudaState philox_state(const std::optional<at::Generator>& generator, const at::Tensor& in,
+                                 uint64_t words) {
+#if defined(OPFORGE_CUDA_SIM)
+  (void)in;
+  (void)words;
+  auto* gen = at::get_generator_or_default<at::CPUGeneratorImpl>(generator, at::detail::getDefaultCPUGenerator());
+  const std::lock_guard<std::mutex> lock(gen->mutex_);
+  return at::PhiloxCudaState(gen->random64(), 0);
+#else
+  auto* gen = at::get_generator_or_default<at::CUDAGeneratorImpl>(
+      generator, at::cuda::detail::getDefaultCUDAGenerator(in.device().index()));
+  const std::lock_guard<std::mutex> lock(gen->mutex_);
+  return gen->philox_cuda_state(words);
+#endif
+}
+
+}  // namespace
 
 template <typename scalar_t>
 std::tuple<at::Tensor, at::Tensor> dropout_forward_cuda(const at::Tensor& input, double p, bool train,
@@ -27,18 +53,12 @@ std::tuple<at::Tensor, at::Tensor> dropout_forward_cuda(const at::Tensor& input,
   return dropout_forward_with("opforge.dropout_forward", input, p, train, generator,
                               [&](const at::Tensor& in, at::Tensor& out, at::Tensor& mask) {
     const int64_t n = in.numel();
-    auto* gen = at::get_generator_or_default<at::CUDAGeneratorImpl>(
-        generator, at::cuda::detail::getDefaultCUDAGenerator(in.device().index()));
-    at::PhiloxCudaState philox;
-    {
-      const std::lock_guard<std::mutex> lock(gen->mutex_);
-      // One counter per 4 elements, in the generator's units of 32-bit words (see opforge/math/dropout.h).
-      philox = gen->philox_cuda_state(static_cast<uint64_t>(4 * ((n + 3) / 4)));
-    }
-    C10_CUDA_CHECK(cuda::launch_dropout_forward(out.mutable_data_ptr<scalar_t>(), mask.mutable_data_ptr<bool>(),
+    // One counter per 4 elements, in the generator's units of 32-bit words (see opforge/math/dropout.h).
+    const at::PhiloxCudaState philox = philox_state(generator, in, static_cast<uint64_t>(4 * ((n + 3) / 4)));
+    OPFORGE_CUDA_CHECK(cuda::launch_dropout_forward(out.mutable_data_ptr<scalar_t>(), mask.mutable_data_ptr<bool>(),
                                                 in.const_data_ptr<scalar_t>(), n, philox,
                                                 math::dropout_threshold(p), dropout_scale<A>(p),
-                                                c10::cuda::getCurrentCUDAStream()));
+                                                opforge::cuda::current_stream()));
   });
 }
 
@@ -48,9 +68,9 @@ at::Tensor dropout_backward_cuda(const at::Tensor& grad_output, const at::Tensor
   const at::Tensor g = grad_output.contiguous();
   const at::Tensor mk = mask.contiguous();
   at::Tensor out = at::empty(g.sizes(), g.options());
-  C10_CUDA_CHECK(cuda::launch_dropout_backward(out.mutable_data_ptr<scalar_t>(), g.const_data_ptr<scalar_t>(),
+  OPFORGE_CUDA_CHECK(cuda::launch_dropout_backward(out.mutable_data_ptr<scalar_t>(), g.const_data_ptr<scalar_t>(),
                                                mk.const_data_ptr<bool>(), g.numel(), static_cast<A>(scale),
-                                               c10::cuda::getCurrentCUDAStream()));
+                                               opforge::cuda::current_stream()));
   return out;
 }
 

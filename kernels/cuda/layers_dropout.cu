@@ -61,7 +61,7 @@ cudaError_t launch_dropout_forward(T* out, bool* mask, const T* in, int64_t n, a
   if (n == 0) {
     return cudaSuccess;
   }
-  dropout_forward_kernel<<<elementwise_blocks((n + 3) / 4), k_threads, 0, stream>>>(out, mask, in, n, philox,
+  OPFORGE_LAUNCH(elementwise_blocks((n + 3) / 4), k_threads, 0, stream, dropout_forward_kernel)(out, mask, in, n, philox,
                                                                                      threshold, scale);
   return cudaGetLastError();
 }
@@ -71,7 +71,7 @@ cudaError_t launch_dropout_backward(T* out, const T* grad, const bool* mask, int
   if (n == 0) {
     return cudaSuccess;
   }
-  dropout_backward_kernel<<<elementwise_blocks(n), k_threads, 0, stream>>>(out, grad, mask, n, scale);
+  OPFORGE_LAUNCH(elementwise_blocks(n), k_threads, 0, stream, dropout_backward_kernel)(out, grad, mask, n, scale);
   return cudaGetLastError();
 }
 

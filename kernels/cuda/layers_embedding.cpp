@@ -12,8 +12,7 @@
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
+#include "host.h"
 
 
 namespace opforge {
@@ -45,9 +44,9 @@ at::Tensor embedding_cuda(const at::Tensor& weight, const at::Tensor& indices, i
   }
   const at::Tensor error = error_flag(idx);
   with_indices(idx, [&](const auto* ix) {
-    C10_CUDA_CHECK(cuda::launch_embedding(out.mutable_data_ptr<scalar_t>(), w.const_data_ptr<scalar_t>(), ix,
+    OPFORGE_CUDA_CHECK(cuda::launch_embedding(out.mutable_data_ptr<scalar_t>(), w.const_data_ptr<scalar_t>(), ix,
                                           idx.numel(), w.size(0), w.size(1), error.mutable_data_ptr<int64_t>(),
-                                          c10::cuda::getCurrentCUDAStream()));
+                                          opforge::cuda::current_stream()));
   });
   raise_if_bad_index(op, error, w.size(0));
   return out;
@@ -66,10 +65,10 @@ at::Tensor embedding_backward_cuda(const at::Tensor& grad_output, const at::Tens
   if (idx.numel() > 0) {
     const at::Tensor error = error_flag(idx);
     with_indices(idx, [&](const auto* ix) {
-      C10_CUDA_CHECK(cuda::launch_embedding_backward(acc.mutable_data_ptr<acc_t>(), g.const_data_ptr<scalar_t>(), ix,
+      OPFORGE_CUDA_CHECK(cuda::launch_embedding_backward(acc.mutable_data_ptr<acc_t>(), g.const_data_ptr<scalar_t>(), ix,
                                                      idx.numel(), rows, g.size(-1), padding_idx,
                                                      error.mutable_data_ptr<int64_t>(),
-                                                     c10::cuda::getCurrentCUDAStream()));
+                                                     opforge::cuda::current_stream()));
     });
     raise_if_bad_index(op, error, rows);
   }

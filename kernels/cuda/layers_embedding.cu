@@ -58,7 +58,7 @@ cudaError_t launch_embedding(T* out, const T* weight, const I* indices, int64_t 
   if (total == 0) {
     return cudaSuccess;
   }
-  embedding_kernel<<<elementwise_blocks(total), k_threads, 0, stream>>>(out, weight, indices, total, rows, dim, cols,
+  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, embedding_kernel)(out, weight, indices, total, rows, dim, cols,
                                                                         error);
   return cudaGetLastError();
 }
@@ -71,7 +71,7 @@ cudaError_t launch_embedding_backward(A* acc, const T* grad, const I* indices, i
   if (total == 0) {
     return cudaSuccess;
   }
-  embedding_backward_kernel<<<elementwise_blocks(total), k_threads, 0, stream>>>(acc, grad, indices, total, rows, dim,
+  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, embedding_backward_kernel)(acc, grad, indices, total, rows, dim,
                                                                                  cols, padding_idx, error);
   return cudaGetLastError();
 }

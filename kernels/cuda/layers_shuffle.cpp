@@ -7,8 +7,7 @@
 #include <opforge/layers.h>
 
 #include <ATen/ops/empty.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
+#include "host.h"
 
 namespace opforge {
 
@@ -20,9 +19,9 @@ at::Tensor channel_shuffle_cuda(const at::Tensor& self, c10::SymInt groups) {
     return out;
   }
   const int64_t planes = in.size(0) * in.size(1);
-  C10_CUDA_CHECK(cuda::launch_channel_shuffle(out.mutable_data_ptr(), in.const_data_ptr(), in.size(0), in.size(1),
+  OPFORGE_CUDA_CHECK(cuda::launch_channel_shuffle(out.mutable_data_ptr(), in.const_data_ptr(), in.size(0), in.size(1),
                                               groups.expect_int(), in.numel() / planes * in.element_size(),
-                                              c10::cuda::getCurrentCUDAStream()));
+                                              opforge::cuda::current_stream()));
   return out;
 }
 

@@ -28,7 +28,7 @@ cudaError_t launch(void* out, const void* in, int64_t batch, int64_t channels, i
                    cudaStream_t stream) {
   const int64_t words = plane_bytes / static_cast<int64_t>(sizeof(W));
   const int64_t total = batch * channels * words;
-  channel_shuffle_kernel<W><<<elementwise_blocks(total), k_threads, 0, stream>>>(
+  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, channel_shuffle_kernel<W>)(
       static_cast<W*>(out), static_cast<const W*>(in), total, channels, groups, channels / groups, words);
   return cudaGetLastError();
 }

@@ -7,8 +7,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
+#include "host.h"
 
 namespace opforge::cuda {
 
@@ -19,8 +18,8 @@ at::Tensor map_unary(const at::Tensor& self, F f) {
   if (in.numel() == 0) {
     return out;
   }
-  C10_CUDA_CHECK(launch_map_unary(out.mutable_data_ptr<T>(), in.const_data_ptr<T>(), in.numel(),
-                                  f, c10::cuda::getCurrentCUDAStream()));
+  OPFORGE_CUDA_CHECK(launch_map_unary(out.mutable_data_ptr<T>(), in.const_data_ptr<T>(), in.numel(),
+                                  f, current_stream()));
   return out;
 }
 
@@ -33,9 +32,9 @@ at::Tensor map_binary(const at::Tensor& a_in, const at::Tensor& b_in, F f) {
   if (a.numel() == 0) {
     return out;
   }
-  C10_CUDA_CHECK(launch_map_binary(out.mutable_data_ptr<T>(), a.const_data_ptr<T>(),
+  OPFORGE_CUDA_CHECK(launch_map_binary(out.mutable_data_ptr<T>(), a.const_data_ptr<T>(),
                                    b.const_data_ptr<T>(), a.numel(), f,
-                                   c10::cuda::getCurrentCUDAStream()));
+                                   current_stream()));
   return out;
 }
 

@@ -32,7 +32,7 @@ cudaError_t launch_map_unary(T* out, const T* in, int64_t n, F f,
   if (n == 0) {
     return cudaSuccess;
   }
-  detail::map_unary_kernel<<<elementwise_blocks(n), k_threads, 0, stream>>>(
+  OPFORGE_LAUNCH(elementwise_blocks(n), k_threads, 0, stream, detail::map_unary_kernel)(
       out, in, n, f);
   return cudaGetLastError();
 }
@@ -43,7 +43,7 @@ cudaError_t launch_map_binary(T* out, const T* a, const T* b, int64_t n, F f,
   if (n == 0) {
     return cudaSuccess;
   }
-  detail::map_binary_kernel<<<elementwise_blocks(n), k_threads, 0, stream>>>(
+  OPFORGE_LAUNCH(elementwise_blocks(n), k_threads, 0, stream, detail::map_binary_kernel)(
       out, a, b, n, f);
   return cudaGetLastError();
 }

@@ -9,8 +9,7 @@
 #include <opforge/norm.h>
 
 #include <ATen/ops/empty.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
+#include "host.h"
 
 #include <limits>
 #include <tuple>
@@ -59,10 +58,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cuda(
   }
   at::Tensor rm = contiguous_running(running_mean);
   at::Tensor rv = contiguous_running(running_var);
-  C10_CUDA_CHECK(cuda::launch_batch_norm_forward(
+  OPFORGE_CUDA_CHECK(cuda::launch_batch_norm_forward(
       a, data_or_null<scalar_t>(b), mutable_data_or_null<scalar_t>(rm), mutable_data_or_null<scalar_t>(rv),
       training, momentum, eps, out.mutable_data_ptr<scalar_t>(), save_mean.mutable_data_ptr<scalar_t>(),
-      save_invstd.mutable_data_ptr<scalar_t>(), c10::cuda::getCurrentCUDAStream()));
+      save_invstd.mutable_data_ptr<scalar_t>(), opforge::cuda::current_stream()));
   if (training) {
     write_back(running_mean, rm);
     write_back(running_var, rv);
@@ -88,10 +87,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cuda(
   at::Tensor dx = output_mask[0] ? at::empty(x.sizes(), x.options()) : at::Tensor();
   at::Tensor dw = output_mask[1] ? at::empty({a.channels}, x.options()) : at::Tensor();
   at::Tensor db = output_mask[2] ? at::empty({a.channels}, x.options()) : at::Tensor();
-  C10_CUDA_CHECK(cuda::launch_batch_norm_backward(
+  OPFORGE_CUDA_CHECK(cuda::launch_batch_norm_backward(
       a, g.const_data_ptr<scalar_t>(), m.const_data_ptr<scalar_t>(), r.const_data_ptr<scalar_t>(),
       data_or_null<scalar_t>(gm), data_or_null<scalar_t>(gi), training, mutable_data_or_null<scalar_t>(dx),
-      mutable_data_or_null<scalar_t>(dw), mutable_data_or_null<scalar_t>(db), c10::cuda::getCurrentCUDAStream()));
+      mutable_data_or_null<scalar_t>(dw), mutable_data_or_null<scalar_t>(db), opforge::cuda::current_stream()));
   return {dx, dw, db};
 }
 

@@ -107,7 +107,7 @@ cudaError_t launch_batch_norm_forward(const batch_norm_args<T>& a, const T* bias
   if (a.channels == 0) {
     return cudaSuccess;
   }
-  forward_kernel<<<norm_blocks(a.channels), norm_threads(a.n * a.hw), 0, stream>>>(
+  OPFORGE_LAUNCH(norm_blocks(a.channels), norm_threads(a.n * a.hw), 0, stream, forward_kernel)(
       a, bias, running_mean, running_var, training, momentum, eps, y, save_mean, save_invstd);
   return cudaGetLastError();
 }
@@ -119,7 +119,7 @@ cudaError_t launch_batch_norm_backward(const batch_norm_args<T>& a, const T* gra
   if (a.channels == 0) {
     return cudaSuccess;
   }
-  backward_kernel<<<norm_blocks(a.channels), norm_threads(a.n * a.hw), 0, stream>>>(
+  OPFORGE_LAUNCH(norm_blocks(a.channels), norm_threads(a.n * a.hw), 0, stream, backward_kernel)(
       a, grad, save_mean, save_invstd, grad_mean, grad_invstd, training, dx, dw, db);
   return cudaGetLastError();
 }

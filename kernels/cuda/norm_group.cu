@@ -112,7 +112,7 @@ cudaError_t launch_group_norm_forward(const group_norm_args<T>& a, const T* bias
   if (groups == 0) {
     return cudaSuccess;
   }
-  forward_kernel<<<norm_blocks(groups), norm_threads(a.channels / a.groups * a.hw), 0, stream>>>(a, bias, y, mean,
+  OPFORGE_LAUNCH(norm_blocks(groups), norm_threads(a.channels / a.groups * a.hw), 0, stream, forward_kernel)(a, bias, y, mean,
                                                                                                   rstd, eps);
   return cudaGetLastError();
 }
@@ -126,7 +126,7 @@ cudaError_t launch_group_norm_backward_input(const group_norm_args<T>& a, const 
   if (groups == 0 || slab == 0) {
     return cudaSuccess;
   }
-  backward_input_kernel<<<norm_blocks(groups), norm_threads(slab), 0, stream>>>(a, grad, mean, rstd, grad_mean,
+  OPFORGE_LAUNCH(norm_blocks(groups), norm_threads(slab), 0, stream, backward_input_kernel)(a, grad, mean, rstd, grad_mean,
                                                                                 grad_rstd, dx);
   return cudaGetLastError();
 }
@@ -137,7 +137,7 @@ cudaError_t launch_group_norm_backward_weight(const group_norm_args<T>& a, const
   if (a.channels == 0) {
     return cudaSuccess;
   }
-  backward_weight_kernel<<<norm_blocks(a.channels), norm_threads(a.n * a.hw), 0, stream>>>(a, grad, mean, rstd,
+  OPFORGE_LAUNCH(norm_blocks(a.channels), norm_threads(a.n * a.hw), 0, stream, backward_weight_kernel)(a, grad, mean, rstd,
                                                                                           dw, db);
   return cudaGetLastError();
 }

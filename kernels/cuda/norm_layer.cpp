@@ -9,8 +9,7 @@
 #include <opforge/norm.h>
 
 #include <ATen/ops/empty.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
+#include "host.h"
 
 #include <limits>
 #include <tuple>
@@ -47,10 +46,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cuda(const at:
     rstd.fill_(std::numeric_limits<double>::quiet_NaN());
     return {out, mean, rstd};
   }
-  C10_CUDA_CHECK(cuda::launch_layer_norm_forward(a, data_or_null<scalar_t>(b), out.mutable_data_ptr<scalar_t>(),
+  OPFORGE_CUDA_CHECK(cuda::launch_layer_norm_forward(a, data_or_null<scalar_t>(b), out.mutable_data_ptr<scalar_t>(),
                                                  mean.mutable_data_ptr<scalar_t>(),
                                                  rstd.mutable_data_ptr<scalar_t>(), eps,
-                                                 c10::cuda::getCurrentCUDAStream()));
+                                                 opforge::cuda::current_stream()));
   return {out, mean, rstd};
 }
 
@@ -74,18 +73,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cuda(
   at::Tensor dx = output_mask[0] ? at::empty(x.sizes(), x.options()) : at::Tensor();
   at::Tensor dw = output_mask[1] ? at::empty(wshape, x.options()) : at::Tensor();
   at::Tensor db = output_mask[2] ? at::empty(wshape, x.options()) : at::Tensor();
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  const cudaStream_t stream = opforge::cuda::current_stream();
   if (dx.defined()) {
     const at::Tensor gm = contiguous_or_undefined(grad_mean);
     const at::Tensor gr = contiguous_or_undefined(grad_rstd);
-    C10_CUDA_CHECK(cuda::launch_layer_norm_backward_input(
+    OPFORGE_CUDA_CHECK(cuda::launch_layer_norm_backward_input(
         a, g.const_data_ptr<scalar_t>(), m.const_data_ptr<scalar_t>(), rs.const_data_ptr<scalar_t>(),
         data_or_null<scalar_t>(gm), data_or_null<scalar_t>(gr), dx.mutable_data_ptr<scalar_t>(), stream));
   }
   if (dw.defined() || db.defined()) {
     const int64_t chunks = cuda::layer_norm_weight_chunks(a.rows);
     at::Tensor partial = at::empty({chunks, 2, a.n}, x.options().dtype(c10::CppTypeToScalarType<A>::value));
-    C10_CUDA_CHECK(cuda::launch_layer_norm_backward_weight(
+    OPFORGE_CUDA_CHECK(cuda::launch_layer_norm_backward_weight(
         a, g.const_data_ptr<scalar_t>(), m.const_data_ptr<scalar_t>(), rs.const_data_ptr<scalar_t>(),
         mutable_data_or_null<scalar_t>(dw), mutable_data_or_null<scalar_t>(db), partial.mutable_data_ptr<A>(),
         stream));

@@ -143,7 +143,7 @@ cudaError_t launch_layer_norm_forward(const layer_norm_args<T>& a, const T* bias
   if (a.rows == 0) {
     return cudaSuccess;
   }
-  forward_kernel<<<norm_blocks(a.rows), norm_threads(a.n), 0, stream>>>(a, bias, y, mean, rstd, eps);
+  OPFORGE_LAUNCH(norm_blocks(a.rows), norm_threads(a.n), 0, stream, forward_kernel)(a, bias, y, mean, rstd, eps);
   return cudaGetLastError();
 }
 
@@ -154,7 +154,7 @@ cudaError_t launch_layer_norm_backward_input(const layer_norm_args<T>& a, const 
   if (a.rows == 0 || a.n == 0) {
     return cudaSuccess;
   }
-  backward_input_kernel<<<norm_blocks(a.rows), norm_threads(a.n), 0, stream>>>(a, grad, mean, rstd, grad_mean,
+  OPFORGE_LAUNCH(norm_blocks(a.rows), norm_threads(a.n), 0, stream, backward_input_kernel)(a, grad, mean, rstd, grad_mean,
                                                                                grad_rstd, dx);
   return cudaGetLastError();
 }
@@ -169,8 +169,8 @@ cudaError_t launch_layer_norm_backward_weight(const layer_norm_args<T>& a, const
   const int64_t chunks = layer_norm_weight_chunks(a.rows);
   const int64_t tiles = ceil_div(a.n, 32);
   const dim3 grid(static_cast<unsigned>(tiles < k_max_blocks ? tiles : k_max_blocks), static_cast<unsigned>(chunks));
-  weight_partial_kernel<<<grid, dim3(32, k_wy), 0, stream>>>(a, grad, mean, rstd, chunks, partial);
-  weight_final_kernel<<<elementwise_blocks(a.n), k_threads, 0, stream>>>(partial, chunks, a.n, dw, db);
+  OPFORGE_LAUNCH(grid, dim3(32, k_wy), 0, stream, weight_partial_kernel)(a, grad, mean, rstd, chunks, partial);
+  OPFORGE_LAUNCH(elementwise_blocks(a.n), k_threads, 0, stream, weight_final_kernel)(partial, chunks, a.n, dw, db);
   return cudaGetLastError();
 }
 

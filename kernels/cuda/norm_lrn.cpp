@@ -9,8 +9,7 @@
 #include <opforge/norm.h>
 
 #include <ATen/ops/empty.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
+#include "host.h"
 
 #include <algorithm>
 
@@ -30,9 +29,9 @@ at::Tensor local_response_norm_cuda(const at::Tensor& input, int64_t size, doubl
   local_response_norm_check("opforge.local_response_norm", input, size);
   const at::Tensor x = input.contiguous();
   at::Tensor out = at::empty(x.sizes(), x.options());
-  C10_CUDA_CHECK(cuda::launch_local_response_norm(x.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(),
+  OPFORGE_CUDA_CHECK(cuda::launch_local_response_norm(x.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(),
                                                   args_of(x, size, alpha, beta, k),
-                                                  c10::cuda::getCurrentCUDAStream()));
+                                                  opforge::cuda::current_stream()));
   return out;
 }
 
@@ -47,9 +46,9 @@ at::Tensor local_response_norm_backward_cuda(const at::Tensor& grad_output, cons
   const at::Tensor g = grad_output.contiguous();
   at::Tensor dx = at::empty(x.sizes(), x.options());
   at::Tensor t = at::empty(x.sizes(), x.options().dtype(c10::CppTypeToScalarType<A>::value));
-  C10_CUDA_CHECK(cuda::launch_local_response_norm_backward(
+  OPFORGE_CUDA_CHECK(cuda::launch_local_response_norm_backward(
       g.const_data_ptr<scalar_t>(), x.const_data_ptr<scalar_t>(), dx.mutable_data_ptr<scalar_t>(),
-      t.mutable_data_ptr<A>(), args_of(x, size, alpha, beta, k), c10::cuda::getCurrentCUDAStream()));
+      t.mutable_data_ptr<A>(), args_of(x, size, alpha, beta, k), opforge::cuda::current_stream()));
   return dx;
 }
 

@@ -73,7 +73,7 @@ cudaError_t launch_local_response_norm(const T* x, T* y, const lrn_args& a, cuda
   if (total == 0) {
     return cudaSuccess;
   }
-  forward_kernel<<<elementwise_blocks(total), k_threads, 0, stream>>>(x, y, a, total);
+  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, forward_kernel)(x, y, a, total);
   return cudaGetLastError();
 }
 
@@ -84,8 +84,8 @@ cudaError_t launch_local_response_norm_backward(const T* grad, const T* x, T* dx
   if (total == 0) {
     return cudaSuccess;
   }
-  backward_t_kernel<<<elementwise_blocks(total), k_threads, 0, stream>>>(grad, x, t, a, total);
-  backward_dx_kernel<<<elementwise_blocks(total), k_threads, 0, stream>>>(grad, x, t, dx, a, total);
+  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, backward_t_kernel)(grad, x, t, a, total);
+  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, backward_dx_kernel)(grad, x, t, dx, a, total);
   return cudaGetLastError();
 }
 

@@ -161,7 +161,7 @@ cudaError_t launch_max_pool(T* out, int64_t* indices, const T* in, const math::p
   if (n == 0) {
     return cudaSuccess;
   }
-  max_pool_kernel<<<elementwise_blocks(n), k_threads, 0, stream>>>(out, indices, in, g, rows, cols,
+  OPFORGE_LAUNCH(elementwise_blocks(n), k_threads, 0, stream, max_pool_kernel)(out, indices, in, g, rows, cols,
                                                                    layout);
   return cudaGetLastError();
 }
@@ -174,7 +174,7 @@ cudaError_t launch_max_pool_backward(T* grad_in, const T* grad_out, const int64_
   if (n == 0) {
     return cudaSuccess;
   }
-  max_pool_backward_kernel<<<elementwise_blocks(n), k_threads, 0, stream>>>(
+  OPFORGE_LAUNCH(elementwise_blocks(n), k_threads, 0, stream, max_pool_backward_kernel)(
       grad_in, grad_out, indices, g, rows, cols);
   return cudaGetLastError();
 }
@@ -187,7 +187,7 @@ cudaError_t launch_avg_pool(T* out, const T* in, const math::planes& g, const Wi
   if (n == 0) {
     return cudaSuccess;
   }
-  avg_pool_kernel<<<elementwise_blocks(n), k_threads, 0, stream>>>(out, in, g, rows, cols,
+  OPFORGE_LAUNCH(elementwise_blocks(n), k_threads, 0, stream, avg_pool_kernel)(out, in, g, rows, cols,
                                                                    divisor, layout);
   return cudaGetLastError();
 }
@@ -200,7 +200,7 @@ cudaError_t launch_avg_pool_backward(T* grad_in, const T* grad_out, const math::
   if (n == 0) {
     return cudaSuccess;
   }
-  avg_pool_backward_kernel<<<elementwise_blocks(n), k_threads, 0, stream>>>(grad_in, grad_out, g,
+  OPFORGE_LAUNCH(elementwise_blocks(n), k_threads, 0, stream, avg_pool_backward_kernel)(grad_in, grad_out, g,
                                                                             rows, cols, divisor);
   return cudaGetLastError();
 }
@@ -213,7 +213,7 @@ cudaError_t launch_spp_backward(T* grad_in, const T* grad_out, const int64_t* in
   if (n == 0) {
     return cudaSuccess;
   }
-  spp_backward_kernel<<<elementwise_blocks(n), k_threads, 0, stream>>>(
+  OPFORGE_LAUNCH(elementwise_blocks(n), k_threads, 0, stream, spp_backward_kernel)(
       grad_in, grad_out, indices, g, channels, row, levels, accumulate);
   return cudaGetLastError();
 }

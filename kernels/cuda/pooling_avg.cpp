@@ -11,8 +11,7 @@
 #include <opforge/pooling.h>
 
 #include <ATen/ops/empty.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
+#include "host.h"
 
 namespace opforge {
 namespace {
@@ -22,9 +21,9 @@ at::Tensor avg_pool(const at::Tensor& self, const pooling::geometry<Win>& a,
                     const math::avg_divisor& divisor) {
   const at::Tensor in = self.contiguous();
   at::Tensor out = at::empty(a.sizes, in.options());
-  C10_CUDA_CHECK(cuda::launch_avg_pool(out.mutable_data_ptr<T>(), in.const_data_ptr<T>(),
+  OPFORGE_CUDA_CHECK(cuda::launch_avg_pool(out.mutable_data_ptr<T>(), in.const_data_ptr<T>(),
                                        pooling::plane_shape(in, a.sizes), a.rows, a.cols, divisor,
-                                       cuda::out_layout{}, c10::cuda::getCurrentCUDAStream()));
+                                       cuda::out_layout{}, opforge::cuda::current_stream()));
   return out;
 }
 
@@ -33,10 +32,10 @@ at::Tensor avg_pool_backward(const at::Tensor& grad_output, const at::Tensor& se
                              const pooling::geometry<Win>& a, const math::avg_divisor& divisor) {
   const at::Tensor go = grad_output.contiguous();
   at::Tensor grad_input = at::empty(self.sizes(), self.options());
-  C10_CUDA_CHECK(cuda::launch_avg_pool_backward(
+  OPFORGE_CUDA_CHECK(cuda::launch_avg_pool_backward(
       grad_input.mutable_data_ptr<T>(), go.const_data_ptr<T>(),
       pooling::plane_shape(self, a.sizes), a.rows, a.cols, divisor,
-      c10::cuda::getCurrentCUDAStream()));
+      opforge::cuda::current_stream()));
   return grad_input;
 }
 

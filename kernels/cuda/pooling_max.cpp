@@ -12,8 +12,7 @@
 #include <opforge/pooling.h>
 
 #include <ATen/ops/empty.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
+#include "host.h"
 
 #include <tuple>
 
@@ -26,10 +25,10 @@ std::tuple<at::Tensor, at::Tensor> max_pool(const at::Tensor& self,
   const at::Tensor in = self.contiguous();
   at::Tensor out = at::empty(m.sizes, in.options());
   at::Tensor indices = at::empty(m.sizes, in.options().dtype(at::kLong));
-  C10_CUDA_CHECK(cuda::launch_max_pool(out.mutable_data_ptr<T>(),
+  OPFORGE_CUDA_CHECK(cuda::launch_max_pool(out.mutable_data_ptr<T>(),
                                        indices.mutable_data_ptr<int64_t>(), in.const_data_ptr<T>(),
                                        pooling::plane_shape(in, m.sizes), m.rows, m.cols,
-                                       cuda::out_layout{}, c10::cuda::getCurrentCUDAStream()));
+                                       cuda::out_layout{}, opforge::cuda::current_stream()));
   return {out, indices};
 }
 
@@ -41,9 +40,9 @@ at::Tensor max_pool_backward(const char* op, const at::Tensor& grad_output,
   const at::Tensor go = grad_output.contiguous();
   const at::Tensor ind = indices.contiguous();
   at::Tensor grad_input = at::empty(self.sizes(), self.options());
-  C10_CUDA_CHECK(cuda::launch_max_pool_backward(
+  OPFORGE_CUDA_CHECK(cuda::launch_max_pool_backward(
       grad_input.mutable_data_ptr<T>(), go.const_data_ptr<T>(), ind.const_data_ptr<int64_t>(),
-      pooling::plane_shape(self, m.sizes), m.rows, m.cols, c10::cuda::getCurrentCUDAStream()));
+      pooling::plane_shape(self, m.sizes), m.rows, m.cols, opforge::cuda::current_stream()));
   return grad_input;
 }
 

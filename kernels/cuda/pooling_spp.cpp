@@ -11,8 +11,7 @@
 #include <opforge/pooling.h>
 
 #include <ATen/ops/empty.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
+#include "host.h"
 
 #include <algorithm>
 #include <vector>
@@ -27,7 +26,7 @@ void pool_levels(T* out, int64_t* indices, const at::Tensor& in, c10::IntArrayRe
                  pooling::spp_mode mode, int64_t row) {
   const int64_t c = in.size(1);
   const std::vector<int64_t> offsets = pooling::spp_offsets(levels, c);
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  const cudaStream_t stream = opforge::cuda::current_stream();
   const T* x = in.const_data_ptr<T>();
   for (size_t l = 0; l < levels.size(); ++l) {
     const int64_t n = levels[l];
@@ -36,9 +35,9 @@ void pool_levels(T* out, int64_t* indices, const at::Tensor& in, c10::IntArrayRe
     const math::adaptive_windows cols{g.in_w, n};
     const cuda::out_layout layout{c, row, offsets[l]};
     if (mode == pooling::spp_mode::max) {
-      C10_CUDA_CHECK(cuda::launch_max_pool(out, indices, x, g, rows, cols, layout, stream));
+      OPFORGE_CUDA_CHECK(cuda::launch_max_pool(out, indices, x, g, rows, cols, layout, stream));
     } else {
-      C10_CUDA_CHECK(
+      OPFORGE_CUDA_CHECK(
           cuda::launch_avg_pool(out, x, g, rows, cols, math::k_bin_size, layout, stream));
     }
   }
@@ -85,10 +84,10 @@ at::Tensor spatial_pyramid_pool_backward_cuda(const at::Tensor& grad_output,
       chunk.n[l] = levels[first + l];
       chunk.offset[l] = offsets[first + l];
     }
-    C10_CUDA_CHECK(cuda::launch_spp_backward(
+    OPFORGE_CUDA_CHECK(cuda::launch_spp_backward(
         grad_input.mutable_data_ptr<scalar_t>(), go.const_data_ptr<scalar_t>(),
         indices.defined() ? indices.const_data_ptr<int64_t>() : nullptr, g, c, sizes[1], chunk,
-        first > 0, c10::cuda::getCurrentCUDAStream()));
+        first > 0, opforge::cuda::current_stream()));
   }
   return grad_input;
 }

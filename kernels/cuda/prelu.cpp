@@ -9,8 +9,7 @@
 #include <opforge/prelu.h>
 
 #include <ATen/ops/empty.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
+#include "host.h"
 
 #include <tuple>
 
@@ -22,10 +21,10 @@ at::Tensor prelu_cuda(const at::Tensor& self, const at::Tensor& weight) {
   const at::Tensor in = self.contiguous();
   const at::Tensor wt = weight.contiguous();
   at::Tensor out = at::empty(in.sizes(), in.options());
-  C10_CUDA_CHECK(cuda::launch_prelu(
+  OPFORGE_CUDA_CHECK(cuda::launch_prelu(
       out.mutable_data_ptr<scalar_t>(), in.const_data_ptr<scalar_t>(),
       wt.const_data_ptr<scalar_t>(), l.outer, l.channels, l.inner,
-      c10::cuda::getCurrentCUDAStream()));
+      opforge::cuda::current_stream()));
   return out;
 }
 
@@ -39,11 +38,11 @@ prelu_backward_cuda(const at::Tensor& grad_output, const at::Tensor& self,
   const at::Tensor wt = weight.contiguous();
   at::Tensor grad_self = at::empty(in.sizes(), in.options());
   at::Tensor grad_weight = at::empty(wt.sizes(), wt.options());
-  C10_CUDA_CHECK(cuda::launch_prelu_backward(
+  OPFORGE_CUDA_CHECK(cuda::launch_prelu_backward(
       grad_self.mutable_data_ptr<scalar_t>(),
       grad_weight.mutable_data_ptr<scalar_t>(), g.const_data_ptr<scalar_t>(),
       in.const_data_ptr<scalar_t>(), wt.const_data_ptr<scalar_t>(), l.outer,
-      l.channels, l.inner, c10::cuda::getCurrentCUDAStream()));
+      l.channels, l.inner, opforge::cuda::current_stream()));
   return {grad_self, grad_weight};
 }
 

@@ -66,7 +66,7 @@ cudaError_t launch_prelu(T* out, const T* in, const T* weight, int64_t outer,
   if (n == 0) {
     return cudaSuccess;
   }
-  prelu_kernel<<<elementwise_blocks(n), k_threads, 0, stream>>>(
+  OPFORGE_LAUNCH(elementwise_blocks(n), k_threads, 0, stream, prelu_kernel)(
       out, in, weight, n, channels, inner);
   return cudaGetLastError();
 }
@@ -83,8 +83,7 @@ cudaError_t launch_prelu_backward(T* grad_self, T* grad_weight, const T* grad,
   // is always written (zero for an empty channel).
   const auto blocks = static_cast<unsigned>(
       channels < k_max_blocks ? channels : k_max_blocks);
-  prelu_backward_kernel<<<blocks, row_threads(outer * inner, k_reduce_threads),
-                          0, stream>>>(grad_self, grad_weight, grad, in, weight,
+  OPFORGE_LAUNCH(blocks, row_threads(outer * inner, k_reduce_threads), 0, stream, prelu_backward_kernel)(grad_self, grad_weight, grad, in, weight,
                                        outer, channels, inner);
   return cudaGetLastError();
 }

@@ -10,8 +10,7 @@
 
 #include <ATen/ops/empty.h>
 #include <c10/core/ScalarType.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
+#include "host.h"
 
 namespace opforge {
 
@@ -31,11 +30,11 @@ at::Tensor sum_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim,
   if (plan.reduced == 0) {
     return out.zero_();
   }
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  const cudaStream_t stream = opforge::cuda::current_stream();
   const scalar_t* x = plan.input.const_data_ptr<scalar_t>();
   scalar_t* y = out.mutable_data_ptr<scalar_t>();
   if (plan.inner > 1) {
-    C10_CUDA_CHECK(cuda::launch_sum_columns(y, x, plan.outer, plan.reduced,
+    OPFORGE_CUDA_CHECK(cuda::launch_sum_columns(y, x, plan.outer, plan.reduced,
                                             plan.inner, stream));
     return out;
   }
@@ -47,7 +46,7 @@ at::Tensor sum_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim,
         {plan.outer * splits},
         self.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
   }
-  C10_CUDA_CHECK(cuda::launch_sum_rows(
+  OPFORGE_CUDA_CHECK(cuda::launch_sum_rows(
       y, x, plan.outer, plan.reduced,
       splits > 1 ? workspace.mutable_data_ptr<acc_t>() : nullptr, splits,
       stream));

@@ -62,8 +62,7 @@ cudaError_t launch_sum_columns(T* out, const T* in, int64_t outer, int64_t n,
   if (outer == 0 || inner == 0) {
     return cudaSuccess;
   }
-  sum_columns_kernel<T, math::sum_acc_t<T>>
-      <<<elementwise_blocks(outer * inner), k_threads, 0, stream>>>(
+  OPFORGE_LAUNCH(elementwise_blocks(outer * inner), k_threads, 0, stream, sum_columns_kernel<T, math::sum_acc_t<T>>)(
           out, in, outer, n, inner);
   return cudaGetLastError();
 }
@@ -80,18 +79,15 @@ cudaError_t launch_sum_rows(T* out, const T* in, int64_t rows, int64_t n,
     return launch_sum_columns(out, in, rows, n, 1, stream);
   }
   if (splits <= 1) {
-    sum_rows_kernel<T, Acc, T><<<task_blocks(rows), row_threads(n, k_threads),
-                                 0, stream>>>(out, in, rows, n, 1);
+    OPFORGE_LAUNCH(task_blocks(rows), row_threads(n, k_threads), 0, stream, sum_rows_kernel<T, Acc, T>)(out, in, rows, n, 1);
     return cudaGetLastError();
   }
-  sum_rows_kernel<T, Acc, Acc><<<task_blocks(rows * splits), k_threads, 0,
-                                 stream>>>(workspace, in, rows, n, splits);
+  OPFORGE_LAUNCH(task_blocks(rows * splits), k_threads, 0, stream, sum_rows_kernel<T, Acc, Acc>)(workspace, in, rows, n, splits);
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) {
     return err;
   }
-  sum_rows_kernel<Acc, Acc, T><<<task_blocks(rows), row_threads(splits, k_threads),
-                                 0, stream>>>(out, workspace, rows, splits, 1);
+  OPFORGE_LAUNCH(task_blocks(rows), row_threads(splits, k_threads), 0, stream, sum_rows_kernel<Acc, Acc, T>)(out, workspace, rows, splits, 1);
   return cudaGetLastError();
 }
 

@@ -9,8 +9,7 @@
 #include <opforge/dims.h>
 
 #include <ATen/ops/empty.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
+#include "host.h"
 
 #include <string_view>
 
@@ -26,14 +25,14 @@ at::Tensor softmax_impl(std::string_view op, const at::Tensor& self,
   if (in.numel() == 0) {
     return out;
   }
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  const cudaStream_t stream = opforge::cuda::current_stream();
   scalar_t* y = out.mutable_data_ptr<scalar_t>();
   const scalar_t* x = in.const_data_ptr<scalar_t>();
   if constexpr (Log) {
-    C10_CUDA_CHECK(cuda::launch_log_softmax(y, x, s.outer, s.size, s.inner,
+    OPFORGE_CUDA_CHECK(cuda::launch_log_softmax(y, x, s.outer, s.size, s.inner,
                                             stream));
   } else {
-    C10_CUDA_CHECK(
+    OPFORGE_CUDA_CHECK(
         cuda::launch_softmax(y, x, s.outer, s.size, s.inner, stream));
   }
   return out;

@@ -104,16 +104,13 @@ cudaError_t launch(T* out, const T* in, int64_t outer, int64_t n, int64_t inner,
   }
   if (inner > 1) {
     const int64_t columns = outer * inner;
-    softmax_columns_kernel<Log><<<elementwise_blocks(columns), k_threads, 0,
-                             stream>>>(out, in, outer, n, inner);
+    OPFORGE_LAUNCH(elementwise_blocks(columns), k_threads, 0, stream, softmax_columns_kernel<Log>)(out, in, outer, n, inner);
   } else if (n <= k_warp_row_max) {
-    softmax_warp_rows_kernel<Log><<<elementwise_blocks(outer * 32), k_threads, 0,
-                               stream>>>(out, in, outer, n);
+    OPFORGE_LAUNCH(elementwise_blocks(outer * 32), k_threads, 0, stream, softmax_warp_rows_kernel<Log>)(out, in, outer, n);
   } else {
     const auto blocks =
         static_cast<unsigned>(outer < k_max_blocks ? outer : k_max_blocks);
-    softmax_block_rows_kernel<Log><<<blocks, row_threads(n, k_max_row_threads), 0,
-                                stream>>>(out, in, outer, n);
+    OPFORGE_LAUNCH(blocks, row_threads(n, k_max_row_threads), 0, stream, softmax_block_rows_kernel<Log>)(out, in, outer, n);
   }
   return cudaGetLastError();
 }

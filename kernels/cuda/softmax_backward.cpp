@@ -9,8 +9,7 @@
 #include <opforge/dims.h>
 
 #include <ATen/ops/empty.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAStream.h>
+#include "host.h"
 
 #include <string_view>
 
@@ -30,12 +29,12 @@ at::Tensor backward_impl(std::string_view op, const at::Tensor& grad_output,
   scalar_t* o = out.mutable_data_ptr<scalar_t>();
   const scalar_t* g = grad.const_data_ptr<scalar_t>();
   const scalar_t* y = result.const_data_ptr<scalar_t>();
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  const cudaStream_t stream = opforge::cuda::current_stream();
   if constexpr (Log) {
-    C10_CUDA_CHECK(cuda::launch_log_softmax_backward(o, g, y, s.outer, s.size,
+    OPFORGE_CUDA_CHECK(cuda::launch_log_softmax_backward(o, g, y, s.outer, s.size,
                                                      s.inner, stream));
   } else {
-    C10_CUDA_CHECK(cuda::launch_softmax_backward(o, g, y, s.outer, s.size,
+    OPFORGE_CUDA_CHECK(cuda::launch_softmax_backward(o, g, y, s.outer, s.size,
                                                  s.inner, stream));
   }
   return out;

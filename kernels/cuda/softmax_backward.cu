@@ -94,19 +94,15 @@ cudaError_t launch(T* out, const T* grad, const T* output, int64_t outer,
     return cudaSuccess;
   }
   if (inner > 1) {
-    softmax_backward_columns_kernel<Log><<<elementwise_blocks(outer * inner),
-                                      k_threads, 0, stream>>>(
+    OPFORGE_LAUNCH(elementwise_blocks(outer * inner), k_threads, 0, stream, softmax_backward_columns_kernel<Log>)(
         out, grad, output, outer, n, inner);
   } else if (n <= k_warp_row_max) {
-    softmax_backward_warp_rows_kernel<Log><<<elementwise_blocks(outer * 32),
-                                        k_threads, 0, stream>>>(
+    OPFORGE_LAUNCH(elementwise_blocks(outer * 32), k_threads, 0, stream, softmax_backward_warp_rows_kernel<Log>)(
         out, grad, output, outer, n);
   } else {
     const auto blocks =
         static_cast<unsigned>(outer < k_max_blocks ? outer : k_max_blocks);
-    softmax_backward_block_rows_kernel<Log><<<blocks,
-                                         row_threads(n, k_max_row_threads), 0,
-                                         stream>>>(out, grad, output, outer, n);
+    OPFORGE_LAUNCH(blocks, row_threads(n, k_max_row_threads), 0, stream, softmax_backward_block_rows_kernel<Log>)(out, grad, output, outer, n);
   }
   return cudaGetLastError();
 }

@@ -26,12 +26,18 @@ namespace {
 at::Tensor channel_shuffle_cpu_checked(const at::Tensor& self, c10::SymInt groups) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.channel_shuffle";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Char, at::ScalarType::Byte, at::ScalarType::Short, at::ScalarType::Int, at::ScalarType::Long, at::ScalarType::Bool}, "a tensor of dtype (float32, float64, float16, bfloat16, int8, uint8, int16, int32, int64, bool)");
   switch (self.scalar_type()) {
     case at::ScalarType::Float: return opforge::channel_shuffle_cpu<float>(self, groups);
     case at::ScalarType::Double: return opforge::channel_shuffle_cpu<double>(self, groups);
     case at::ScalarType::Half: return opforge::channel_shuffle_cpu<c10::Half>(self, groups);
     case at::ScalarType::BFloat16: return opforge::channel_shuffle_cpu<c10::BFloat16>(self, groups);
+    case at::ScalarType::Char: return opforge::channel_shuffle_cpu<int8_t>(self, groups);
+    case at::ScalarType::Byte: return opforge::channel_shuffle_cpu<uint8_t>(self, groups);
+    case at::ScalarType::Short: return opforge::channel_shuffle_cpu<int16_t>(self, groups);
+    case at::ScalarType::Int: return opforge::channel_shuffle_cpu<int32_t>(self, groups);
+    case at::ScalarType::Long: return opforge::channel_shuffle_cpu<int64_t>(self, groups);
+    case at::ScalarType::Bool: return opforge::channel_shuffle_cpu<bool>(self, groups);
     default: break;
   }
   TORCH_CHECK(false, kOp, ": unreachable dtype");
@@ -41,7 +47,7 @@ at::Tensor channel_shuffle_cpu_checked(const at::Tensor& self, c10::SymInt group
 at::Tensor channel_shuffle_cuda_checked(const at::Tensor& self, c10::SymInt groups) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.channel_shuffle";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Char, at::ScalarType::Byte, at::ScalarType::Short, at::ScalarType::Int, at::ScalarType::Long, at::ScalarType::Bool}, "a tensor of dtype (float32, float64, float16, bfloat16, int8, uint8, int16, int32, int64, bool)");
   const c10::DeviceGuard device_guard(self.device());
   return opforge::channel_shuffle_cuda(self, groups);
 }

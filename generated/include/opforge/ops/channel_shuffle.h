@@ -25,7 +25,13 @@ at::Tensor channel_shuffle_cpu(const at::Tensor& self, c10::SymInt groups);
   template at::Tensor channel_shuffle_cpu<float>(const at::Tensor& self, c10::SymInt groups); \
   template at::Tensor channel_shuffle_cpu<double>(const at::Tensor& self, c10::SymInt groups); \
   template at::Tensor channel_shuffle_cpu<c10::Half>(const at::Tensor& self, c10::SymInt groups); \
-  template at::Tensor channel_shuffle_cpu<c10::BFloat16>(const at::Tensor& self, c10::SymInt groups);
+  template at::Tensor channel_shuffle_cpu<c10::BFloat16>(const at::Tensor& self, c10::SymInt groups); \
+  template at::Tensor channel_shuffle_cpu<int8_t>(const at::Tensor& self, c10::SymInt groups); \
+  template at::Tensor channel_shuffle_cpu<uint8_t>(const at::Tensor& self, c10::SymInt groups); \
+  template at::Tensor channel_shuffle_cpu<int16_t>(const at::Tensor& self, c10::SymInt groups); \
+  template at::Tensor channel_shuffle_cpu<int32_t>(const at::Tensor& self, c10::SymInt groups); \
+  template at::Tensor channel_shuffle_cpu<int64_t>(const at::Tensor& self, c10::SymInt groups); \
+  template at::Tensor channel_shuffle_cpu<bool>(const at::Tensor& self, c10::SymInt groups);
 
 // channel_shuffle [CUDA]
 at::Tensor channel_shuffle_cuda(const at::Tensor& self, c10::SymInt groups);

@@ -1,0 +1,232 @@
+"""Shapes that force every launch branch of the CUDA kernels (warp vs block rows,
+column kernels, split reductions, 32-bit vs 64-bit index plans, GEMM tile edges,
+partial warps), run by the CUDA simulator against the CPU operators. The
+simulator's grid cap (opforge._cuda_sim.max_blocks) makes every grid-stride loop
+go round several times even on these small inputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from tests.cuda_sim.check import agree
+
+pytestmark = pytest.mark.cuda_sim
+
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+def rand(*shape: int, dtype: torch.dtype = torch.float32, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed + 17 * len(shape) + sum(shape))
+    return (torch.randn(shape, generator=g, dtype=torch.float64) * 2).to(dtype)
+
+
+def test_grid_cap_is_small(cuda_sim: Any) -> None:
+    assert cuda_sim.max_blocks <= 8
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize(
+    "shape,dim",
+    [((4, 3), 1), ((5, 1000), 1), ((3, 3000), 1), ((2, 5, 7), 0), ((2, 5, 7), 1), ((33, 2), -1)],
+    ids=["warp-3", "warp-1000", "block-3000", "columns-dim0", "columns-dim1", "rows-33x2"],
+)
+def test_softmax_family(cuda_sim: Any, name: str, shape: tuple[int, ...], dim: int, dtype: torch.dtype) -> None:
+    x = rand(*shape, dtype=dtype)
+    y = agree(name, [x, dim])
+    grad = rand(*shape, dtype=dtype, seed=1)
+    agree(f"{name}_backward", [grad, y, dim])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+@pytest.mark.parametrize(
+    "shape,dim",
+    [
+        ((8, 50000), [-1]),  # split rows: partial sums in a workspace, then a second pass
+        ((300, 100), [-1]),
+        ((64, 2000, 3), [1]),  # reduced dim not innermost: permuted / column kernel
+        ((9000, 5, 3), [1]),
+        ((7, 6), None),
+        ((4, 5, 6), [0, 2]),
+    ],
+    ids=["split", "rows", "permuted", "columns", "all", "two-dims"],
+)
+def test_sum(cuda_sim: Any, shape: tuple[int, ...], dim: list[int] | None, dtype: torch.dtype) -> None:
+    x = rand(*shape, dtype=dtype)
+    tol = {"atol": 1e-3, "rtol": 1e-4} if dtype == torch.float32 else None
+    if dtype == torch.float16:
+        tol = {"atol": 0.5, "rtol": 5e-3}
+    agree("sum", [x, dim], label=str(shape), tol=tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.float16])
+def test_add_plans(cuda_sim: Any, dtype: torch.dtype) -> None:
+    def t(*shape: int) -> torch.Tensor:
+        return rand(*shape).mul(10).to(dtype)
+
+    agree("add", [t(1000), t(1000)], {"alpha": 2}, overload="Tensor", label="contiguous")
+    agree("add", [t(5, 1, 7), t(1, 6, 1)], overload="Tensor", label="broadcast")
+    agree("add", [t(40, 30).t(), t(30, 40)], overload="Tensor", label="transposed")
+    # Nine dims that do not merge: every other dim broadcast.
+    a = t(2, 1, 3, 1, 2, 1, 3, 1, 2)
+    b = t(1, 2, 1, 3, 1, 2, 1, 3, 1)
+    agree("add", [a, b.transpose(0, 8)[:1] if False else b], overload="Tensor", label="9-dim")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_layer_norm_backward_many_rows(cuda_sim: Any, dtype: torch.dtype) -> None:
+    x = rand(130, 3, 40, dtype=dtype)
+    w, b = rand(3, 40, dtype=dtype, seed=1), rand(3, 40, dtype=dtype, seed=2)
+    y, mean, rstd = agree("layer_norm_forward", [x, [3, 40], w, b, 1e-5])
+    grad = rand(130, 3, 40, dtype=dtype, seed=3)
+    tol = {"atol": 1e-4, "rtol": 1e-4} if dtype == torch.float32 else None
+    agree("layer_norm_backward", [grad, x, [3, 40], mean, rstd, [True, True, True], w], tol=tol)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("hw", [(3, 5), (24, 24)], ids=["hw<32", "hw>=512"])
+def test_batch_and_group_norm(cuda_sim: Any, hw: tuple[int, int], dtype: torch.dtype) -> None:
+    n, c = 3, 6
+    x = rand(n, c, *hw, dtype=dtype)
+    w, b = rand(c, dtype=dtype, seed=1), rand(c, dtype=dtype, seed=2)
+    grad = rand(n, c, *hw, dtype=dtype, seed=3)
+    tol = {"atol": 2e-4, "rtol": 1e-4} if dtype == torch.float32 else None
+    mean, var = torch.zeros(c, dtype=dtype), torch.ones(c, dtype=dtype)
+
+    def running(args: list[Any], kwargs: dict[str, Any]) -> list[Any]:
+        return args[3:5]
+
+    _, save_mean, save_invstd = agree(
+        "batch_norm_forward", [x, w, b, mean, var, True, 0.1, 1e-5], written=running, tol=tol
+    )
+    agree("batch_norm_backward", [grad, x, save_mean, save_invstd, True, [True, True, True], w], tol=tol)
+    agree("batch_norm_forward", [x, w, b, mean, var, False, 0.1, 1e-5], written=running, tol=tol)
+    _, gmean, grstd = agree("group_norm_forward", [x, 3, w, b, 1e-5], tol=tol)
+    agree("group_norm_backward", [grad, x, 3, gmean, grstd, [True, True, True], w], tol=tol)
+
+
+CONV_CASES = [
+    # (N, C, H, W), (O, C/groups, kh, kw), stride, padding, dilation, groups
+    ((2, 5, 9, 7), (67, 5, 3, 3), 1, 1, 1, 1),  # O and N*OH*OW not multiples of 64; C*kh*kw = 45
+    ((1, 3, 11, 10), (5, 3, 2, 3), 2, (0, 1), 1, 1),
+    ((2, 4, 12, 12), (6, 2, 3, 3), 1, 2, 2, 2),  # groups 2, dilation 2
+    ((1, 32, 8, 8), (32, 1, 3, 3), 1, 1, 1, 32),  # depthwise
+    ((2, 8, 9, 9), (16, 1, 3, 3), 2, 1, 1, 8),  # depthwise, multiplier 2, stride 2
+    ((1, 64, 5, 5), (64, 2, 1, 1), 1, 0, 1, 32),  # groups 32, 1x1
+]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("case", CONV_CASES, ids=[f"conv{i}" for i in range(len(CONV_CASES))])
+def test_conv2d(cuda_sim: Any, case: tuple[Any, ...], dtype: torch.dtype) -> None:
+    xs, ws, stride, padding, dilation, groups = case
+    x, w, b = rand(*xs, dtype=dtype), rand(*ws, dtype=dtype, seed=1), rand(ws[0], dtype=dtype, seed=2)
+    conv_args = [stride, padding, dilation, groups]
+    tol = {"atol": 1e-4, "rtol": 1e-4} if dtype == torch.float32 else None
+    y = agree("conv2d", [x, w, b, *conv_args], tol=tol)
+    agree("conv2d_bias_act", [x, w, b, *conv_args, "silu"], tol=tol)
+    grad = rand(*y.shape, dtype=dtype, seed=3)
+    agree("conv2d_backward", [grad, x, w, *conv_args, [True, True, True]], tol=tol)
+    agree("conv2d_backward", [grad, x, w, *conv_args, [False, True, False]], tol=tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_conv_transpose2d_output_padding(cuda_sim: Any, dtype: torch.dtype) -> None:
+    x, w = rand(2, 4, 5, 6, dtype=dtype), rand(4, 3, 3, 3, dtype=dtype, seed=1)
+    b = rand(6, dtype=dtype, seed=2)
+    args = [2, 1, 1, 2, (1, 1)]  # stride, padding, output_padding, groups, dilation
+    tol = {"atol": 1e-4, "rtol": 1e-4} if dtype == torch.float32 else None
+    y = agree("conv_transpose2d", [x, w, b, *args], tol=tol)
+    grad = rand(*y.shape, dtype=dtype, seed=3)
+    agree("conv_transpose2d_backward", [grad, x, w, *args, [True, True, True]], tol=tol)
+    # Zero-size input planes with a non-empty output (the bias alone), and an empty batch.
+    agree("conv_transpose2d", [rand(1, 4, 0, 3, dtype=dtype), w, b, 2, 0, 1, 2, (1, 1)], tol=tol)
+    agree("conv_transpose2d", [rand(0, 4, 5, 6, dtype=dtype), w, b, *args], tol=tol)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_fold_conv_bn(cuda_sim: Any, dtype: torch.dtype) -> None:
+    w = rand(9, 4, 3, 3, dtype=dtype)
+    gamma, beta, mean = rand(9, dtype=dtype, seed=1), rand(9, dtype=dtype, seed=2), rand(9, dtype=dtype, seed=3)
+    var = rand(9, dtype=dtype, seed=4).abs() + 0.5
+    agree("fold_conv_bn", [w, rand(9, dtype=dtype, seed=5), gamma, beta, mean, var, 1e-5])
+    agree("fold_conv_bn", [w, None, gamma, beta, mean, var, 1e-5])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_pooling(cuda_sim: Any, dtype: torch.dtype) -> None:
+    x = rand(2, 3, 13, 11, dtype=dtype)
+    out, idx = agree("max_pool2d_with_indices", [x, [3, 2], [2, 2], [1, 1], [2, 1], True])
+    agree("max_pool2d_backward", [rand(*out.shape, dtype=dtype, seed=1), x, idx, [3, 2], [2, 2], [1, 1], [2, 1], True])
+    y = agree("avg_pool2d", [x, [3, 3], [2, 2], [1, 1], True, False, None])
+    agree("avg_pool2d_backward", [rand(*y.shape, dtype=dtype, seed=2), x, [3, 3], [2, 2], [1, 1], True, False, None])
+    agree("avg_pool2d", [x, [2, 2], [1, 1], [0, 0], False, True, 3])
+    a = agree("adaptive_avg_pool2d", [x, [5, 4]])
+    agree("adaptive_avg_pool2d_backward", [rand(*a.shape, dtype=dtype, seed=3), x])
+    m, mi = agree("adaptive_max_pool2d_with_indices", [x, [4, 5]])
+    agree("adaptive_max_pool2d_backward", [rand(*m.shape, dtype=dtype, seed=4), x, mi])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("mode", ["max", "avg"])
+def test_spatial_pyramid_pool_nine_levels(cuda_sim: Any, mode: str, dtype: torch.dtype) -> None:
+    levels = [9, 8, 7, 6, 5, 4, 3, 2, 1]
+    x = rand(2, 3, 7, 11, dtype=dtype)  # smaller than the largest levels
+    y = agree("spatial_pyramid_pool", [x, levels, mode])
+    agree("spatial_pyramid_pool_backward", [rand(*y.shape, dtype=dtype, seed=1), x, levels, mode])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("n", [0, 1, 7, 1001])
+def test_dropout_same_mask_as_cpu(cuda_sim: Any, n: int, dtype: torch.dtype) -> None:
+    x = rand(n, dtype=dtype)
+    for p in (0.0, 0.3, 1.0):
+        cpu = torch.ops.opforge.dropout_forward(x, p, True, torch.Generator().manual_seed(5))
+        sim = torch.ops.opforge_cuda_sim.dropout_forward(x, p, True, torch.Generator().manual_seed(5))
+        torch.testing.assert_close(sim, cpu)
+        agree("dropout_backward", [rand(n, dtype=dtype, seed=1), cpu[1], 1.0 / (1 - p) if p < 1 else 0.0])
+    agree("dropout_forward", [x, 0.5, False, None])
+
+
+@pytest.mark.parametrize("index_dtype", [torch.int64, torch.int32])
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dim", [0, 5, 8])
+def test_embedding(cuda_sim: Any, dim: int, dtype: torch.dtype, index_dtype: torch.dtype) -> None:
+    w = rand(11, dim, dtype=dtype)
+    idx = torch.tensor([[0, 3, 10], [3, 3, 7]], dtype=index_dtype)
+    agree("embedding", [w, idx, 3])
+    grad = rand(2, 3, dim, dtype=dtype, seed=1)
+    agree("embedding_backward", [grad, idx, 11, 3])
+    agree("embedding_backward", [grad, idx, 11, -1])
+    bad = torch.tensor([0, 11], dtype=index_dtype)
+    with pytest.raises(IndexError, match="indices"):
+        torch.ops.opforge_cuda_sim.embedding(w, bad, -1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8])
+@pytest.mark.parametrize("offset", [0, 1, 3])
+def test_channel_shuffle_odd_offsets(cuda_sim: Any, offset: int, dtype: torch.dtype) -> None:
+    storage = (torch.arange(offset + 2 * 6 * 5 * 3) % 100).to(dtype)
+    x = storage[offset:].view(2, 6, 5, 3)
+    for groups in (1, 2, 3, 6):
+        agree("channel_shuffle", [x, groups], label=f"groups={groups}")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_prelu_shared_and_per_channel(cuda_sim: Any, dtype: torch.dtype) -> None:
+    x = rand(3, 5, 7, 9, dtype=dtype)
+    grad = rand(3, 5, 7, 9, dtype=dtype, seed=1)
+    tol = {"atol": 1e-3, "rtol": 1e-4} if dtype == torch.float32 else None
+    for w in (rand(1, dtype=dtype, seed=2), rand(5, dtype=dtype, seed=3)):
+        agree("prelu", [x, w])
+        agree("prelu_backward", [grad, x, w], tol=tol)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_local_response_norm(cuda_sim: Any, dtype: torch.dtype) -> None:
+    x = rand(2, 7, 4, 5, dtype=dtype)
+    agree("local_response_norm", [x, 3, 1e-2, 0.75, 2.0])
+    agree("local_response_norm_backward", [rand(2, 7, 4, 5, dtype=dtype, seed=1), x, 4, 1e-2, 0.75, 2.0])
