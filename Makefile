@@ -8,7 +8,7 @@ OPFORGE_CUDA ?= AUTO
 JOBS ?= $(shell nproc)
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all venv gen check build demo test bench clean sanitize-cuda
+.PHONY: all venv gen check build demo test bench clean sanitize-cuda gpu-deps
 
 all: build
 
@@ -45,6 +45,12 @@ test: build
 # The CUDA kernels, run by the CUDA simulator under TSan, then ASan + UBSan.
 sanitize-cuda: build
 	bash scripts/sanitize_cuda.sh
+
+# The pure-Python build dependencies benchmarks/cuda.sh needs on a GPU machine
+# that lacks them (carried there with the working tree).
+gpu-deps: venv
+	rm -rf .gpu-deps && mkdir -p .gpu-deps
+	$(PY) -c "import jinja2, markupsafe, pybind11, yaml, shutil, pathlib; [shutil.copytree(pathlib.Path(m.__file__).parent, '.gpu-deps/' + m.__name__, ignore=shutil.ignore_patterns('*.so', '__pycache__')) for m in (jinja2, markupsafe, pybind11, yaml)]"
 
 bench: build
 	$(PY) benchmarks/overhead.py

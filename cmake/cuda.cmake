@@ -1,9 +1,10 @@
-# CUDA set-up. Architectures come from TORCH_CUDA_ARCH_LIST (default 8.0;9.0:
+# CUDA set-up. Architectures come from TORCH_CUDA_ARCH_LIST (default
+# 8.0;9.0+PTX: SASS for Ampere and Hopper, PTX that newer GPUs compile at load;
 # torch's own default starts at compute_50, which nvcc 13 rejects).
 if(DEFINED ENV{TORCH_CUDA_ARCH_LIST} AND NOT "$ENV{TORCH_CUDA_ARCH_LIST}" STREQUAL "")
   set(OPFORGE_CUDA_ARCHS "$ENV{TORCH_CUDA_ARCH_LIST}")
 else()
-  set(OPFORGE_CUDA_ARCHS "8.0;9.0")
+  set(OPFORGE_CUDA_ARCHS "8.0;9.0+PTX")
 endif()
 string(REPLACE " " ";" _archs "${OPFORGE_CUDA_ARCHS}")
 set(CMAKE_CUDA_ARCHITECTURES "")

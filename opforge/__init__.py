@@ -25,6 +25,13 @@ if torch.__version__ != _build_config.TORCH_VERSION:
         "is installed; rebuild it (`make build`, or `pip install --no-build-isolation .`)"
     )
 
+from opforge._archs import check_devices as _check_devices  # noqa: E402
+
+# A GPU the build has no code for fails here, naming its capability and the
+# compiled architectures, rather than at the first kernel with "no kernel image".
+if _build_config.CUDA_COMPILED and torch.cuda.is_available():
+    _check_devices(_build_config.CUDA_ARCHS.split())
+
 from opforge import _C  # noqa: E402, F401  (registers the operators with the dispatcher)
 from opforge._ops import *  # noqa: E402, F403
 from opforge._ops import OP_TABLE  # noqa: E402
@@ -54,5 +61,6 @@ def build_info() -> dict[str, Any]:
         "torch_version": _build_config.TORCH_VERSION,
         "cuda_compiled": bool(_build_config.CUDA_COMPILED),
         "cuda_archs": _build_config.CUDA_ARCHS.split(),
+        "cuda_sim": bool(getattr(_build_config, "CUDA_SIM", False)),
         "ops": ops,
     }

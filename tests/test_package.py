@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 import torch
 
 import opforge
@@ -68,3 +69,30 @@ def test_non_int_list_argument_names_op_and_argument() -> None:
         opforge.sum(torch.randn(3), [0.5])
     with pytest.raises(TypeError, match=r"opforge\.add: 'alpha' must be a number, got str"):
         opforge.add(torch.randn(3), torch.randn(3), alpha="2")
+
+
+@pytest.mark.parametrize(
+    "capability,ok",
+    [((8, 0), True), ((8, 6), True), ((9, 0), True), ((10, 0), True), ((7, 5), False)],
+)
+def test_default_archs_cover_ampere_hopper_and_newer_by_ptx(
+    capability: tuple[int, int], ok: bool
+) -> None:
+    from opforge._archs import runnable
+
+    assert runnable(["8.0", "9.0+PTX"], capability) is ok
+
+
+def test_sass_only_build_refuses_a_newer_gpu_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    from opforge import _archs
+
+    assert not _archs.runnable(["8.0", "9.0"], (10, 0))
+    assert not _archs.runnable(["9.0a"], (9, 1)) and _archs.runnable(["9.0a"], (9, 0))
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i: (10, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i: "Future GPU")
+    with pytest.raises(
+        ImportError,
+        match=r"compiled for 8\.0 9\.0, which cannot run on cuda:0 \(Future GPU, compute capability 10\.0\)",
+    ):
+        _archs.check_devices(["8.0", "9.0"])

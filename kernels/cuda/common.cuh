@@ -1,6 +1,6 @@
 #pragma once
 // Launch configuration and block reductions shared by the .cu files. Device
-// code only; no torch headers (see DESIGN.md section 4).
+// code only; no torch headers (README.md, "CUDA kernels without a GPU").
 #include "launch.cuh"
 
 #include <cstdint>

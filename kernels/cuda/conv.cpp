@@ -19,6 +19,7 @@
 #include <ATen/ops/bmm.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
+#include <c10/util/accumulate.h>
 #include "host.h"
 
 #include <tuple>
@@ -32,11 +33,16 @@ namespace {
 struct conv_routines {
   at::TensorOptions options;
 
-  // A contiguous tensor view of a device buffer, for cuBLAS.
+  // A contiguous tensor view of a device buffer, for cuBLAS. The device is
+  // given, so no pointer-attribute query per view; an empty view needs no
+  // buffer (zero-size planes may come with a null pointer).
   template <typename A>
   at::Tensor view(const A* p, at::IntArrayRef sizes) const {
-    return at::from_blob(const_cast<A*>(p), sizes,
-                         options.dtype(c10::CppTypeToScalarType<A>::value));
+    const at::TensorOptions opts = options.dtype(c10::CppTypeToScalarType<A>::value);
+    if (c10::multiply_integers(sizes) == 0) {
+      return at::empty(sizes, opts);
+    }
+    return at::for_blob(const_cast<A*>(p), sizes).options(opts).target_device(options.device()).make_tensor();
   }
 
   template <typename A>

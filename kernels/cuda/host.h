@@ -17,6 +17,10 @@ namespace opforge::cuda {
 
 inline cudaStream_t current_stream() { return nullptr; }
 
+// Whether the current stream is being captured into a CUDA graph (the
+// simulator can pretend to, see sim::set_capturing, to test the capture paths).
+inline bool stream_capturing() { return sim::capturing(); }
+
 [[noreturn]] inline void raise_cuda_error(cudaError_t error, const char* func, const char* file, int line) {
   throw c10::AcceleratorError({func, file, static_cast<uint32_t>(line)}, static_cast<int32_t>(error),
                               std::string("CUDA error: ") + cudaGetErrorString(error) +
@@ -35,11 +39,18 @@ inline cudaStream_t current_stream() { return nullptr; }
 
 #else
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAStream.h>
 
 namespace opforge::cuda {
 
 inline cudaStream_t current_stream() { return c10::cuda::getCurrentCUDAStream(); }
+
+// Whether the current stream is being captured into a CUDA graph: no
+// synchronizing copies then.
+inline bool stream_capturing() {
+  return c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
+}
 
 }  // namespace opforge::cuda
 

@@ -1,7 +1,8 @@
 // CUDA entry points for embedding and embedding_backward (the generated wrapper
 // has guarded the device and dispatched on the weight's dtype); kernels in
 // layers_embedding.cu. Both read back a two-element error flag after the
-// kernel to raise on an out-of-range index (one small synchronizing copy).
+// kernel to raise on an out-of-range index (one small synchronizing copy),
+// except under CUDA-graph capture, where the kernels assert instead.
 #include <opforge/ops/embedding.h>
 #include <opforge/ops/embedding_backward.h>
 
@@ -10,6 +11,7 @@
 #include <opforge/layers.h>
 #include <opforge/math/opmath.h>
 
+#include <ATen/Context.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
 #include "host.h"
@@ -22,8 +24,25 @@ at::Tensor error_flag(const at::Tensor& like) {
   return at::zeros({2}, like.options().dtype(at::kLong));
 }
 
-void raise_if_bad_index(const char* op, const at::Tensor& error, int64_t rows) {
-  const at::Tensor e = error.cpu();
+// The flag the kernels set on a bad index; none while the stream is captured
+// into a CUDA graph, where the readback below would be illegal and the kernels
+// assert on the device instead.
+std::optional<at::Tensor> error_flag_unless_capturing(const at::Tensor& like) {
+  if (cuda::stream_capturing()) {
+    return std::nullopt;
+  }
+  return error_flag(like);
+}
+
+int64_t* flag_ptr(const std::optional<at::Tensor>& error) {
+  return error ? error->mutable_data_ptr<int64_t>() : nullptr;
+}
+
+void raise_if_bad_index(const char* op, const std::optional<at::Tensor>& flag, int64_t rows) {
+  if (!flag) {
+    return;
+  }
+  const at::Tensor e = flag->cpu();
   const int64_t* v = e.const_data_ptr<int64_t>();
   if (v[0] != 0) {
     embedding_index_error(op, v[1], rows);
@@ -42,10 +61,10 @@ at::Tensor embedding_cuda(const at::Tensor& weight, const at::Tensor& indices, i
   if (idx.numel() == 0) {
     return out;
   }
-  const at::Tensor error = error_flag(idx);
+  const std::optional<at::Tensor> error = error_flag_unless_capturing(idx);
   with_indices(idx, [&](const auto* ix) {
     OPFORGE_CUDA_CHECK(cuda::launch_embedding(out.mutable_data_ptr<scalar_t>(), w.const_data_ptr<scalar_t>(), ix,
-                                          idx.numel(), w.size(0), w.size(1), error.mutable_data_ptr<int64_t>(),
+                                          idx.numel(), w.size(0), w.size(1), flag_ptr(error),
                                           opforge::cuda::current_stream()));
   });
   raise_if_bad_index(op, error, w.size(0));
@@ -63,11 +82,13 @@ at::Tensor embedding_backward_cuda(const at::Tensor& grad_output, const at::Tens
   const int64_t rows = num_weights.expect_int();
   at::Tensor acc = embedding_grad_buffer(g, rows, c10::CppTypeToScalarType<acc_t>::value);
   if (idx.numel() > 0) {
-    const at::Tensor error = error_flag(idx);
+    // Atomic adds land in whatever order the threads reach them.
+    at::globalContext().alertNotDeterministic("opforge.embedding_backward (CUDA)");
+    const std::optional<at::Tensor> error = error_flag_unless_capturing(idx);
     with_indices(idx, [&](const auto* ix) {
       OPFORGE_CUDA_CHECK(cuda::launch_embedding_backward(acc.mutable_data_ptr<acc_t>(), g.const_data_ptr<scalar_t>(), ix,
                                                      idx.numel(), rows, g.size(-1), padding_idx,
-                                                     error.mutable_data_ptr<int64_t>(),
+                                                     flag_ptr(error),
                                                      opforge::cuda::current_stream()));
     });
     raise_if_bad_index(op, error, rows);

@@ -9,7 +9,13 @@
 namespace opforge::cuda {
 namespace {
 
-__device__ inline void record_bad_index(int64_t* error, int64_t index) {
+// A bad index goes to the error flag the host reads back, or, with no flag
+// (CUDA-graph capture, where the host cannot read back), to a device-side assert.
+__device__ inline void record_bad_index(int64_t* error, int64_t index, int64_t rows) {
+  if (error == nullptr) {
+    OPFORGE_KERNEL_ASSERT(index >= 0 && index < rows);
+    return;
+  }
   // Racing writers all store some bad index; any one of them is a correct report.
   error[1] = index;
   error[0] = 1;
@@ -25,7 +31,7 @@ __global__ void embedding_kernel(T* out, const T* weight, const I* indices, int6
     const int64_t k = idx - i * cols;
     const int64_t r = static_cast<int64_t>(indices[i]);
     if (r < 0 || r >= rows) {
-      record_bad_index(error, r);
+      record_bad_index(error, r, rows);
     } else if (k < dim) {
       out[i * dim + k] = weight[r * dim + k];
     }
@@ -41,7 +47,7 @@ __global__ void embedding_backward_kernel(A* acc, const T* grad, const I* indice
     const int64_t k = idx - i * cols;
     const int64_t r = static_cast<int64_t>(indices[i]);
     if (r < 0 || r >= rows) {
-      record_bad_index(error, r);
+      record_bad_index(error, r, rows);
     } else if (k < dim && r != padding_idx) {
       atomicAdd(acc + r * dim + k, math::cast_to<A>(grad[i * dim + k]));
     }

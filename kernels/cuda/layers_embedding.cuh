@@ -16,7 +16,9 @@
 
 namespace opforge::cuda {
 
-// out[i, :] = weight[indices[i], :] for i < n; weight is (rows, dim).
+// out[i, :] = weight[indices[i], :] for i < n; weight is (rows, dim). An index
+// out of range sets error = {1, index}, or fails a device-side assert where
+// `error` is null.
 template <typename T, typename I>
 cudaError_t launch_embedding(T* out, const T* weight, const I* indices, int64_t n, int64_t rows, int64_t dim,
                              int64_t* error, cudaStream_t stream);

@@ -6,6 +6,7 @@
 
 #include "norm_batch.cuh"
 
+#include <opforge/math/opmath.h>
 #include <opforge/norm.h>
 
 #include <ATen/ops/empty.h>
@@ -27,6 +28,12 @@ cuda::batch_norm_args<T> args_of(const at::Tensor& x, const at::Tensor& w) {
 // into the caller's tensor afterwards if that one is not contiguous.
 at::Tensor contiguous_running(const std::optional<at::Tensor>& t) {
   return defined(t) ? t->contiguous() : at::Tensor();
+}
+
+// The launchers' compute-type workspace (see norm_batch.cuh).
+template <typename T>
+at::Tensor workspace(const at::Tensor& like, int64_t values) {
+  return at::empty({values}, like.options().dtype(c10::CppTypeToScalarType<math::opmath_t<T>>::value));
 }
 
 void write_back(const std::optional<at::Tensor>& running, const at::Tensor& updated) {
@@ -58,10 +65,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cuda(
   }
   at::Tensor rm = contiguous_running(running_mean);
   at::Tensor rv = contiguous_running(running_var);
+  const int64_t splits = cuda::batch_norm_splits(a.n, a.hw);
+  at::Tensor ws = workspace<scalar_t>(x, (3 * splits + 2) * a.channels);
   OPFORGE_CUDA_CHECK(cuda::launch_batch_norm_forward(
       a, data_or_null<scalar_t>(b), mutable_data_or_null<scalar_t>(rm), mutable_data_or_null<scalar_t>(rv),
       training, momentum, eps, out.mutable_data_ptr<scalar_t>(), save_mean.mutable_data_ptr<scalar_t>(),
-      save_invstd.mutable_data_ptr<scalar_t>(), opforge::cuda::current_stream()));
+      save_invstd.mutable_data_ptr<scalar_t>(), ws.mutable_data_ptr<math::opmath_t<scalar_t>>(),
+      opforge::cuda::current_stream()));
   if (training) {
     write_back(running_mean, rm);
     write_back(running_var, rv);
@@ -87,10 +97,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cuda(
   at::Tensor dx = output_mask[0] ? at::empty(x.sizes(), x.options()) : at::Tensor();
   at::Tensor dw = output_mask[1] ? at::empty({a.channels}, x.options()) : at::Tensor();
   at::Tensor db = output_mask[2] ? at::empty({a.channels}, x.options()) : at::Tensor();
+  const int64_t splits = cuda::batch_norm_splits(a.n, a.hw);
+  at::Tensor ws = workspace<scalar_t>(x, (2 * splits + 2) * a.channels);
   OPFORGE_CUDA_CHECK(cuda::launch_batch_norm_backward(
       a, g.const_data_ptr<scalar_t>(), m.const_data_ptr<scalar_t>(), r.const_data_ptr<scalar_t>(),
       data_or_null<scalar_t>(gm), data_or_null<scalar_t>(gi), training, mutable_data_or_null<scalar_t>(dx),
-      mutable_data_or_null<scalar_t>(dw), mutable_data_or_null<scalar_t>(db), opforge::cuda::current_stream()));
+      mutable_data_or_null<scalar_t>(dw), mutable_data_or_null<scalar_t>(db),
+      ws.mutable_data_ptr<math::opmath_t<scalar_t>>(), opforge::cuda::current_stream()));
   return {dx, dw, db};
 }
 

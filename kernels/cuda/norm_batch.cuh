@@ -7,6 +7,8 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include <opforge/math/opmath.h>
+
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -22,17 +24,23 @@ struct batch_norm_args {
   int64_t hw;
 };
 
+// Compute-type workspace the launchers need: forward 3 * channels * splits +
+// 2 * channels values, backward 2 * channels * splits + 2 * channels, with
+// splits = batch_norm_splits(n, hw).
+int64_t batch_norm_splits(int64_t n, int64_t hw);
+
 // training: batch statistics, running ones updated in place; else the running
 // statistics (both non-null) normalize. save_mean / save_invstd receive the
 // statistics used.
 template <typename T>
 cudaError_t launch_batch_norm_forward(const batch_norm_args<T>& a, const T* bias, T* running_mean, T* running_var,
                                       bool training, double momentum, double eps, T* y, T* save_mean,
-                                      T* save_invstd, cudaStream_t stream);
+                                      T* save_invstd, math::opmath_t<T>* workspace, cudaStream_t stream);
 
 template <typename T>
 cudaError_t launch_batch_norm_backward(const batch_norm_args<T>& a, const T* grad, const T* save_mean,
                                        const T* save_invstd, const T* grad_mean, const T* grad_invstd,
-                                       bool training, T* dx, T* dw, T* db, cudaStream_t stream);
+                                       bool training, T* dx, T* dw, T* db, math::opmath_t<T>* workspace,
+                                       cudaStream_t stream);
 
 } // namespace opforge::cuda

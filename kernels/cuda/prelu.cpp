@@ -38,9 +38,12 @@ prelu_backward_cuda(const at::Tensor& grad_output, const at::Tensor& self,
   const at::Tensor wt = weight.contiguous();
   at::Tensor grad_self = at::empty(in.sizes(), in.options());
   at::Tensor grad_weight = at::empty(wt.sizes(), wt.options());
+  using A = math::opmath_t<scalar_t>;
+  at::Tensor partial = at::empty({l.channels * cuda::prelu_backward_splits(l.outer, l.inner)},
+                                 wt.options().dtype(c10::CppTypeToScalarType<A>::value));
   OPFORGE_CUDA_CHECK(cuda::launch_prelu_backward(
       grad_self.mutable_data_ptr<scalar_t>(),
-      grad_weight.mutable_data_ptr<scalar_t>(), g.const_data_ptr<scalar_t>(),
+      grad_weight.mutable_data_ptr<scalar_t>(), partial.mutable_data_ptr<A>(), g.const_data_ptr<scalar_t>(),
       in.const_data_ptr<scalar_t>(), wt.const_data_ptr<scalar_t>(), l.outer,
       l.channels, l.inner, opforge::cuda::current_stream()));
   return {grad_self, grad_weight};

@@ -23,20 +23,23 @@ __global__ void prelu_kernel(T* out, const T* in, const T* weight, int64_t n,
   }
 }
 
-// One block per channel: the block writes grad_self for the channel's
-// elements and reduces its grad_weight.
+// grad_self for every element, and per (channel, split) the partial sum of
+// v * g over the split's share of the channel's elements: blocks (x, y) take
+// channel x (grid-stride) and split y, so a single shared weight is reduced by
+// gridDim.y blocks rather than one.
 template <typename T>
-__global__ void prelu_backward_kernel(T* grad_self, T* grad_weight,
-                                      const T* grad, const T* in,
-                                      const T* weight, int64_t outer,
-                                      int64_t channels, int64_t inner) {
+__global__ void prelu_backward_kernel(T* grad_self, acc_t<T>* partial, const T* grad, const T* in,
+                                      const T* weight, int64_t outer, int64_t channels, int64_t inner,
+                                      int64_t chunk) {
   using A = acc_t<T>;
   __shared__ A shared[32];
   const int64_t count = outer * inner;
+  const int64_t begin = blockIdx.y * chunk;
+  const int64_t end = begin + chunk < count ? begin + chunk : count;
   for (int64_t c = blockIdx.x; c < channels; c += gridDim.x) {
     const A a = math::cast_to<A>(weight[c]);
     A s = 0;
-    for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
+    for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
       const int64_t o = k / inner;
       const int64_t i = (o * channels + c) * inner + (k - o * inner);
       const A v = math::cast_to<A>(in[i]);
@@ -50,12 +53,27 @@ __global__ void prelu_backward_kernel(T* grad_self, T* grad_weight,
     }
     s = block_reduce(s, sum_op{}, A(0), shared);
     if (threadIdx.x == 0) {
-      grad_weight[c] = math::cast_to<T>(s);
+      partial[c * gridDim.y + blockIdx.y] = s;
     }
   }
 }
 
+// grad_weight[c] = the sum of channel c's partials, in split order (deterministic).
+template <typename T>
+__global__ void prelu_weight_sum_kernel(T* grad_weight, const acc_t<T>* partial, int64_t channels, int64_t splits) {
+  const int64_t stride = grid_threads();
+  for (int64_t c = global_thread(); c < channels; c += stride) {
+    acc_t<T> s = 0;
+    for (int64_t j = 0; j < splits; ++j) {
+      s += partial[c * splits + j];
+    }
+    grad_weight[c] = math::cast_to<T>(s);
+  }
+}
+
 constexpr int k_reduce_threads = 512;
+constexpr int64_t k_elements_per_split = 16384;
+constexpr int64_t k_max_splits = 64;
 
 } // namespace
 
@@ -71,20 +89,29 @@ cudaError_t launch_prelu(T* out, const T* in, const T* weight, int64_t outer,
   return cudaGetLastError();
 }
 
+int64_t prelu_backward_splits(int64_t outer, int64_t inner) {
+  // Enough elements per block to amortize its reduction, at most 64 splits.
+  const int64_t splits = ceil_div(outer * inner, k_elements_per_split);
+  return splits < 1 ? 1 : (splits > k_max_splits ? k_max_splits : splits);
+}
+
 template <typename T>
-cudaError_t launch_prelu_backward(T* grad_self, T* grad_weight, const T* grad,
-                                  const T* in, const T* weight, int64_t outer,
-                                  int64_t channels, int64_t inner,
+cudaError_t launch_prelu_backward(T* grad_self, T* grad_weight, math::opmath_t<T>* partial, const T* grad,
+                                  const T* in, const T* weight, int64_t outer, int64_t channels, int64_t inner,
                                   cudaStream_t stream) {
   if (channels == 0) {
     return cudaSuccess;
   }
-  // Every channel gets a block even when it has no elements, so grad_weight
+  // Every channel gets its blocks even when it has no elements, so grad_weight
   // is always written (zero for an empty channel).
-  const auto blocks = static_cast<unsigned>(
-      channels < k_max_blocks ? channels : k_max_blocks);
-  OPFORGE_LAUNCH(blocks, row_threads(outer * inner, k_reduce_threads), 0, stream, prelu_backward_kernel)(grad_self, grad_weight, grad, in, weight,
-                                       outer, channels, inner);
+  const int64_t splits = prelu_backward_splits(outer, inner);
+  const int64_t chunk = ceil_div(outer * inner, splits);
+  const dim3 grid(static_cast<unsigned>(channels < k_max_blocks ? channels : k_max_blocks),
+                  static_cast<unsigned>(splits));
+  OPFORGE_LAUNCH(grid, row_threads(chunk, k_reduce_threads), 0, stream, prelu_backward_kernel)(
+      grad_self, partial, grad, in, weight, outer, channels, inner, chunk);
+  OPFORGE_LAUNCH(elementwise_blocks(channels), k_threads, 0, stream, prelu_weight_sum_kernel)(
+      grad_weight, partial, channels, splits);
   return cudaGetLastError();
 }
 
@@ -92,8 +119,8 @@ cudaError_t launch_prelu_backward(T* grad_self, T* grad_weight, const T* grad,
   template cudaError_t launch_prelu<T>(T*, const T*, const T*, int64_t,       \
                                        int64_t, int64_t, cudaStream_t);       \
   template cudaError_t launch_prelu_backward<T>(                              \
-      T*, T*, const T*, const T*, const T*, int64_t, int64_t, int64_t,        \
-      cudaStream_t);
+      T*, T*, math::opmath_t<T>*, const T*, const T*, const T*, int64_t,      \
+      int64_t, int64_t, cudaStream_t);
 OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
 #undef OPFORGE_INSTANTIATE
 

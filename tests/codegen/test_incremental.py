@@ -40,7 +40,8 @@ def test_editing_one_entry_touches_only_its_files(tmp_path: Path) -> None:
     )
     assert _generate(schemas, out) == ["csrc/ops/relu.cpp"]
 
-    # A new argument: the op's header and unit, the schema list, the bindings, Python and docs.
+    # A new argument: the op's header and unit, the schema lists (the library's and the CUDA
+    # simulator's), the bindings, Python and docs.
     yaml.write_text(
         yaml.read_text().replace(
             "- func: relu(Tensor self)", "- func: relu(Tensor self, *, bool fast=False)"
@@ -51,6 +52,7 @@ def test_editing_one_entry_touches_only_its_files(tmp_path: Path) -> None:
         "include/opforge/ops/relu.h",
         "csrc/ops/relu.cpp",
         "csrc/library.cpp",
+        "csrc/cuda_sim.cpp",
         "csrc/bindings.cpp",
         "python/_ops.py",
         "python/_ops.pyi",

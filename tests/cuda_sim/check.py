@@ -2,19 +2,53 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 import torch
 
 from tests.ops import opdb
 
+# benchmarks/cuda.sh runs these tests on a real GPU: the CUDA side is then the
+# real CUDA kernel, on copies of the arguments moved to the device.
+ON_GPU = os.environ.get("OPFORGE_SIM_ON_GPU") == "1"
+sim_only = pytest.mark.skipif(ON_GPU, reason="about the simulator itself")
+
+
+def _on_gpu(op: Any) -> Any:
+    def run(*args: Any, **kwargs: Any) -> Any:
+        def to(v: Any) -> Any:
+            return v.cuda() if isinstance(v, torch.Tensor) else v
+
+        gpu_args = [to(a) for a in args]
+        gpu_kwargs = {k: to(v) for k, v in kwargs.items()}
+        out = op(*gpu_args, **gpu_kwargs)
+        # Written-into arguments come back into the caller's tensors, as on the CPU.
+        for host, dev in zip(
+            [*args, *kwargs.values()], [*gpu_args, *gpu_kwargs.values()], strict=True
+        ):
+            if isinstance(host, torch.Tensor):
+                host.copy_(dev.cpu())
+        if isinstance(out, (tuple, list)):
+            return type(out)(t.cpu() if isinstance(t, torch.Tensor) else t for t in out)
+        return out.cpu()
+
+    return run
+
+
+def cuda_op(name: str, overload: str = "default") -> Any:
+    """The CUDA entry point of one op overload: under the simulator on CPU tensors, or
+    (OPFORGE_SIM_ON_GPU=1) the real kernel on the GPU, taking and returning CPU tensors."""
+    if ON_GPU:
+        return _on_gpu(getattr(getattr(torch.ops.opforge, name), overload))
+    return getattr(getattr(torch.ops.opforge_cuda_sim, name), overload)
+
 
 def overloads(name: str, overload: str = "default") -> tuple[Any, Any]:
-    """(the CPU operator, the CUDA entry point under the simulator) of one op overload."""
-    cpu = getattr(getattr(torch.ops.opforge, name), overload)
-    sim = getattr(getattr(torch.ops.opforge_cuda_sim, name), overload)
-    return cpu, sim
+    """(the CPU operator, the CUDA entry point) of one op overload."""
+    return getattr(getattr(torch.ops.opforge, name), overload), cuda_op(name, overload)
 
 
 def tolerances(dtype: torch.dtype) -> dict[str, float]:

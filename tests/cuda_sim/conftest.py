@@ -29,8 +29,8 @@ def cuda_sim():  # type: ignore[no-untyped-def]
     return _cuda_sim
 
 
-# The coverage test runs last and only when the whole simulated suite ran.
-_COVERAGE = "test_every_global_kernel_ran"
+# The coverage tests run last and only when the whole simulated suite ran.
+_LAST = ("test_every_global_kernel_ran", "test_compiled_kernels_fit_their_launches")
 _SUITES = ("test_battery.py", "test_launch_branches.py")
 _partial: list[bool] = []
 
@@ -42,9 +42,11 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.name == _COVERAGE)
+    items.sort(key=lambda item: item.name in _LAST)
     ran = {item.path.name for item in items}
     if _partial or not all(s in ran for s in _SUITES):
         for item in items:
-            if item.name == _COVERAGE:
-                item.add_marker(pytest.mark.skip(reason="only part of the cuda_sim suite was selected"))
+            if item.name in _LAST:
+                item.add_marker(
+                    pytest.mark.skip(reason="only part of the cuda_sim suite was selected")
+                )

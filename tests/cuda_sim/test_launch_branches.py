@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import torch
 
-from tests.cuda_sim.check import agree
+from tests.cuda_sim.check import agree, cuda_op, sim_only
 
 pytestmark = pytest.mark.cuda_sim
 
@@ -23,6 +23,7 @@ def rand(*shape: int, dtype: torch.dtype = torch.float32, seed: int = 0) -> torc
     return (torch.randn(shape, generator=g, dtype=torch.float64) * 2).to(dtype)
 
 
+@sim_only
 def test_grid_cap_is_small(cuda_sim: Any) -> None:
     assert cuda_sim.max_blocks <= 8
 
@@ -34,7 +35,9 @@ def test_grid_cap_is_small(cuda_sim: Any) -> None:
     [((4, 3), 1), ((5, 1000), 1), ((3, 3000), 1), ((2, 5, 7), 0), ((2, 5, 7), 1), ((33, 2), -1)],
     ids=["warp-3", "warp-1000", "block-3000", "columns-dim0", "columns-dim1", "rows-33x2"],
 )
-def test_softmax_family(cuda_sim: Any, name: str, shape: tuple[int, ...], dim: int, dtype: torch.dtype) -> None:
+def test_softmax_family(
+    cuda_sim: Any, name: str, shape: tuple[int, ...], dim: int, dtype: torch.dtype
+) -> None:
     x = rand(*shape, dtype=dtype)
     y = agree(name, [x, dim])
     grad = rand(*shape, dtype=dtype, seed=1)
@@ -54,7 +57,9 @@ def test_softmax_family(cuda_sim: Any, name: str, shape: tuple[int, ...], dim: i
     ],
     ids=["split", "rows", "permuted", "columns", "all", "two-dims"],
 )
-def test_sum(cuda_sim: Any, shape: tuple[int, ...], dim: list[int] | None, dtype: torch.dtype) -> None:
+def test_sum(
+    cuda_sim: Any, shape: tuple[int, ...], dim: list[int] | None, dtype: torch.dtype
+) -> None:
     x = rand(*shape, dtype=dtype)
     tol = {"atol": 1e-3, "rtol": 1e-4} if dtype == torch.float32 else None
     if dtype == torch.float16:
@@ -102,7 +107,11 @@ def test_batch_and_group_norm(cuda_sim: Any, hw: tuple[int, int], dtype: torch.d
     _, save_mean, save_invstd = agree(
         "batch_norm_forward", [x, w, b, mean, var, True, 0.1, 1e-5], written=running, tol=tol
     )
-    agree("batch_norm_backward", [grad, x, save_mean, save_invstd, True, [True, True, True], w], tol=tol)
+    agree(
+        "batch_norm_backward",
+        [grad, x, save_mean, save_invstd, True, [True, True, True], w],
+        tol=tol,
+    )
     agree("batch_norm_forward", [x, w, b, mean, var, False, 0.1, 1e-5], written=running, tol=tol)
     _, gmean, grstd = agree("group_norm_forward", [x, 3, w, b, 1e-5], tol=tol)
     agree("group_norm_backward", [grad, x, 3, gmean, grstd, [True, True, True], w], tol=tol)
@@ -123,7 +132,11 @@ CONV_CASES = [
 @pytest.mark.parametrize("case", CONV_CASES, ids=[f"conv{i}" for i in range(len(CONV_CASES))])
 def test_conv2d(cuda_sim: Any, case: tuple[Any, ...], dtype: torch.dtype) -> None:
     xs, ws, stride, padding, dilation, groups = case
-    x, w, b = rand(*xs, dtype=dtype), rand(*ws, dtype=dtype, seed=1), rand(ws[0], dtype=dtype, seed=2)
+    x, w, b = (
+        rand(*xs, dtype=dtype),
+        rand(*ws, dtype=dtype, seed=1),
+        rand(ws[0], dtype=dtype, seed=2),
+    )
     conv_args = [stride, padding, dilation, groups]
     tol = {"atol": 1e-4, "rtol": 1e-4} if dtype == torch.float32 else None
     y = agree("conv2d", [x, w, b, *conv_args], tol=tol)
@@ -150,7 +163,11 @@ def test_conv_transpose2d_output_padding(cuda_sim: Any, dtype: torch.dtype) -> N
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_fold_conv_bn(cuda_sim: Any, dtype: torch.dtype) -> None:
     w = rand(9, 4, 3, 3, dtype=dtype)
-    gamma, beta, mean = rand(9, dtype=dtype, seed=1), rand(9, dtype=dtype, seed=2), rand(9, dtype=dtype, seed=3)
+    gamma, beta, mean = (
+        rand(9, dtype=dtype, seed=1),
+        rand(9, dtype=dtype, seed=2),
+        rand(9, dtype=dtype, seed=3),
+    )
     var = rand(9, dtype=dtype, seed=4).abs() + 0.5
     agree("fold_conv_bn", [w, rand(9, dtype=dtype, seed=5), gamma, beta, mean, var, 1e-5])
     agree("fold_conv_bn", [w, None, gamma, beta, mean, var, 1e-5])
@@ -160,9 +177,15 @@ def test_fold_conv_bn(cuda_sim: Any, dtype: torch.dtype) -> None:
 def test_pooling(cuda_sim: Any, dtype: torch.dtype) -> None:
     x = rand(2, 3, 13, 11, dtype=dtype)
     out, idx = agree("max_pool2d_with_indices", [x, [3, 2], [2, 2], [1, 1], [2, 1], True])
-    agree("max_pool2d_backward", [rand(*out.shape, dtype=dtype, seed=1), x, idx, [3, 2], [2, 2], [1, 1], [2, 1], True])
+    agree(
+        "max_pool2d_backward",
+        [rand(*out.shape, dtype=dtype, seed=1), x, idx, [3, 2], [2, 2], [1, 1], [2, 1], True],
+    )
     y = agree("avg_pool2d", [x, [3, 3], [2, 2], [1, 1], True, False, None])
-    agree("avg_pool2d_backward", [rand(*y.shape, dtype=dtype, seed=2), x, [3, 3], [2, 2], [1, 1], True, False, None])
+    agree(
+        "avg_pool2d_backward",
+        [rand(*y.shape, dtype=dtype, seed=2), x, [3, 3], [2, 2], [1, 1], True, False, None],
+    )
     agree("avg_pool2d", [x, [2, 2], [1, 1], [0, 0], False, True, 3])
     a = agree("adaptive_avg_pool2d", [x, [5, 4]])
     agree("adaptive_avg_pool2d_backward", [rand(*a.shape, dtype=dtype, seed=3), x])
@@ -179,15 +202,21 @@ def test_spatial_pyramid_pool_nine_levels(cuda_sim: Any, mode: str, dtype: torch
     agree("spatial_pyramid_pool_backward", [rand(*y.shape, dtype=dtype, seed=1), x, levels, mode])
 
 
+@sim_only  # the GPU draws from the CUDA generator
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("n", [0, 1, 7, 1001])
 def test_dropout_same_mask_as_cpu(cuda_sim: Any, n: int, dtype: torch.dtype) -> None:
     x = rand(n, dtype=dtype)
     for p in (0.0, 0.3, 1.0):
         cpu = torch.ops.opforge.dropout_forward(x, p, True, torch.Generator().manual_seed(5))
-        sim = torch.ops.opforge_cuda_sim.dropout_forward(x, p, True, torch.Generator().manual_seed(5))
+        sim = torch.ops.opforge_cuda_sim.dropout_forward(
+            x, p, True, torch.Generator().manual_seed(5)
+        )
         torch.testing.assert_close(sim, cpu)
-        agree("dropout_backward", [rand(n, dtype=dtype, seed=1), cpu[1], 1.0 / (1 - p) if p < 1 else 0.0])
+        agree(
+            "dropout_backward",
+            [rand(n, dtype=dtype, seed=1), cpu[1], 1.0 / (1 - p) if p < 1 else 0.0],
+        )
     agree("dropout_forward", [x, 0.5, False, None])
 
 
@@ -203,10 +232,12 @@ def test_embedding(cuda_sim: Any, dim: int, dtype: torch.dtype, index_dtype: tor
     agree("embedding_backward", [grad, idx, 11, -1])
     bad = torch.tensor([0, 11], dtype=index_dtype)
     with pytest.raises(IndexError, match="indices"):
-        torch.ops.opforge_cuda_sim.embedding(w, bad, -1)
+        cuda_op("embedding")(w, bad, -1)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8])
+@pytest.mark.parametrize(
+    "dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8]
+)
 @pytest.mark.parametrize("offset", [0, 1, 3])
 def test_channel_shuffle_odd_offsets(cuda_sim: Any, offset: int, dtype: torch.dtype) -> None:
     storage = (torch.arange(offset + 2 * 6 * 5 * 3) % 100).to(dtype)
@@ -229,4 +260,35 @@ def test_prelu_shared_and_per_channel(cuda_sim: Any, dtype: torch.dtype) -> None
 def test_local_response_norm(cuda_sim: Any, dtype: torch.dtype) -> None:
     x = rand(2, 7, 4, 5, dtype=dtype)
     agree("local_response_norm", [x, 3, 1e-2, 0.75, 2.0])
-    agree("local_response_norm_backward", [rand(2, 7, 4, 5, dtype=dtype, seed=1), x, 4, 1e-2, 0.75, 2.0])
+    agree(
+        "local_response_norm_backward",
+        [rand(2, 7, 4, 5, dtype=dtype, seed=1), x, 4, 1e-2, 0.75, 2.0],
+    )
+
+
+@sim_only
+def test_embedding_under_graph_capture_asserts_on_the_device(cuda_sim: Any) -> None:
+    # No blocking readback of the error flag while a CUDA graph is captured.
+    w = rand(5, 3)
+    cuda_sim.set_capturing(True)
+    try:
+        torch.testing.assert_close(
+            torch.ops.opforge_cuda_sim.embedding(w, torch.tensor([0, 4]), -1), w[[0, 4]]
+        )
+        with pytest.raises(torch.AcceleratorError, match="device-side assert triggered"):
+            torch.ops.opforge_cuda_sim.embedding(w, torch.tensor([0, 7]), -1)
+        with pytest.raises(torch.AcceleratorError, match="device-side assert triggered"):
+            torch.ops.opforge_cuda_sim.embedding_backward(rand(2, 3), torch.tensor([-1, 2]), 5, -1)
+    finally:
+        cuda_sim.set_capturing(False)
+
+
+def test_embedding_backward_is_flagged_nondeterministic(cuda_sim: Any) -> None:
+    torch.use_deterministic_algorithms(True)
+    try:
+        with pytest.raises(
+            RuntimeError, match="embedding_backward .CUDA. does not have a deterministic"
+        ):
+            cuda_op("embedding_backward")(rand(2, 3), torch.tensor([1, 2]), 5, -1)
+    finally:
+        torch.use_deterministic_algorithms(False)

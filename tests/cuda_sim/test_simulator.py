@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 import torch
 
-pytestmark = pytest.mark.cuda_sim
+from tests.cuda_sim.check import sim_only
+
+pytestmark = [pytest.mark.cuda_sim, sim_only]
 
 # CUDA runtime error codes.
 SUCCESS = 0
@@ -73,4 +75,3 @@ def test_device_assert(cuda_sim: Any) -> None:
     code, message = _run(cuda_sim, "assert", buf)
     assert code == ASSERT
     assert "in[threadIdx.x] >= 0" in message and "thread (5, 0, 0)" in message
-

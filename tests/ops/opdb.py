@@ -118,13 +118,35 @@ class Call:
 
 
 def calls(op: OpDecl, dtype: torch.dtype, device: str, *, variants: bool = True) -> list[Call]:
-    """Every sample of `op`, plus non-contiguous and empty variants."""
+    """Every sample of `op`, plus non-contiguous and empty variants, one call per further
+    `arg_dtypes` entry (int32 indices, say) and one per single-output `output_mask`."""
     out = []
     for i, sample in enumerate(op.samples):
         for variant in ("plain", "noncontiguous", "empty") if variants else ("plain",):
             call = _build(op, sample.get, dtype, device, variant, seed=i)
             if call is not None:
                 out.append(Call(call.args, call.kwargs, f"sample{i}-{variant}", call.names))
+        if not variants:
+            continue
+        for name, choices in op.arg_dtypes:
+            for own in choices[1:]:
+                call = _build(op, sample.get, dtype, device, "plain", seed=i, arg_dtype={name: own})
+                if call is not None:
+                    out.append(Call(call.args, call.kwargs, f"sample{i}-{name}-{own}", call.names))
+        mask = sample.get("output_mask")
+        if isinstance(mask, list) and all(mask) and len(mask) > 1:
+            for k in range(len(mask)):
+                only = [j == k for j in range(len(mask))]
+                call = _build(
+                    op,
+                    lambda n, s=sample, m=only: m if n == "output_mask" else s.get(n),
+                    dtype,
+                    device,
+                    "plain",
+                    seed=i,
+                )
+                if call is not None:
+                    out.append(Call(call.args, call.kwargs, f"sample{i}-mask{k}", call.names))
     from tests.ops.samples import SAMPLES
 
     extra = SAMPLES.get(op.qualified)
@@ -135,7 +157,13 @@ def calls(op: OpDecl, dtype: torch.dtype, device: str, *, variants: bool = True)
 
 
 def _build(
-    op: OpDecl, get: Callable[[str], Any], dtype: torch.dtype, device: str, variant: str, seed: int
+    op: OpDecl,
+    get: Callable[[str], Any],
+    dtype: torch.dtype,
+    device: str,
+    variant: str,
+    seed: int,
+    arg_dtype: dict[str, str] | None = None,
 ) -> Call | None:
     gen = torch.Generator().manual_seed(1234 + seed)
     schema_args = op.schema.arguments
@@ -157,10 +185,12 @@ def _build(
             spec = value
             if variant == "empty":
                 spec = [0, *_shape(value)[1:]]
-            own = dict(op.arg_dtypes).get(a.name)
+            own = (arg_dtype or {}).get(a.name) or next(
+                iter(dict(op.arg_dtypes).get(a.name, ())), None
+            )
             value = make_tensor(
                 spec,
-                TORCH_DTYPES[own[0]] if own else dtype,
+                TORCH_DTYPES[own] if own else dtype,
                 device,
                 gen,
                 noncontiguous=variant == "noncontiguous",

@@ -18,10 +18,12 @@ def _params(pred: Any) -> list[Any]:
     return [pytest.param(op, id=op.qualified) for op in opdb.functional_ops() if pred(op)]
 
 
-def _requiring_grad(op: OpDecl, dtype: torch.dtype) -> list[tuple[opdb.Call, list[torch.Tensor]]]:
+def _requiring_grad(
+    op: OpDecl, dtype: torch.dtype, device: str = "cpu"
+) -> list[tuple[opdb.Call, list[torch.Tensor]]]:
     """Each sample with fresh tensors, and its inputs set to require grad."""
     out = []
-    for call in opdb.calls(op, dtype, "cpu", variants=False):
+    for call in opdb.calls(op, dtype, device, variants=False):
         call = call.clone()
         inputs = opdb.grad_inputs(op, call)
         for t in inputs:
@@ -42,9 +44,14 @@ def _fn(op: OpDecl, call: opdb.Call, inputs: list[torch.Tensor], impl: Any) -> A
     return run
 
 
+DEVICES = [pytest.param("cpu", id="cpu"), pytest.param("cuda", id="cuda", marks=pytest.mark.cuda)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("op", _params(opdb.differentiable))
-def test_gradcheck(op: OpDecl) -> None:
-    for call, inputs in _requiring_grad(op, torch.float64):
+def test_gradcheck(op: OpDecl, device: str) -> None:
+    # The YAML samples are small: float64 gradcheck runs them on the GPU as well.
+    for call, inputs in _requiring_grad(op, torch.float64, device):
         fn = _fn(op, call, inputs, getattr(opforge, op.name))
         assert torch.autograd.gradcheck(fn, tuple(inputs)), call.label
 

@@ -21,13 +21,20 @@
 
 // Function and variable qualifiers. Block-shared memory is per OS thread:
 // one OS thread runs one block at a time, all of its CUDA threads as fibers.
+// Under AddressSanitizer blocks run one at a time in the whole process and
+// shared memory is a plain static, which ASan surrounds with redzones (it
+// leaves thread_local variables unchecked).
 #define __global__
 #define __device__
 #define __host__
 #define __forceinline__ inline
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
+#if defined(__SANITIZE_ADDRESS__)
+#define __shared__ static
+#else
 #define __shared__ static thread_local
+#endif
 
 struct uint3 {
   unsigned int x, y, z;

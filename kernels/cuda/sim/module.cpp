@@ -30,6 +30,8 @@ PYBIND11_MODULE(_cuda_sim, m) {
       },
       "{'file.cu:kernel': (launches, largest block in threads)} since the last reset");
   m.def("reset_launched_kernels", &opforge::sim::reset_launched_kernels);
+  m.def("set_capturing", &opforge::sim::set_capturing,
+        "Pretend the current stream is being captured into a CUDA graph (entry points skip host readbacks)");
   m.def(
       "run_selftest",
       [](const std::string& name, std::uintptr_t buffer) {

@@ -25,7 +25,8 @@
 //   This file is compiled without instrumentation (its own bookkeeping is
 //   shared by all fibers); the kernels are instrumented.
 // - __shared__ variables are static thread_local: one block runs at a time
-//   on an OS thread, so each block sees its own copy.
+//   on an OS thread, so each block sees its own copy (plain statics and one
+//   block at a time under AddressSanitizer, whose redzones then cover them).
 #include "cuda_sim.h"
 #include "fiber.h"
 #include "stats.h"
@@ -336,6 +337,9 @@ void set_error(cudaError_t code, const std::string& message) {
 }
 
 unsigned worker_count(unsigned long long blocks) {
+#if defined(__SANITIZE_ADDRESS__)
+  return 1;  // __shared__ variables are process-wide statics (cuda_sim.h)
+#endif
   static const unsigned workers = [] {
     if (const char* env = std::getenv("OPFORGE_CUDA_SIM_THREADS")) {
       return static_cast<unsigned>(std::max(1, std::atoi(env)));

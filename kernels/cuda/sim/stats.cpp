@@ -1,6 +1,7 @@
 // Launch statistics of the CUDA simulator (see stats.h).
 #include "stats.h"
 
+#include <atomic>
 #include <mutex>
 
 namespace opforge::sim {
@@ -46,6 +47,13 @@ std::map<std::string, kernel_stats> launched_kernels() {
   const std::lock_guard<std::mutex> lock(stats_mutex());
   return stats();
 }
+
+namespace {
+std::atomic<bool> capture_mode{false};
+}  // namespace
+
+bool capturing() { return capture_mode.load(); }
+void set_capturing(bool on) { capture_mode = on; }
 
 void reset_launched_kernels() {
   const std::lock_guard<std::mutex> lock(stats_mutex());

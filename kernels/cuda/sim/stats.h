@@ -22,4 +22,9 @@ void reset_launched_kernels();
 // The detailed message of this host thread's last failed launch.
 std::string last_error_message();
 
+// Pretend the current stream is being captured into a CUDA graph, so the
+// entry points' capture paths run under the simulator too.
+bool capturing();
+void set_capturing(bool on);
+
 }  // namespace opforge::sim

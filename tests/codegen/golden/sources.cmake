@@ -8,3 +8,5 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/scale_add.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/total.cpp
 )
+# The CUDA simulator's op registrations (opforge._cuda_sim).
+set(OPFORGE_CUDA_SIM_GENERATED_SOURCES ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim.cpp)
