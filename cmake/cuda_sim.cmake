@@ -51,7 +51,9 @@ if(OPFORGE_CUDA_SIM_SANITIZE)
   if(OPFORGE_CUDA_SIM_SANITIZE STREQUAL "thread")
     # The scheduler's bookkeeping is shared by all fibers of a block; its
     # happens-before edges are annotated instead (Note [CUDA simulation]).
-    set_source_files_properties(${_sim_runtime} PROPERTIES COMPILE_OPTIONS "-fno-sanitize=thread")
+    # -fno-sanitize=thread also drops __SANITIZE_THREAD__: OPFORGE_SIM_TSAN turns the annotations on.
+    set_source_files_properties(${_sim_runtime} PROPERTIES COMPILE_OPTIONS "-fno-sanitize=thread"
+      COMPILE_DEFINITIONS OPFORGE_SIM_TSAN)
   endif()
 endif()
 # Sanitized builds put the module aside (scripts/sanitize_cuda.sh loads it by path).

@@ -613,7 +613,8 @@ def conv2d_backward(
     )
     if unbatched and grad_input is not None:
         grad_input = grad_input.squeeze(0)
-    return grad_input, grad_weight, grad_bias
+    # ATen may compute an output the mask leaves out (the weight gradient with the bias's).
+    return _masked((grad_input, grad_weight, grad_bias), output_mask)
 
 
 def conv2d_padding(
@@ -737,4 +738,5 @@ def conv_transpose2d_backward(
     )
     if unbatched and grad_input is not None:
         grad_input = grad_input.squeeze(0)
-    return grad_input, grad_weight, grad_bias
+    # ATen may compute an output the mask leaves out (the weight gradient with the bias's).
+    return _masked((grad_input, grad_weight, grad_bias), output_mask)

@@ -7,7 +7,10 @@
   block sizes come from the CUDA simulator's launch statistics, so the check
   covers the launches the test suite makes;
 - hot kernels (every instantiation not over double) neither spill nor use a
-  stack frame (cuobjdump's STACK and LOCAL are 0).
+  stack frame (cuobjdump's STACK and LOCAL are 0);
+- a kernel launched with more than 256 threads declares __launch_bounds__ at
+  least that large (PTX `.maxntid`), so nvcc cannot give it more registers than
+  such a block may use.
 
     python scripts/check_cuda_objects.py [build-dir]   (prints the table; exit 1 on a failure)
 
@@ -116,6 +119,22 @@ def resources(tool: str, obj: Path) -> list[KernelResources]:
             )
         )
     return result
+
+
+def launch_bounds(tool: str, obj: Path) -> dict[str, int]:
+    """Kernel name -> the smallest `.maxntid` among its PTX entries (0: none declared)."""
+    ptx = subprocess.run([tool, "--dump-ptx", str(obj)], capture_output=True, text=True).stdout
+    entries = re.findall(r"\.entry\s+(\S+)\((.*?)\{", ptx, flags=re.S)
+    if not entries:
+        return {}
+    names = _run("c++filt", *[e[0] for e in entries]).splitlines()
+    bounds: dict[str, int] = {}
+    for (_, tail), symbol in zip(entries, names, strict=True):
+        m = re.search(r"\.maxntid\s+(\d+),\s*(\d+),\s*(\d+)", tail)
+        n = int(m.group(1)) * int(m.group(2)) * int(m.group(3)) if m else 0
+        name = KernelResources("", "", symbol, 0, 0, 0).name
+        bounds[name] = min(bounds.get(name, n), n)
+    return bounds
 
 
 def registers_for_block(registers: int, threads: int) -> int:

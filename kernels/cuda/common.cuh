@@ -23,6 +23,12 @@ inline unsigned elementwise_blocks(int64_t n) {
   return static_cast<unsigned>(b < k_max_blocks ? b : k_max_blocks);
 }
 
+// The largest block a reduction kernel is launched with (row_threads(n, 512),
+// norm_threads): such kernels declare __launch_bounds__(k_max_block_reduce_threads)
+// so that nvcc keeps their registers within what 512 threads may use
+// (scripts/check_cuda_objects.py checks it against the launches).
+constexpr int k_max_block_reduce_threads = 512;
+
 // Threads for one-block-per-row kernels: a multiple of the warp size, no more
 // than the row needs.
 inline int row_threads(int64_t n, int max_threads) {

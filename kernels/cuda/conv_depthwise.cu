@@ -74,12 +74,11 @@ __global__ void depthwise_grad_input_kernel(const conv2d_geometry g, const A* __
   }
 }
 
-constexpr int k_reduce_threads = 512;
 
 // One block per (output channel, tap), reducing over the batch and the
 // output plane.
 template <typename A>
-__global__ void depthwise_grad_weight_kernel(const conv2d_geometry g, const A* __restrict__ gy,
+__global__ void __launch_bounds__(k_max_block_reduce_threads) depthwise_grad_weight_kernel(const conv2d_geometry g, const A* __restrict__ gy,
                                              const A* __restrict__ x, A* __restrict__ gw) {
   __shared__ A shared[32];
   const int64_t mult = g.oc / g.c;
@@ -147,7 +146,7 @@ cudaError_t launch_depthwise_grad_weight(const conv2d_geometry& g, const A* gy, 
   // Every weight gets a block even when the batch is empty, so gw is always
   // written (zero then).
   const auto blocks = static_cast<unsigned>(weights < k_max_blocks ? weights : k_max_blocks);
-  OPFORGE_LAUNCH(blocks, row_threads(g.n * g.oh * g.ow, k_reduce_threads), 0, stream, depthwise_grad_weight_kernel)(g, gy, x, gw);
+  OPFORGE_LAUNCH(blocks, row_threads(g.n * g.oh * g.ow, k_max_block_reduce_threads), 0, stream, depthwise_grad_weight_kernel)(g, gy, x, gw);
   return cudaGetLastError();
 }
 

@@ -175,11 +175,10 @@ __global__ void col2im_kernel(const conv2d_geometry g, const A* __restrict__ col
   }
 }
 
-constexpr int k_reduce_threads = 512;
 
 // One block per channel (grid-stride over channels).
 template <typename A>
-__global__ void channel_sums_kernel(int64_t n, int64_t channels, int64_t plane,
+__global__ void __launch_bounds__(k_max_block_reduce_threads) channel_sums_kernel(int64_t n, int64_t channels, int64_t plane,
                                     const A* __restrict__ t, A* __restrict__ sums) {
   __shared__ A shared[32];
   const int64_t count = n * plane;
@@ -252,7 +251,7 @@ cudaError_t launch_channel_sums(int64_t n, int64_t channels, int64_t plane, cons
   }
   // Every channel gets a block even for an empty batch, so sums is always written.
   const auto blocks = static_cast<unsigned>(channels < k_max_blocks ? channels : k_max_blocks);
-  OPFORGE_LAUNCH(blocks, row_threads(n * plane, k_reduce_threads), 0, stream, channel_sums_kernel)(
+  OPFORGE_LAUNCH(blocks, row_threads(n * plane, k_max_block_reduce_threads), 0, stream, channel_sums_kernel)(
       n, channels, plane, t, sums);
   return cudaGetLastError();
 }

@@ -23,7 +23,7 @@ __device__ inline int64_t channel_offset(int64_t k, int64_t c, int64_t channels,
 // Per (channel, split): count, mean and sum of squared deviations of the
 // split's share of the channel (two passes, the second from cache).
 template <typename T>
-__global__ void stats_partial_kernel(batch_norm_args<T> a, int64_t chunk, norm_acc_t<T>* partial) {
+__global__ void __launch_bounds__(k_max_block_reduce_threads) stats_partial_kernel(batch_norm_args<T> a, int64_t chunk, norm_acc_t<T>* partial) {
   using A = norm_acc_t<T>;
   __shared__ A shared[32];
   const int64_t count = a.n * a.hw;
@@ -117,7 +117,7 @@ __global__ void apply_kernel(batch_norm_args<T> a, const T* bias, const norm_acc
 
 // Per (channel, split): sum of g and of g * (x - mean) over the split's share.
 template <typename T>
-__global__ void grad_partial_kernel(batch_norm_args<T> a, const T* grad, const T* save_mean, int64_t chunk,
+__global__ void __launch_bounds__(k_max_block_reduce_threads) grad_partial_kernel(batch_norm_args<T> a, const T* grad, const T* save_mean, int64_t chunk,
                                     norm_acc_t<T>* partial) {
   using A = norm_acc_t<T>;
   __shared__ A shared[32];

@@ -60,7 +60,7 @@ __device__ group_stats<A> block_group_stats(const T* x, int64_t blocks, int64_t 
 
 // Threads for a block reducing a group of n elements.
 inline int norm_threads(int64_t n) {
-  return row_threads(n, 512);
+  return row_threads(n, k_max_block_reduce_threads);
 }
 
 inline unsigned norm_blocks(int64_t groups) {

@@ -10,7 +10,7 @@ namespace opforge::cuda {
 namespace {
 
 template <typename T>
-__global__ void forward_kernel(group_norm_args<T> a, const T* bias, T* y, T* mean, T* rstd, double eps) {
+__global__ void __launch_bounds__(k_max_block_reduce_threads) forward_kernel(group_norm_args<T> a, const T* bias, T* y, T* mean, T* rstd, double eps) {
   using A = norm_acc_t<T>;
   __shared__ A shared[32];
   const int64_t d = a.channels / a.groups;
@@ -39,7 +39,7 @@ __global__ void forward_kernel(group_norm_args<T> a, const T* bias, T* y, T* mea
 }
 
 template <typename T>
-__global__ void backward_input_kernel(group_norm_args<T> a, const T* grad, const T* mean, const T* rstd,
+__global__ void __launch_bounds__(k_max_block_reduce_threads) backward_input_kernel(group_norm_args<T> a, const T* grad, const T* mean, const T* rstd,
                                       const T* grad_mean, const T* grad_rstd, T* dx) {
   using A = norm_acc_t<T>;
   __shared__ A shared[32];
@@ -74,7 +74,7 @@ __global__ void backward_input_kernel(group_norm_args<T> a, const T* grad, const
 }
 
 template <typename T>
-__global__ void backward_weight_kernel(group_norm_args<T> a, const T* grad, const T* mean, const T* rstd, T* dw,
+__global__ void __launch_bounds__(k_max_block_reduce_threads) backward_weight_kernel(group_norm_args<T> a, const T* grad, const T* mean, const T* rstd, T* dw,
                                        T* db) {
   using A = norm_acc_t<T>;
   __shared__ A shared[32];

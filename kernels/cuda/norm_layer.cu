@@ -10,7 +10,7 @@ namespace opforge::cuda {
 namespace {
 
 template <typename T>
-__global__ void forward_kernel(layer_norm_args<T> a, const T* bias, T* y, T* mean, T* rstd, double eps) {
+__global__ void __launch_bounds__(k_max_block_reduce_threads) forward_kernel(layer_norm_args<T> a, const T* bias, T* y, T* mean, T* rstd, double eps) {
   using A = norm_acc_t<T>;
   __shared__ A shared[32];
   for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
@@ -36,7 +36,7 @@ __global__ void forward_kernel(layer_norm_args<T> a, const T* bias, T* y, T* mea
 }
 
 template <typename T>
-__global__ void backward_input_kernel(layer_norm_args<T> a, const T* grad, const T* mean, const T* rstd,
+__global__ void __launch_bounds__(k_max_block_reduce_threads) backward_input_kernel(layer_norm_args<T> a, const T* grad, const T* mean, const T* rstd,
                                       const T* grad_mean, const T* grad_rstd, T* dx) {
   using A = norm_acc_t<T>;
   __shared__ A shared[32];
@@ -71,9 +71,10 @@ __global__ void backward_input_kernel(layer_norm_args<T> a, const T* grad, const
 // Weight/bias gradient, stage 1: block (32, k_wy) sums 32 columns over one row
 // chunk; threads along y take every k_wy-th row, then combine in shared memory.
 constexpr int k_wy = 16;
+static_assert(32 * k_wy <= k_max_block_reduce_threads, "weight_partial_kernel's block within its launch bounds");
 
 template <typename T>
-__global__ void weight_partial_kernel(layer_norm_args<T> a, const T* grad, const T* mean, const T* rstd,
+__global__ void __launch_bounds__(k_max_block_reduce_threads) weight_partial_kernel(layer_norm_args<T> a, const T* grad, const T* mean, const T* rstd,
                                       int64_t chunks, norm_acc_t<T>* partial) {
   using A = norm_acc_t<T>;
   __shared__ A sw[k_wy][33];

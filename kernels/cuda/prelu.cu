@@ -28,7 +28,7 @@ __global__ void prelu_kernel(T* out, const T* in, const T* weight, int64_t n,
 // channel x (grid-stride) and split y, so a single shared weight is reduced by
 // gridDim.y blocks rather than one.
 template <typename T>
-__global__ void prelu_backward_kernel(T* grad_self, acc_t<T>* partial, const T* grad, const T* in,
+__global__ void __launch_bounds__(k_max_block_reduce_threads) prelu_backward_kernel(T* grad_self, acc_t<T>* partial, const T* grad, const T* in,
                                       const T* weight, int64_t outer, int64_t channels, int64_t inner,
                                       int64_t chunk) {
   using A = acc_t<T>;
@@ -71,7 +71,6 @@ __global__ void prelu_weight_sum_kernel(T* grad_weight, const acc_t<T>* partial,
   }
 }
 
-constexpr int k_reduce_threads = 512;
 constexpr int64_t k_elements_per_split = 16384;
 constexpr int64_t k_max_splits = 64;
 
@@ -108,7 +107,7 @@ cudaError_t launch_prelu_backward(T* grad_self, T* grad_weight, math::opmath_t<T
   const int64_t chunk = ceil_div(outer * inner, splits);
   const dim3 grid(static_cast<unsigned>(channels < k_max_blocks ? channels : k_max_blocks),
                   static_cast<unsigned>(splits));
-  OPFORGE_LAUNCH(grid, row_threads(chunk, k_reduce_threads), 0, stream, prelu_backward_kernel)(
+  OPFORGE_LAUNCH(grid, row_threads(chunk, k_max_block_reduce_threads), 0, stream, prelu_backward_kernel)(
       grad_self, partial, grad, in, weight, outer, channels, inner, chunk);
   OPFORGE_LAUNCH(elementwise_blocks(channels), k_threads, 0, stream, prelu_weight_sum_kernel)(
       grad_weight, partial, channels, splits);

@@ -14,7 +14,6 @@ namespace {
 
 // Rows up to this long get one warp each; longer rows get a block.
 constexpr int64_t k_warp_row_max = 1024;
-constexpr int k_max_row_threads = 512;
 
 template <typename T>
 using acc_t = math::opmath_t<T>;
@@ -53,7 +52,7 @@ __global__ void softmax_warp_rows_kernel(T* out, const T* in, int64_t rows,
 
 // One block per contiguous row, for long rows.
 template <bool Log, typename T>
-__global__ void softmax_block_rows_kernel(T* out, const T* in, int64_t rows,
+__global__ void __launch_bounds__(k_max_block_reduce_threads) softmax_block_rows_kernel(T* out, const T* in, int64_t rows,
                                           int64_t n) {
   using A = acc_t<T>;
   __shared__ A shared[32];
@@ -110,7 +109,7 @@ cudaError_t launch(T* out, const T* in, int64_t outer, int64_t n, int64_t inner,
   } else {
     const auto blocks =
         static_cast<unsigned>(outer < k_max_blocks ? outer : k_max_blocks);
-    OPFORGE_LAUNCH(blocks, row_threads(n, k_max_row_threads), 0, stream, softmax_block_rows_kernel<Log>)(out, in, outer, n);
+    OPFORGE_LAUNCH(blocks, row_threads(n, k_max_block_reduce_threads), 0, stream, softmax_block_rows_kernel<Log>)(out, in, outer, n);
   }
   return cudaGetLastError();
 }

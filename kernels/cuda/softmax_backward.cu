@@ -13,7 +13,6 @@ namespace {
 
 // Rows up to this long get one warp each; longer rows get a block.
 constexpr int64_t k_warp_row_max = 1024;
-constexpr int k_max_row_threads = 512;
 
 template <typename T>
 using acc_t = math::opmath_t<T>;
@@ -56,7 +55,7 @@ __global__ void softmax_backward_warp_rows_kernel(T* out, const T* grad,
 
 // One block per contiguous row, for long rows.
 template <bool Log, typename T>
-__global__ void softmax_backward_block_rows_kernel(T* out, const T* grad,
+__global__ void __launch_bounds__(k_max_block_reduce_threads) softmax_backward_block_rows_kernel(T* out, const T* grad,
                                                    const T* output,
                                                    int64_t rows, int64_t n) {
   using A = acc_t<T>;
@@ -102,7 +101,7 @@ cudaError_t launch(T* out, const T* grad, const T* output, int64_t outer,
   } else {
     const auto blocks =
         static_cast<unsigned>(outer < k_max_blocks ? outer : k_max_blocks);
-    OPFORGE_LAUNCH(blocks, row_threads(n, k_max_row_threads), 0, stream, softmax_backward_block_rows_kernel<Log>)(out, grad, output, outer, n);
+    OPFORGE_LAUNCH(blocks, row_threads(n, k_max_block_reduce_threads), 0, stream, softmax_backward_block_rows_kernel<Log>)(out, grad, output, outer, n);
   }
   return cudaGetLastError();
 }

@@ -256,21 +256,24 @@ template <typename T>
 T atomicAdd(T* address, T value) {
   return ::opforge::sim::atomic_add(address, value);
 }
-template <typename T>
-T atomicMax(T* address, T value) {
+namespace opforge::sim {
+// Stores `value` while `better(value, current)`; returns the old value.
+template <typename T, typename Better>
+T atomic_replace_if(T* address, T value, Better better) {
   std::atomic_ref<T> a(*address);
   T old = a.load(std::memory_order_relaxed);
-  while (old < value && !a.compare_exchange_weak(old, value, std::memory_order_relaxed)) {
+  while (better(value, old) && !a.compare_exchange_weak(old, value, std::memory_order_relaxed)) {
   }
   return old;
 }
+}  // namespace opforge::sim
+template <typename T>
+T atomicMax(T* address, T value) {
+  return ::opforge::sim::atomic_replace_if(address, value, [](T v, T old) { return old < v; });
+}
 template <typename T>
 T atomicMin(T* address, T value) {
-  std::atomic_ref<T> a(*address);
-  T old = a.load(std::memory_order_relaxed);
-  while (value < old && !a.compare_exchange_weak(old, value, std::memory_order_relaxed)) {
-  }
-  return old;
+  return ::opforge::sim::atomic_replace_if(address, value, [](T v, T old) { return v < old; });
 }
 template <typename T>
 T atomicExch(T* address, T value) {

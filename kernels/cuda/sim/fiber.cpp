@@ -18,7 +18,7 @@ namespace opforge::sim {
 namespace {
 
 // Sanitizers put redzones and fake frames on the stack: give them room.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_ADDRESS__) || defined(OPFORGE_SIM_TSAN)
 constexpr std::size_t k_stack_bytes = std::size_t{512} << 10;
 #else
 constexpr std::size_t k_stack_bytes = std::size_t{128} << 10;

@@ -23,7 +23,9 @@
 //   synchronization; barriers and warp exchanges are the only happens-before
 //   edges between threads of a block, so a missing barrier is a reported race.
 //   This file is compiled without instrumentation (its own bookkeeping is
-//   shared by all fibers); the kernels are instrumented.
+//   shared by all fibers; CMake defines OPFORGE_SIM_TSAN for it, since
+//   -fno-sanitize=thread also drops __SANITIZE_THREAD__); the kernels are
+//   instrumented.
 // - __shared__ variables are static thread_local: one block runs at a time
 //   on an OS thread, so each block sees its own copy (plain statics and one
 //   block at a time under AddressSanitizer, whose redzones then cover them).
@@ -39,7 +41,7 @@
 #include <thread>
 #include <vector>
 
-#if defined(__SANITIZE_THREAD__)
+#if defined(OPFORGE_SIM_TSAN)
 #include <sanitizer/tsan_interface.h>
 #endif
 #if defined(__SANITIZE_ADDRESS__)
@@ -68,7 +70,7 @@ struct sim_thread {
   fiber_context context;
   fiber_stack stack;
   std::uint64_t waiting_gen = 0;  // generation of the barrier or warp exchange it waits in
-#if defined(__SANITIZE_THREAD__)
+#if defined(OPFORGE_SIM_TSAN)
   void* tsan_fiber = nullptr;
 #endif
 };
@@ -104,7 +106,7 @@ struct block_run {
   std::string message;
   int tsan_barrier[2];
   int tsan_end;
-#if defined(__SANITIZE_THREAD__)
+#if defined(OPFORGE_SIM_TSAN)
   void* tsan_scheduler = nullptr;
 #endif
 #if defined(__SANITIZE_ADDRESS__)
@@ -143,7 +145,7 @@ void enter_fiber(block_run& b, sim_thread& t) {
 #if defined(__SANITIZE_ADDRESS__)
   __sanitizer_start_switch_fiber(&b.asan_fake_stack, t.stack.base, t.stack.size);
 #endif
-#if defined(__SANITIZE_THREAD__)
+#if defined(OPFORGE_SIM_TSAN)
   __tsan_switch_to_fiber(t.tsan_fiber, __tsan_switch_to_fiber_no_sync);
 #endif
   switch_fiber(b.scheduler, t.context);
@@ -159,7 +161,7 @@ void leave_fiber(block_run& b, sim_thread& t, bool finished) {
   void* fake = nullptr;
   __sanitizer_start_switch_fiber(finished ? nullptr : &fake, b.scheduler_stack_bottom, b.scheduler_stack_size);
 #endif
-#if defined(__SANITIZE_THREAD__)
+#if defined(OPFORGE_SIM_TSAN)
   __tsan_switch_to_fiber(b.tsan_scheduler, __tsan_switch_to_fiber_no_sync);
 #endif
   switch_fiber(t.context, b.scheduler);
@@ -177,7 +179,7 @@ void fiber_main(void* arg) {
   b.body(b.context);
   t.st = state::done;
   ++b.done;
-#if defined(__SANITIZE_THREAD__)
+#if defined(OPFORGE_SIM_TSAN)
   __tsan_release(&b.tsan_end);
 #endif
   leave_fiber(b, t, true);
@@ -228,7 +230,7 @@ void prepare_block(block_run& b) {
     __asan_unpoison_memory_region(t.stack.base, t.stack.size);
 #endif
     make_fiber(t.context, t.stack, &fiber_main, &b);
-#if defined(__SANITIZE_THREAD__)
+#if defined(OPFORGE_SIM_TSAN)
     // Created after the launch arguments were written: creation orders them first.
     t.tsan_fiber = __tsan_create_fiber(0);
 #endif
@@ -236,7 +238,7 @@ void prepare_block(block_run& b) {
 }
 
 void finish_block(block_run& b) {
-#if defined(__SANITIZE_THREAD__)
+#if defined(OPFORGE_SIM_TSAN)
   for (sim_thread& t : b.threads) {
     __tsan_destroy_fiber(t.tsan_fiber);
     t.tsan_fiber = nullptr;
@@ -362,11 +364,11 @@ void syncthreads() {
   sim_thread& t = *b.current;
   t.waiting_gen = b.barrier_gen;
   ++b.at_barrier;
-#if defined(__SANITIZE_THREAD__)
+#if defined(OPFORGE_SIM_TSAN)
   __tsan_release(&b.tsan_barrier[t.waiting_gen & 1]);
 #endif
   wait(b, t, state::at_barrier);
-#if defined(__SANITIZE_THREAD__)
+#if defined(OPFORGE_SIM_TSAN)
   __tsan_acquire(&b.tsan_barrier[t.waiting_gen & 1]);
 #endif
 }
@@ -407,7 +409,7 @@ void warp_exchange(warp_op op, unsigned mask, const void* value, std::size_t byt
   const std::uint64_t gen = w.gen;
   std::memcpy(w.slots[gen & 1][lane], value, bytes);
   w.arrived |= 1u << lane;
-#if defined(__SANITIZE_THREAD__)
+#if defined(OPFORGE_SIM_TSAN)
   __tsan_release(&w.tsan_sync[gen & 1]);
 #endif
   if (w.arrived == w.mask) {
@@ -422,7 +424,7 @@ void warp_exchange(warp_op op, unsigned mask, const void* value, std::size_t byt
     t.waiting_gen = gen;
     wait(b, t, state::at_warp);
   }
-#if defined(__SANITIZE_THREAD__)
+#if defined(OPFORGE_SIM_TSAN)
   __tsan_acquire(&w.tsan_sync[gen & 1]);
 #endif
   if (src >= 0 && result != nullptr) {
@@ -480,7 +482,7 @@ cudaError_t launch(const launch_site& site, dim3 grid, dim3 block, std::size_t s
     b.block = block;
     b.body = body;
     b.context = context;
-#if defined(__SANITIZE_THREAD__)
+#if defined(OPFORGE_SIM_TSAN)
     b.tsan_scheduler = __tsan_get_current_fiber();
 #endif
     tl_block = &b;
