@@ -51,8 +51,10 @@ for san in "${sanitizers[@]}"; do
   esac
   echo "== $san: pytest ${tests[*]}"
   # setarch -R: older ThreadSanitizer runtimes cannot map their shadow under full ASLR.
+  # --capture=sys: pytest leaves fd 2 alone, so a report printed as the process
+  # halts reaches the terminal.
   if ! (cd "$SRC" && OMP_NUM_THREADS=1 OPFORGE_CUDA_SIM_PATH="$module" LD_PRELOAD="$preload" \
-        setarch "$(uname -m)" -R "$PY" -m pytest -q -p no:cacheprovider -m cuda_sim "${tests[@]}"); then
+        setarch "$(uname -m)" -R "$PY" -m pytest -q -p no:cacheprovider --capture=sys -m cuda_sim "${tests[@]}"); then
     echo "== $san: FAILED"
     status=1
   fi

@@ -16,9 +16,11 @@ __device__ inline void record_bad_index(int64_t* error, int64_t index, int64_t r
     OPFORGE_KERNEL_ASSERT(index >= 0 && index < rows);
     return;
   }
-  // Racing writers all store some bad index; any one of them is a correct report.
-  error[1] = index;
-  error[0] = 1;
+  // The first thread to raise the flag reports its index; the others leave both alone.
+  auto* flag = reinterpret_cast<unsigned long long*>(error);
+  if (atomicCAS(flag, 0ull, 1ull) == 0ull) {
+    error[1] = index;
+  }
 }
 
 // `cols` is max(dim, 1), so that with dim == 0 the indices are still checked.

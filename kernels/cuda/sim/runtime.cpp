@@ -19,9 +19,10 @@
 // - Failures end the launch with the CUDA error a GPU would give (or
 //   cudaErrorLaunchFailure for undefined behaviour), and a message naming the
 //   kernel, the launch site, the block and the thread.
-// - Under ThreadSanitizer every CUDA thread is a TSan fiber switched without
-//   synchronization; barriers and warp exchanges are the only happens-before
-//   edges between threads of a block, so a missing barrier is a reported race.
+// - Under ThreadSanitizer every thread slot of a block is a TSan fiber switched
+//   without synchronization; barriers and warp exchanges are the only
+//   happens-before edges between threads of a block, so a missing barrier is a
+//   reported race. Blocks then run one at a time, on the launching thread.
 //   This file is compiled without instrumentation (its own bookkeeping is
 //   shared by all fibers; CMake defines OPFORGE_SIM_TSAN for it, since
 //   -fno-sanitize=thread also drops __SANITIZE_THREAD__); the kernels are
@@ -67,6 +68,7 @@ struct sim_thread {
   uint3 idx{};
   unsigned linear = 0;
   state st = state::runnable;
+  bool started = false;
   fiber_context context;
   fiber_stack stack;
   std::uint64_t waiting_gen = 0;  // generation of the barrier or warp exchange it waits in
@@ -105,6 +107,7 @@ struct block_run {
   cudaError_t error = cudaSuccess;
   std::string message;
   int tsan_barrier[2];
+  int tsan_start;
   int tsan_end;
 #if defined(OPFORGE_SIM_TSAN)
   void* tsan_scheduler = nullptr;
@@ -173,8 +176,12 @@ void leave_fiber(block_run& b, sim_thread& t, bool finished) {
 void fiber_main(void* arg) {
   auto& b = *static_cast<block_run*>(arg);
   sim_thread& t = *b.current;
+  t.started = true;
 #if defined(__SANITIZE_ADDRESS__)
   __sanitizer_finish_switch_fiber(nullptr, &b.scheduler_stack_bottom, &b.scheduler_stack_size);
+#endif
+#if defined(OPFORGE_SIM_TSAN)
+  __tsan_acquire(&b.tsan_start);
 #endif
   b.body(b.context);
   t.st = state::done;
@@ -195,6 +202,10 @@ void fiber_main(void* arg) {
     b.error = error;
     b.message = what + " in " + describe(b, &t);
   }
+  t.st = state::done;
+#if defined(OPFORGE_SIM_TSAN)
+  __tsan_release(&b.tsan_end);  // the scheduler reads the message
+#endif
   leave_fiber(b, t, true);
   std::abort();
 }
@@ -202,9 +213,41 @@ void fiber_main(void* arg) {
 void wait(block_run& b, sim_thread& t, state st) {
   t.st = st;
   leave_fiber(b, t, false);
+  if (b.failed) {
+    // Resumed only to retire: the block was abandoned (retire_fibers).
+    t.st = state::done;
+#if defined(OPFORGE_SIM_TSAN)
+    __tsan_release(&b.tsan_end);
+#endif
+    leave_fiber(b, t, true);
+    std::abort();
+  }
+}
+
+// After a failure, each fiber suspended mid-kernel runs once more to leave for
+// good, so that (under TSan) what it did is ordered before what follows.
+void retire_fibers(block_run& b) {
+  for (sim_thread& t : b.threads) {
+    if (t.started && t.st != state::done) {
+      enter_fiber(b, t);
+    }
+  }
 }
 
 // ---- one block ----
+
+#if defined(OPFORGE_SIM_TSAN)
+// TSan fibers for the thread slots of a block, created once (creating one per
+// CUDA thread per block made the sanitized suite 10x slower). Consecutive
+// blocks' threads of one slot are ordered; all others race unless synchronized.
+void* tsan_fiber(unsigned slot) {
+  thread_local std::vector<void*> fibers;
+  while (fibers.size() <= slot) {
+    fibers.push_back(__tsan_create_fiber(0));
+  }
+  return fibers[slot];
+}
+#endif
 
 void prepare_block(block_run& b) {
   const unsigned n = b.block.x * b.block.y * b.block.z;
@@ -222,6 +265,7 @@ void prepare_block(block_run& b) {
     t.linear = i;
     t.idx = {i % b.block.x, (i / b.block.x) % b.block.y, i / (b.block.x * b.block.y)};
     t.st = state::runnable;
+    t.started = false;
     if (t.stack.base == nullptr) {
       t.stack = acquire_stack();
     }
@@ -231,18 +275,17 @@ void prepare_block(block_run& b) {
 #endif
     make_fiber(t.context, t.stack, &fiber_main, &b);
 #if defined(OPFORGE_SIM_TSAN)
-    // Created after the launch arguments were written: creation orders them first.
-    t.tsan_fiber = __tsan_create_fiber(0);
+    t.tsan_fiber = tsan_fiber(i);
 #endif
   }
+#if defined(OPFORGE_SIM_TSAN)
+  // The launch arguments and the inputs, written before, are visible to every fiber.
+  __tsan_release(&b.tsan_start);
+#endif
 }
 
 void finish_block(block_run& b) {
 #if defined(OPFORGE_SIM_TSAN)
-  for (sim_thread& t : b.threads) {
-    __tsan_destroy_fiber(t.tsan_fiber);
-    t.tsan_fiber = nullptr;
-  }
   __tsan_acquire(&b.tsan_end);
 #else
   (void)b;
@@ -305,6 +348,9 @@ void run_block(block_run& b) {
       break;
     }
   }
+  if (b.failed) {
+    retire_fibers(b);
+  }
   finish_block(b);
 }
 
@@ -341,6 +387,9 @@ void set_error(cudaError_t code, const std::string& message) {
 unsigned worker_count(unsigned long long blocks) {
 #if defined(__SANITIZE_ADDRESS__)
   return 1;  // __shared__ variables are process-wide statics (cuda_sim.h)
+#endif
+#if defined(OPFORGE_SIM_TSAN)
+  return 1;  // the TSan fibers live on the launching thread (tsan_fiber)
 #endif
   static const unsigned workers = [] {
     if (const char* env = std::getenv("OPFORGE_CUDA_SIM_THREADS")) {
