@@ -11,12 +11,10 @@
 #include <opforge/math/functions.h>
 #include <opforge/math/opmath.h>
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
 
 #include <algorithm>
-#include <mutex>
 
 namespace opforge {
 namespace {
@@ -25,12 +23,6 @@ constexpr int64_t k_grain = 32768;
 // Groups of 4 elements whose random words are made in one pass (a loop the
 // compiler can vectorize) before the pass that applies them.
 constexpr int64_t k_block_groups = 256;
-
-uint64_t draw_seed(const std::optional<at::Generator>& generator) {
-  auto* gen = at::get_generator_or_default<at::CPUGeneratorImpl>(generator, at::detail::getDefaultCPUGenerator());
-  const std::lock_guard<std::mutex> lock(gen->mutex_);
-  return gen->random64();
-}
 
 }  // namespace
 
@@ -41,7 +33,7 @@ std::tuple<at::Tensor, at::Tensor> dropout_forward_cpu(const at::Tensor& input, 
   return dropout_forward_with("opforge.dropout_forward", input, p, train, generator,
                               [&](const at::Tensor& in, at::Tensor& out, at::Tensor& mask) {
     const int64_t n = in.numel();
-    const uint64_t seed = draw_seed(generator);
+    const uint64_t seed = dropout_cpu_seed(generator);
     const uint32_t threshold = math::dropout_threshold(p);
     const A scale = dropout_scale<A>(p);
     const scalar_t* x = in.const_data_ptr<scalar_t>();

@@ -11,9 +11,7 @@
 #include <opforge/math/dropout.h>
 #include <opforge/math/opmath.h>
 
-#if defined(OPFORGE_CUDA_SIM)
-#include <ATen/CPUGeneratorImpl.h>
-#else
+#if !defined(OPFORGE_CUDA_SIM)
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #endif
 #include <ATen/ops/empty.h>
@@ -25,17 +23,14 @@ namespace opforge {
 namespace {
 
 // The Philox (seed, offset) for `words` 32-bit random words. On a GPU the CUDA
-// generator's graph-safe state; in the simulator (CPU tensors) a seed drawn
-// from the CPU generator with offset 0, exactly as the CPU kernel draws it, so
-// both give one mask for one generator state.
+// generator's graph-safe state; in the simulator (CPU tensors) the CPU
+// kernel's seed with offset 0 (see dropout_cpu_seed).
 at::PhiloxCudaState philox_state(const std::optional<at::Generator>& generator, const at::Tensor& in,
                                  uint64_t words) {
 #if defined(OPFORGE_CUDA_SIM)
   (void)in;
   (void)words;
-  auto* gen = at::get_generator_or_default<at::CPUGeneratorImpl>(generator, at::detail::getDefaultCPUGenerator());
-  const std::lock_guard<std::mutex> lock(gen->mutex_);
-  return at::PhiloxCudaState(gen->random64(), 0);
+  return at::PhiloxCudaState(dropout_cpu_seed(generator), 0);
 #else
   auto* gen = at::get_generator_or_default<at::CUDAGeneratorImpl>(
       generator, at::cuda::detail::getDefaultCUDAGenerator(in.device().index()));

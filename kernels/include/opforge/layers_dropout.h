@@ -2,6 +2,7 @@
 // Host-side pieces of dropout shared by its composite, Meta function and
 // CPU/CUDA entry points: argument checks, and the calls that need no random
 // numbers (not training, p = 0, p = 1), done with ATen fills on any device.
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
@@ -9,10 +10,21 @@
 #include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
 
+#include <cstdint>
+#include <mutex>
 #include <optional>
 #include <tuple>
 
 namespace opforge {
+
+// The 64-bit Philox seed of one CPU dropout call, drawn under the generator's
+// lock (the counter offset is 0: each call draws a fresh seed). The CUDA
+// simulator draws it the same way, so both give one mask for one generator state.
+inline uint64_t dropout_cpu_seed(const std::optional<at::Generator>& generator) {
+  auto* gen = at::get_generator_or_default<at::CPUGeneratorImpl>(generator, at::detail::getDefaultCPUGenerator());
+  const std::lock_guard<std::mutex> lock(gen->mutex_);
+  return gen->random64();
+}
 
 inline void dropout_check(const char* op, double p, const std::optional<at::Generator>& generator,
                           const at::Tensor& input) {
