@@ -9,9 +9,11 @@ file(GLOB _sim_device_sources CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/kernels/cud
 file(GLOB _sim_entry_sources CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/kernels/cuda/*.cpp"
   "${CMAKE_SOURCE_DIR}/kernels/meta/*.cpp" "${CMAKE_SOURCE_DIR}/kernels/composite/*.cpp")
 set(_sim_wrappers)
-foreach(_cu IN LISTS _sim_device_sources)
+foreach(_cu IN LISTS _sim_device_sources OPFORGE_GENERATED_CUDA_DEVICE_SOURCES)
   get_filename_component(_name "${_cu}" NAME)
-  set(_wrapper "${CMAKE_BINARY_DIR}/cuda_sim/${_name}.cpp")
+  get_filename_component(_dir "${_cu}" DIRECTORY)
+  get_filename_component(_dir "${_dir}" NAME)  # kernels/cuda/x.cu and generated/csrc/kernels/x.cu apart
+  set(_wrapper "${CMAKE_BINARY_DIR}/cuda_sim/${_dir}/${_name}.cpp")
   file(CONFIGURE OUTPUT "${_wrapper}" CONTENT "#include \"${_cu}\"\n" @ONLY)
   list(APPEND _sim_wrappers "${_wrapper}")
 endforeach()

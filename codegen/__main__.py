@@ -54,10 +54,17 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    from codegen import parse, tools
+    from codegen import parse, tools, variants
 
     try:
-        print(tools.explain(parse.load(args.schemas), args.op))
+        ops = parse.load(args.schemas)
+    except CodegenError as e:
+        # Another entry may be broken: explain the ones that parsed, and say what is wrong.
+        print(e.diagnostics.render(), file=sys.stderr)
+        parsed, _ = parse.parse_schemas(args.schemas)
+        ops = variants.api_names(variants.expand_variants(parsed))
+    try:
+        print(tools.explain(ops, args.op))
     except KeyError as e:
         print(f"codegen: {e.args[0]}", file=sys.stderr)
         return 1
@@ -69,7 +76,9 @@ def _cmd_new(args: argparse.Namespace) -> int:
 
     keys = [k.strip() for k in args.keys.split(",") if k.strip()]
     try:
-        touched = tools.new_op(args.op, args.family, keys, args.func, args.reference, args.root)
+        touched = tools.new_op(
+            args.op, args.family, keys, args.func, args.reference, args.root, args.pointwise
+        )
     except ValueError as e:
         print(f"codegen: {e}", file=sys.stderr)
         return 1
@@ -127,6 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--func", help="schema string (default '<op>(Tensor self) -> Tensor')")
     p.add_argument("--reference", help="reference implementation (default torch.<op>)")
     p.add_argument("--root", type=Path, default=Path("."), help="checkout root (default .)")
+    p.add_argument(
+        "--pointwise",
+        action="store_true",
+        help="an elementwise op: a `pointwise:` entry and a functor stub in "
+        "kernels/include/opforge/math/<family>.h; its kernels are generated",
+    )
     p.set_defaults(fn=_cmd_new)
     args = parser.parse_args(argv)
     try:

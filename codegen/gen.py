@@ -10,7 +10,7 @@ from typing import Any
 
 import jinja2
 
-from codegen.dest import cpp, py
+from codegen.dest import cpp, pointwise, py
 from codegen.opdecl import OpDecl
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -47,6 +47,11 @@ def render_all(ops: Sequence[OpDecl]) -> dict[str, str]:
     for name, group in by_name:
         for pattern, template, dest in per_op:
             files[pattern.format(name)] = _render(template, dest(name, group))
+    for op in ops:
+        if op.pointwise is not None and op.variant_of is None:
+            unit = pointwise.kernel_unit(op)
+            for path, template in pointwise.unit_names(op).items():
+                files[path] = _render(template, unit)
     whole: list[tuple[str, str, Callable[[Sequence[OpDecl]], dict[str, Any]]]] = [
         ("csrc/library.cpp", "library.cpp.j2", cpp.library),
         ("csrc/bindings.cpp", "bindings.cpp.j2", cpp.bindings),

@@ -261,7 +261,7 @@ class Arguments:
         positional: list[Argument] = []
         keyword: list[Argument] = []
         star_seen = False
-        for item in _split_commas(text):
+        for item in split_commas(text):
             if item == "*":
                 if star_seen:
                     raise SchemaError("'*' appears more than once")
@@ -361,7 +361,7 @@ class FunctionSchema:
             rets = rets[1:-1]
         elif rets.startswith("("):
             raise SchemaError(f"unexpected text after the return tuple in '{rets}'")
-        returns = tuple(Return.parse(r) for r in _split_commas(rets))
+        returns = tuple(Return.parse(r) for r in split_commas(rets))
         names = [r.name for r in returns if r.name is not None]
         if len(names) != len(set(names)):
             raise SchemaError("duplicate return names")
@@ -434,7 +434,7 @@ def _matching_close(text: str, open_at: int) -> int:
     raise SchemaError(f"no ')' matches the '(' at column {open_at + 1}")  # pragma: no cover
 
 
-def _split_commas(text: str) -> list[str]:
+def split_commas(text: str) -> list[str]:
     """Split on top-level commas; '' means an empty list."""
     if not text:
         return []

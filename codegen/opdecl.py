@@ -72,6 +72,8 @@ ENTRY_FIELDS = (
     "derivatives",
     "output_differentiability",
     "variants",
+    "pointwise",
+    "checks",
 )
 VARIANT_KINDS = ("inplace", "out")
 
@@ -83,6 +85,30 @@ class Derivative:
 
     inputs: tuple[str, ...]
     formula: str
+    loc: Location
+
+
+@dataclass(frozen=True)
+class Pointwise:
+    """`pointwise: leaky_relu_fn(negative_slope)`: the op is y = f(tensor args...) elementwise,
+    with f = opforge::math::<functor><scalar_t>{args...} from the family's math header
+    (Note [Pointwise engine] in kernels/include/opforge/pointwise/geometry.h)."""
+
+    functor: str
+    args: tuple[str, ...]  # C++ expressions; a bare Scalar/float argument is converted to opmath_t
+    header: str  # e.g. opforge/math/activation.h
+
+    def __str__(self) -> str:
+        return f"{self.functor}({', '.join(self.args)})"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One `checks:` item: a C++ condition over the arguments, and the message when it fails
+    (`{name}` in the message prints that argument). Runs on every key, Meta and fake included."""
+
+    condition: str
+    message: str
     loc: Location
 
 
@@ -120,6 +146,8 @@ class OpDecl:
     # Per output: whether it gets a gradient (e.g. a forward op's saved mean/rstd do not).
     # Empty means every floating output does.
     output_differentiability: tuple[bool, ...] = ()
+    pointwise: Pointwise | None = None
+    checks: tuple[Check, ...] = ()
 
     def output_differentiable(self, i: int) -> bool:
         return not self.output_differentiability or self.output_differentiability[i]

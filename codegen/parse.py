@@ -13,7 +13,15 @@ import yaml
 from codegen import rules, yaml_lines
 from codegen.api import cpp
 from codegen.diagnostics import CodegenError, Diagnostics, Location, did_you_mean
-from codegen.model import BaseTy, BaseType, FunctionSchema, ListType, OptionalType, SchemaError
+from codegen.model import (
+    BaseTy,
+    BaseType,
+    FunctionSchema,
+    ListType,
+    OptionalType,
+    SchemaError,
+    split_commas,
+)
 from codegen.opdecl import (
     CPP_SCALAR,
     DISPATCH_KEYS,
@@ -21,8 +29,10 @@ from codegen.opdecl import (
     ENTRY_FIELDS,
     FLOATING_DTYPES,
     VARIANT_KINDS,
+    Check,
     Derivative,
     OpDecl,
+    Pointwise,
     Sample,
     is_template,
 )
@@ -90,12 +100,16 @@ class _EntryParser:
         n_errors = len(self.diags.errors)
         args = {a.name: a for a in schema.arguments.flat_all}
         dispatch = self._dispatch()
+        pointwise = self._pointwise(schema, family)
         dtypes = self._dtypes()
         self._check_template_dtypes(dispatch, dtypes)
         arg_dtypes = self._arg_dtypes(args)
         output_differentiability = self._output_differentiability(schema)
         tags = self._tags()
         shape = self._rule("shape", rules.parse_shape, args)
+        if pointwise is not None:
+            dispatch, shape, tags = self._pointwise_implied(schema, dispatch, shape, tags)
+        checks = self._checks(args)
         dtype_rule = self._rule("dtype", rules.parse_dtype, args)
         self._check_rule_types(shape, args)
         samples = self._samples(args)
@@ -127,7 +141,114 @@ class _EntryParser:
             variants=variants,
             arg_dtypes=arg_dtypes,
             output_differentiability=output_differentiability,
+            pointwise=pointwise,
+            checks=checks,
         )
+
+    def _pointwise(self, schema: FunctionSchema, family: str) -> Pointwise | None:
+        text = self.string("pointwise")
+        if text is None:
+            return None
+        m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\((.*)\)\s*", text, re.DOTALL)
+        if m is None:
+            self.err(
+                "pointwise",
+                f"pointwise '{text}' is not a functor call",
+                "e.g. pointwise: leaky_relu_fn(negative_slope), a struct in opforge::math",
+            )
+            return None
+        try:
+            fn_args = tuple(split_commas(m.group(2).strip()))
+        except SchemaError as e:
+            self.err("pointwise", f"bad functor arguments in '{text}': {e}")
+            return None
+        tensors = [a for a in schema.arguments.flat_non_out if a.type.is_tensor_like()]
+        plain = BaseType(BaseTy.Tensor)
+        if (
+            not tensors
+            or any(a.type != plain for a in tensors)
+            or schema.arguments.out
+            or schema.name.is_inplace
+            or len(schema.returns) != 1
+            or schema.returns[0].type != plain
+        ):
+            self.err(
+                "pointwise",
+                "a pointwise op is functional, takes one or more plain Tensor arguments and "
+                "returns one Tensor",
+                "declare in-place and out= overloads with 'variants: [inplace, out]'",
+            )
+            return None
+        for a in fn_args:
+            if a in {t.name for t in tensors}:
+                self.err(
+                    "pointwise",
+                    f"functor argument '{a}' is a tensor; the functor is applied to the tensor "
+                    "arguments element by element, its own arguments are the scalar ones",
+                )
+        return Pointwise(m.group(1), fn_args, f"opforge/math/{family}.h")
+
+    def _pointwise_implied(
+        self,
+        schema: FunctionSchema,
+        dispatch: tuple[tuple[str, str], ...],
+        shape: rules.ShapeRule | None,
+        tags: tuple[str, ...],
+    ) -> tuple[tuple[tuple[str, str], ...], rules.ShapeRule, tuple[str, ...]]:
+        """A pointwise op's generated kernels, broadcast shape and tag."""
+        if dispatch:
+            self.err(
+                "dispatch",
+                "a pointwise op's kernels are generated from its functor; drop 'dispatch'",
+            )
+        if shape is not None:
+            self.err(
+                "shape",
+                "a pointwise op's output has the inputs' broadcast shape and memory format; drop 'shape'",
+            )
+        tensors = tuple(a.name for a in schema.arguments.flat_non_out if a.type.is_tensor_like())
+        cpp_id = str(schema.name).replace(".", "_")
+        kernels = (("CPU", f"{cpp_id}_cpu<scalar_t>"), ("CUDA", f"{cpp_id}_cuda<scalar_t>"))
+        rule: rules.ShapeRule = (
+            rules.Like(tensors[0]) if len(tensors) == 1 else rules.Broadcast(tensors)
+        )
+        return kernels, rule, tuple(sorted({*tags, "pointwise"}))
+
+    def _checks(self, args: dict[str, Any]) -> tuple[Check, ...]:
+        raw = self.e.get("checks")
+        if raw is None:
+            return ()
+        usage = 'e.g. checks: [{require: "dim >= 0", message: "dim must be >= 0, got {dim}"}]'
+        if not isinstance(raw, list):
+            self.err(
+                "checks",
+                "'checks' must be a list of {require: <C++ condition>, message: <text>}",
+                usage,
+            )
+            return ()
+        out = []
+        for item in raw:
+            loc = Location(
+                self.path, getattr(item, "line", self.e.key_lines.get("checks", self.e.line))
+            )
+            if (
+                not isinstance(item, dict)
+                or set(item) != {"require", "message"}
+                or not all(isinstance(v, str) and v.strip() for v in item.values())
+            ):
+                self.diags.error(
+                    loc, "a check must be {require: <C++ condition>, message: <text>}", usage
+                )
+                continue
+            for name in re.findall(r"\{(\w+)\}", item["message"]):
+                if name not in args and name != "dtype":
+                    self.diags.error(
+                        loc,
+                        f"check message prints '{{{name}}}', which is not an argument",
+                        did_you_mean(name, args),
+                    )
+            out.append(Check(item["require"].strip(), item["message"].strip(), loc))
+        return tuple(out)
 
     def _dispatch(self) -> tuple[tuple[str, str], ...]:
         raw = self.e.get("dispatch")
@@ -391,11 +512,19 @@ class _EntryParser:
                         did_you_mean(str(name), args),
                     )
             for a in args.values():
-                if a.type == BaseType(BaseTy.Tensor) and not a.is_write and a.name not in item:
+                if a.is_write or a.name in item:
+                    continue
+                if a.type == BaseType(BaseTy.Tensor):
                     self.diags.error(
                         loc,
                         f"sample gives no value for tensor argument '{a.name}'",
                         f"give its shape, e.g. {a.name}: [2, 3]",
+                    )
+                elif a.default is None and not a.type.is_nullable():
+                    self.diags.error(
+                        loc,
+                        f"sample gives no value for required argument '{a.name}' ({a.type})",
+                        f"add e.g. {a.name}: <value>",
                     )
             out.append(Sample(tuple((k, _plain(v)) for k, v in item.items()), loc))
         return tuple(out)

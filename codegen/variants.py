@@ -1,9 +1,9 @@
 """In-place and out= variants generated from a functional op, and C++ API names.
 
-A generated variant is registered as CompositeImplicitAutograd: it calls the
-functional op and copies the result (`self.copy_(op(self))`, or resize + copy
-into `out`), so autograd, meta and torch.compile come from the functional op.
-An op that needs a truly in-place kernel declares the overload itself instead.
+A pointwise op's variants are real kernels (codegen/dest/pointwise.py); any other
+op's are registered as CompositeImplicitAutograd: they call the functional op and
+copy the result (`self.copy_(op(self))`, or resize + copy into `out`), so
+autograd, meta and torch.compile come from the functional op.
 """
 
 from __future__ import annotations
@@ -64,7 +64,10 @@ def expand_variants(ops: Sequence[OpDecl]) -> list[OpDecl]:
             else:
                 schema = _out_schema(op.schema, _out_overload(op, functional_count[op.name]))
                 doc = f"out= variant of `opforge.{op.name}`: writes the result into `out` (resized if needed)."
-                tags = ("out",)
+                # No at::Tag::out: Inductor (torch 2.14) lowers a functional custom op to
+                # its out-tagged overload and passes keyword-only arguments positionally
+                # ("expected at most 4 argument(s) but received 5" for add(alpha=...)).
+                tags = ()
             out.append(
                 dataclasses.replace(
                     op,

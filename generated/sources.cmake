@@ -75,6 +75,54 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sum_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/tanh.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/tanh_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/add_Tensor_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/add_relu_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/elu_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/elu_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/gelu_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/gelu_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardsigmoid_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardsigmoid_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardswish_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardswish_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/leaky_relu_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/leaky_relu_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/relu_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/relu_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/silu_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/silu_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_backward_cpu.cpp
+)
+# The generated CUDA device code (nvcc, or the CUDA simulator's C++ build); the
+# host code is in the op's registration unit and in csrc/cuda_sim.cpp.
+set(OPFORGE_GENERATED_CUDA_DEVICE_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/add_Tensor.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/add_relu.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/elu.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/elu_backward.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/gelu.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/gelu_backward.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardsigmoid.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardsigmoid_backward.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardswish.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardswish_backward.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/leaky_relu.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/leaky_relu_backward.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/relu.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/relu_backward.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_backward.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/silu.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/silu_backward.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus_backward.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_backward.cu
 )
 # The CUDA simulator's op registrations (opforge._cuda_sim).
 set(OPFORGE_CUDA_SIM_GENERATED_SOURCES ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim.cpp)

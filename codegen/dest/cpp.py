@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from codegen import formulas, rules
 from codegen.api import binding, cpp
+from codegen.dest import pointwise
 from codegen.dest.autograd import autograd
 from codegen.dest.common import dtype_description, shared_dtype_args, sources, tensor_args
 from codegen.opdecl import BACKEND_KEYS, CPP_SCALAR, DTYPES, OpDecl, is_template, kernel_name
@@ -25,40 +28,69 @@ def _allowed(dtypes: Sequence[str]) -> str:
     return f'{{{listed}}}, "{dtype_description(dtypes)}"'
 
 
-def _checks(op: OpDecl, key: str, *, simulated: bool = False) -> tuple[list[str], dict[str, str]]:
-    """Statements run before the kernel, and argument renames (promoted copies).
-    `simulated`: the CUDA kernel run by the CUDA simulator, on CPU tensors."""
-    lines: list[str] = []
-    renames: dict[str, str] = {}
-    tensors = tensor_args(op)
-    allowed = _allowed(op.dtypes)
+def device_checks(op: OpDecl, key: str, *, simulated: bool = False) -> list[str]:
+    """The tensors' devices for a backend key (`simulated`: the CUDA kernel run by the CUDA
+    simulator, on CPU tensors), or their agreement (Meta)."""
     ref = _first_tensor(op)
     if key == "CPU" or simulated:
-        lines += [
+        return [
             f'opforge::check::device_type(kOp, "{a.name}", {a.name}, c10::DeviceType::CPU);'
-            for a, _ in tensors
+            for a, _ in tensor_args(op)
         ]
-    elif ref is not None:
-        lines.append(f'opforge::check::device_type(kOp, "{ref}", {ref}, c10::DeviceType::CUDA);')
-        lines += _same_device_checks(op)
+    if key == "CUDA" and ref is not None:
+        return [
+            f'opforge::check::device_type(kOp, "{ref}", {ref}, c10::DeviceType::CUDA);',
+            *_same_device_checks(op),
+        ]
+    return _same_device_checks(op)
+
+
+def device_guard(op: OpDecl) -> list[str]:
+    ref = _first_tensor(op)
+    return [] if ref is None else [f"const c10::DeviceGuard device_guard({ref}.device());"]
+
+
+def dtype_checks(op: OpDecl, promoted_name: str = "promoted") -> list[str]:
+    """Every tensor's dtype against the schema's, one dtype for those that share it, or
+    the promoted dtype (declared as `promoted_name`)."""
+    lines: list[str] = []
     promoted = op.dtype_rule.args if isinstance(op.dtype_rule, rules.Promote) else ()
     if promoted:
         label = "/".join(f"'{n}'" for n in promoted)
         lines.append(
-            f"const at::ScalarType promoted = opforge::check::promote({{{', '.join(promoted)}}});"
+            f"const at::ScalarType {promoted_name} = opforge::check::promote({{{', '.join(promoted)}}});"
         )
-        lines.append(f'opforge::check::dtype(kOp, "{label}", promoted, {allowed});')
-        for n in promoted:
-            lines.append(f"const at::Tensor {n}_p = {n}.to(promoted);")
-            renames[n] = f"{n}_p"
-    for a, _ in tensors:
+        lines.append(
+            f'opforge::check::dtype(kOp, "{label}", {promoted_name}, {_allowed(op.dtypes)});'
+        )
+    for a, _ in tensor_args(op):
         if a.name not in promoted:
             own = _allowed(op.dtypes_of(a.name))
             lines.append(f"opforge::check::dtype(kOp, \"'{a.name}'\", {a.name}, {own});")
-    lines += _same_dtype_checks(op)
-    lines += _same_shape_checks(op)
-    if key == "CUDA" and ref is not None and not simulated:
-        lines.append(f"const c10::DeviceGuard device_guard({ref}.device());")
+    return lines + _same_dtype_checks(op)
+
+
+def user_checks(op: OpDecl) -> list[str]:
+    """The entry's `checks:`, as TORCH_CHECKs whose message prints the named arguments."""
+    lines = []
+    for c in op.checks:
+        pieces = re.split(r"\{(\w+)\}", c.message)
+        parts = [json.dumps(p) if i % 2 == 0 else p for i, p in enumerate(pieces) if p or i % 2]
+        lines.append(f'TORCH_CHECK({c.condition}, kOp, ": ", {", ".join(parts)});')
+    return lines
+
+
+def _checks(op: OpDecl, key: str, *, simulated: bool = False) -> tuple[list[str], dict[str, str]]:
+    """Statements run before the kernel, and argument renames (promoted copies)."""
+    renames: dict[str, str] = {}
+    lines = device_checks(op, key, simulated=simulated) + dtype_checks(op)
+    if isinstance(op.dtype_rule, rules.Promote):
+        for n in op.dtype_rule.args:
+            lines.append(f"const at::Tensor {n}_p = {n}.to(promoted);")
+            renames[n] = f"{n}_p"
+    lines += _same_shape_checks(op) + user_checks(op)
+    if key == "CUDA" and not simulated:
+        lines += device_guard(op)
     return lines, renames
 
 
@@ -179,6 +211,18 @@ def header(name: str, ops: Sequence[OpDecl]) -> Context:
     decls: list[Context] = []
     seen: set[str] = set()
     for op in ops:
+        if op.pointwise is not None:
+            decls += [
+                {
+                    "comment": f"{op.qualified} [{k}]: generated, see Note [Pointwise engine]",
+                    "signature": pointwise.kernel_signature(op, k),
+                    "template": True,
+                    "macro": None,
+                    "instantiate": [],
+                }
+                for k, _ in op.dispatch
+            ]
+            continue
         entries = [(f"{op.qualified} [{k}]", kern) for k, kern in op.dispatch]
         if isinstance(op.shape, rules.MetaFunction):
             entries.append((f"{op.qualified} [Meta, shape rule]", op.shape.name))
@@ -244,9 +288,27 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
     impls: dict[str, list[Context]] = {}
     autograds: list[Context] = []
     api = []
+    meta_steps: list[Context] = []
+    cuda_kernels: list[Context] = []
     for op in ops:
         api.append(_api(op))
         label = f"opforge.{op.name}"
+        if op.pointwise is not None:
+            functional = by_qualified[op.variant_of] if op.variant_of else op
+            if op.variant_of is None:
+                meta_steps.append(pointwise.meta_step(op))
+                cuda_kernels.append(pointwise.kernel_unit(op))
+            pw_wrappers, pw_impls = pointwise.registration(op, functional)
+            wrappers += pw_wrappers
+            for key, fn in pw_impls:
+                impls.setdefault(key, []).append({"qualified": op.qualified, "fn": fn})
+            if op.variant_of is None and _needs_autograd_kernel(op):
+                ag = autograd(op, index.api)
+                autograds.append(ag)
+                impls.setdefault("Autograd", []).append(
+                    {"qualified": op.qualified, "fn": ag["kernel"]}
+                )
+            continue
         if op.variant_of is not None:
             fn = f"{op.cpp_id}_composite"
             body = _variant_body(op, by_qualified[op.variant_of])
@@ -313,6 +375,10 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
         "autograds": autograds,
         "api": api,
         "includes": _formula_headers(ops, index, name),
+        "meta_steps": meta_steps,
+        "structured": bool(meta_steps),
+        "cuda_kernels": cuda_kernels,
+        "functor_headers": sorted({k["header"] for k in cuda_kernels}),
     }
 
 
@@ -356,8 +422,16 @@ def cuda_sim(ops: Sequence[OpDecl]) -> Context:
     opforge_cuda_sim::<op> whose CPU kernel is the CUDA entry point, with the
     CUDA wrapper's checks on CPU tensors."""
     simulated = [o for o in ops if o.variant_of is None and "CUDA" in o.keys]
-    defs, wrappers, impls = [], [], []
+    defs, wrappers, impls, steps, cuda_kernels = [], [], [], [], []
     for op in simulated:
+        if op.pointwise is not None:
+            steps.append(pointwise.meta_step(op))
+            cuda_kernels.append(pointwise.kernel_unit(op))
+            w = pointwise.simulated_wrapper(op)
+            defs.append({"schema": str(op.schema)})
+            wrappers.append(w)
+            impls.append({"qualified": op.qualified, "fn": w["fn"]})
+            continue
         kernel = dict(op.dispatch)["CUDA"]
         lines, renames = _checks(op, "CUDA", simulated=True)
         call = _kernel_call(op, kernel, renames)
@@ -380,4 +454,7 @@ def cuda_sim(ops: Sequence[OpDecl]) -> Context:
         "defs": defs,
         "wrappers": wrappers,
         "impls": impls,
+        "meta_steps": steps,
+        "cuda_kernels": cuda_kernels,
+        "functor_headers": sorted({k["header"] for k in cuda_kernels}),
     }

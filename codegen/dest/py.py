@@ -128,4 +128,9 @@ def docs(ops: Sequence[OpDecl]) -> Context:
 
 
 def cmake(ops: Sequence[OpDecl]) -> Context:
-    return {"sources": sources(ops), "names": sorted({o.file_stem for o in ops})}
+    structured = sorted(o.cpp_id for o in ops if o.pointwise is not None and o.variant_of is None)
+    return {
+        "sources": sources(ops),
+        "names": sorted({o.file_stem for o in ops}),
+        "pointwise": structured,
+    }

@@ -458,6 +458,27 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("alpha")
       );
   m.def(
+      "elu",
+      [](const at::Tensor& self, pybind11::handle alpha, at::Tensor out) -> at::Tensor {
+        const auto alpha_scalar = opforge::bindings::scalar(alpha, "opforge.elu", "alpha");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::elu_out(self, alpha_scalar, out);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("alpha"),
+      pybind11::arg("out")
+      );
+  m.def(
+      "elu_",
+      [](at::Tensor self, pybind11::handle alpha) -> at::Tensor {
+        const auto alpha_scalar = opforge::bindings::scalar(alpha, "opforge.elu_", "alpha");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::elu_(self, alpha_scalar);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("alpha")
+      );
+  m.def(
       "elu_backward",
       [](const at::Tensor& grad_output, const at::Tensor& self, pybind11::handle alpha) -> at::Tensor {
         const auto alpha_scalar = opforge::bindings::scalar(alpha, "opforge.elu_backward", "alpha");
@@ -589,6 +610,23 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("self")
       );
   m.def(
+      "hardsigmoid",
+      [](const at::Tensor& self, at::Tensor out) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::hardsigmoid_out(self, out);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("out")
+      );
+  m.def(
+      "hardsigmoid_",
+      [](at::Tensor self) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::hardsigmoid_(self);
+      },
+      pybind11::arg("self")
+      );
+  m.def(
       "hardsigmoid_backward",
       [](const at::Tensor& grad_output, const at::Tensor& self) -> at::Tensor {
         pybind11::gil_scoped_release no_gil;
@@ -602,6 +640,23 @@ void register_ops(pybind11::module_& m) {
       [](const at::Tensor& self) -> at::Tensor {
         pybind11::gil_scoped_release no_gil;
         return opforge::ops::hardswish(self);
+      },
+      pybind11::arg("self")
+      );
+  m.def(
+      "hardswish",
+      [](const at::Tensor& self, at::Tensor out) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::hardswish_out(self, out);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("out")
+      );
+  m.def(
+      "hardswish_",
+      [](at::Tensor self) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::hardswish_(self);
       },
       pybind11::arg("self")
       );
@@ -682,6 +737,27 @@ void register_ops(pybind11::module_& m) {
         const auto negative_slope_scalar = opforge::bindings::scalar(negative_slope, "opforge.leaky_relu", "negative_slope");
         pybind11::gil_scoped_release no_gil;
         return opforge::ops::leaky_relu(self, negative_slope_scalar);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("negative_slope")
+      );
+  m.def(
+      "leaky_relu",
+      [](const at::Tensor& self, pybind11::handle negative_slope, at::Tensor out) -> at::Tensor {
+        const auto negative_slope_scalar = opforge::bindings::scalar(negative_slope, "opforge.leaky_relu", "negative_slope");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::leaky_relu_out(self, negative_slope_scalar, out);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("negative_slope"),
+      pybind11::arg("out")
+      );
+  m.def(
+      "leaky_relu_",
+      [](at::Tensor self, pybind11::handle negative_slope) -> at::Tensor {
+        const auto negative_slope_scalar = opforge::bindings::scalar(negative_slope, "opforge.leaky_relu_", "negative_slope");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::leaky_relu_(self, negative_slope_scalar);
       },
       pybind11::arg("self"),
       pybind11::arg("negative_slope")
@@ -891,6 +967,23 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("self")
       );
   m.def(
+      "sigmoid",
+      [](const at::Tensor& self, at::Tensor out) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::sigmoid_out(self, out);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("out")
+      );
+  m.def(
+      "sigmoid_",
+      [](at::Tensor self) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::sigmoid_(self);
+      },
+      pybind11::arg("self")
+      );
+  m.def(
       "sigmoid_backward",
       [](const at::Tensor& grad_output, const at::Tensor& output) -> at::Tensor {
         pybind11::gil_scoped_release no_gil;
@@ -904,6 +997,23 @@ void register_ops(pybind11::module_& m) {
       [](const at::Tensor& self) -> at::Tensor {
         pybind11::gil_scoped_release no_gil;
         return opforge::ops::silu(self);
+      },
+      pybind11::arg("self")
+      );
+  m.def(
+      "silu",
+      [](const at::Tensor& self, at::Tensor out) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::silu_out(self, out);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("out")
+      );
+  m.def(
+      "silu_",
+      [](at::Tensor self) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::silu_(self);
       },
       pybind11::arg("self")
       );
@@ -1012,6 +1122,23 @@ void register_ops(pybind11::module_& m) {
       [](const at::Tensor& self) -> at::Tensor {
         pybind11::gil_scoped_release no_gil;
         return opforge::ops::tanh(self);
+      },
+      pybind11::arg("self")
+      );
+  m.def(
+      "tanh",
+      [](const at::Tensor& self, at::Tensor out) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::tanh_out(self, out);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("out")
+      );
+  m.def(
+      "tanh_",
+      [](at::Tensor self) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::tanh_(self);
       },
       pybind11::arg("self")
       );

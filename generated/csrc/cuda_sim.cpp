@@ -80,6 +80,169 @@
 #include <torch/library.h>
 
 #include <opforge/checks.h>
+#include <opforge/pointwise/geometry.h>
+#include <kernels/cuda/host.h>
+#include <kernels/cuda/pointwise.cuh>
+#include <opforge/math/activation.h>
+#include <opforge/math/binary.h>
+
+namespace opforge {
+
+// The CUDA host code of add.Tensor: the plan of opforge::math::add_fn, launched
+// on the current stream (generated/csrc/kernels/add_Tensor.cu instantiates the launch).
+template <typename scalar_t>
+void add_Tensor_cuda(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&self, &other}), opforge::math::add_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+}
+
+// The CUDA host code of add_relu: the plan of opforge::math::add_relu_fn, launched
+// on the current stream (generated/csrc/kernels/add_relu.cu instantiates the launch).
+template <typename scalar_t>
+void add_relu_cuda(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&self, &other}), opforge::math::add_relu_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+}
+
+// The CUDA host code of elu: the plan of opforge::math::elu_fn, launched
+// on the current stream (generated/csrc/kernels/elu.cu instantiates the launch).
+template <typename scalar_t>
+void elu_cuda(const at::Tensor& out, const at::Tensor& self, const at::Scalar& alpha) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::elu_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+}
+
+// The CUDA host code of elu_backward: the plan of opforge::math::elu_backward_fn, launched
+// on the current stream (generated/csrc/kernels/elu_backward.cu instantiates the launch).
+template <typename scalar_t>
+void elu_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& alpha) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::elu_backward_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+}
+
+// The CUDA host code of gelu: the plan of opforge::math::gelu_fn, launched
+// on the current stream (generated/csrc/kernels/gelu.cu instantiates the launch).
+template <typename scalar_t>
+void gelu_cuda(const at::Tensor& out, const at::Tensor& self, c10::string_view approximate) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::gelu_fn<scalar_t>{approximate == "tanh"}, cuda::current_stream()));
+}
+
+// The CUDA host code of gelu_backward: the plan of opforge::math::gelu_backward_fn, launched
+// on the current stream (generated/csrc/kernels/gelu_backward.cu instantiates the launch).
+template <typename scalar_t>
+void gelu_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::gelu_backward_fn<scalar_t>{approximate == "tanh"}, cuda::current_stream()));
+}
+
+// The CUDA host code of hardsigmoid: the plan of opforge::math::hardsigmoid_fn, launched
+// on the current stream (generated/csrc/kernels/hardsigmoid.cu instantiates the launch).
+template <typename scalar_t>
+void hardsigmoid_cuda(const at::Tensor& out, const at::Tensor& self) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::hardsigmoid_fn<scalar_t>{}, cuda::current_stream()));
+}
+
+// The CUDA host code of hardsigmoid_backward: the plan of opforge::math::hardsigmoid_backward_fn, launched
+// on the current stream (generated/csrc/kernels/hardsigmoid_backward.cu instantiates the launch).
+template <typename scalar_t>
+void hardsigmoid_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::hardsigmoid_backward_fn<scalar_t>{}, cuda::current_stream()));
+}
+
+// The CUDA host code of hardswish: the plan of opforge::math::hardswish_fn, launched
+// on the current stream (generated/csrc/kernels/hardswish.cu instantiates the launch).
+template <typename scalar_t>
+void hardswish_cuda(const at::Tensor& out, const at::Tensor& self) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::hardswish_fn<scalar_t>{}, cuda::current_stream()));
+}
+
+// The CUDA host code of hardswish_backward: the plan of opforge::math::hardswish_backward_fn, launched
+// on the current stream (generated/csrc/kernels/hardswish_backward.cu instantiates the launch).
+template <typename scalar_t>
+void hardswish_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::hardswish_backward_fn<scalar_t>{}, cuda::current_stream()));
+}
+
+// The CUDA host code of leaky_relu: the plan of opforge::math::leaky_relu_fn, launched
+// on the current stream (generated/csrc/kernels/leaky_relu.cu instantiates the launch).
+template <typename scalar_t>
+void leaky_relu_cuda(const at::Tensor& out, const at::Tensor& self, const at::Scalar& negative_slope) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::leaky_relu_fn<scalar_t>{negative_slope.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+}
+
+// The CUDA host code of leaky_relu_backward: the plan of opforge::math::leaky_relu_backward_fn, launched
+// on the current stream (generated/csrc/kernels/leaky_relu_backward.cu instantiates the launch).
+template <typename scalar_t>
+void leaky_relu_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& negative_slope) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::leaky_relu_backward_fn<scalar_t>{negative_slope.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+}
+
+// The CUDA host code of relu: the plan of opforge::math::relu_fn, launched
+// on the current stream (generated/csrc/kernels/relu.cu instantiates the launch).
+template <typename scalar_t>
+void relu_cuda(const at::Tensor& out, const at::Tensor& self) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::relu_fn<scalar_t>{}, cuda::current_stream()));
+}
+
+// The CUDA host code of relu_backward: the plan of opforge::math::relu_backward_fn, launched
+// on the current stream (generated/csrc/kernels/relu_backward.cu instantiates the launch).
+template <typename scalar_t>
+void relu_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &output}), opforge::math::relu_backward_fn<scalar_t>{}, cuda::current_stream()));
+}
+
+// The CUDA host code of sigmoid: the plan of opforge::math::sigmoid_fn, launched
+// on the current stream (generated/csrc/kernels/sigmoid.cu instantiates the launch).
+template <typename scalar_t>
+void sigmoid_cuda(const at::Tensor& out, const at::Tensor& self) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::sigmoid_fn<scalar_t>{}, cuda::current_stream()));
+}
+
+// The CUDA host code of sigmoid_backward: the plan of opforge::math::sigmoid_backward_fn, launched
+// on the current stream (generated/csrc/kernels/sigmoid_backward.cu instantiates the launch).
+template <typename scalar_t>
+void sigmoid_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &output}), opforge::math::sigmoid_backward_fn<scalar_t>{}, cuda::current_stream()));
+}
+
+// The CUDA host code of silu: the plan of opforge::math::silu_fn, launched
+// on the current stream (generated/csrc/kernels/silu.cu instantiates the launch).
+template <typename scalar_t>
+void silu_cuda(const at::Tensor& out, const at::Tensor& self) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::silu_fn<scalar_t>{}, cuda::current_stream()));
+}
+
+// The CUDA host code of silu_backward: the plan of opforge::math::silu_backward_fn, launched
+// on the current stream (generated/csrc/kernels/silu_backward.cu instantiates the launch).
+template <typename scalar_t>
+void silu_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::silu_backward_fn<scalar_t>{}, cuda::current_stream()));
+}
+
+// The CUDA host code of softplus: the plan of opforge::math::softplus_fn, launched
+// on the current stream (generated/csrc/kernels/softplus.cu instantiates the launch).
+template <typename scalar_t>
+void softplus_cuda(const at::Tensor& out, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::softplus_fn<scalar_t>{beta.to<opforge::math::opmath_t<scalar_t>>(), threshold.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+}
+
+// The CUDA host code of softplus_backward: the plan of opforge::math::softplus_backward_fn, launched
+// on the current stream (generated/csrc/kernels/softplus_backward.cu instantiates the launch).
+template <typename scalar_t>
+void softplus_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::softplus_backward_fn<scalar_t>{beta.to<opforge::math::opmath_t<scalar_t>>(), threshold.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+}
+
+// The CUDA host code of tanh: the plan of opforge::math::tanh_fn, launched
+// on the current stream (generated/csrc/kernels/tanh.cu instantiates the launch).
+template <typename scalar_t>
+void tanh_cuda(const at::Tensor& out, const at::Tensor& self) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::tanh_fn<scalar_t>{}, cuda::current_stream()));
+}
+
+// The CUDA host code of tanh_backward: the plan of opforge::math::tanh_backward_fn, launched
+// on the current stream (generated/csrc/kernels/tanh_backward.cu instantiates the launch).
+template <typename scalar_t>
+void tanh_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &output}), opforge::math::tanh_backward_fn<scalar_t>{}, cuda::current_stream()));
+}
+
+}  // namespace opforge
 
 at::Tensor opforge::ops::adaptive_avg_pool2d(const at::Tensor& self, c10::SymIntArrayRef output_size) {
   static const auto op = c10::Dispatcher::singleton()
@@ -270,6 +433,20 @@ at::Tensor opforge::ops::elu(const at::Tensor& self, const at::Scalar& alpha) {
   return op.call(self, alpha);
 }
 
+at::Tensor& opforge::ops::elu_out(const at::Tensor& self, const at::Scalar& alpha, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::elu", "out")
+      .typed<at::Tensor&(const at::Tensor&, const at::Scalar&, at::Tensor&)>();
+  return op.call(self, alpha, out);
+}
+
+at::Tensor& opforge::ops::elu_(at::Tensor& self, const at::Scalar& alpha) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::elu_", "")
+      .typed<at::Tensor&(at::Tensor&, const at::Scalar&)>();
+  return op.call(self, alpha);
+}
+
 at::Tensor opforge::ops::elu_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& alpha) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::elu_backward", "")
@@ -347,6 +524,20 @@ at::Tensor opforge::ops::hardsigmoid(const at::Tensor& self) {
   return op.call(self);
 }
 
+at::Tensor& opforge::ops::hardsigmoid_out(const at::Tensor& self, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::hardsigmoid", "out")
+      .typed<at::Tensor&(const at::Tensor&, at::Tensor&)>();
+  return op.call(self, out);
+}
+
+at::Tensor& opforge::ops::hardsigmoid_(at::Tensor& self) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::hardsigmoid_", "")
+      .typed<at::Tensor&(at::Tensor&)>();
+  return op.call(self);
+}
+
 at::Tensor opforge::ops::hardsigmoid_backward(const at::Tensor& grad_output, const at::Tensor& self) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::hardsigmoid_backward", "")
@@ -358,6 +549,20 @@ at::Tensor opforge::ops::hardswish(const at::Tensor& self) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::hardswish", "")
       .typed<at::Tensor(const at::Tensor&)>();
+  return op.call(self);
+}
+
+at::Tensor& opforge::ops::hardswish_out(const at::Tensor& self, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::hardswish", "out")
+      .typed<at::Tensor&(const at::Tensor&, at::Tensor&)>();
+  return op.call(self, out);
+}
+
+at::Tensor& opforge::ops::hardswish_(at::Tensor& self) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::hardswish_", "")
+      .typed<at::Tensor&(at::Tensor&)>();
   return op.call(self);
 }
 
@@ -400,6 +605,20 @@ at::Tensor opforge::ops::leaky_relu(const at::Tensor& self, const at::Scalar& ne
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::leaky_relu", "")
       .typed<at::Tensor(const at::Tensor&, const at::Scalar&)>();
+  return op.call(self, negative_slope);
+}
+
+at::Tensor& opforge::ops::leaky_relu_out(const at::Tensor& self, const at::Scalar& negative_slope, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::leaky_relu", "out")
+      .typed<at::Tensor&(const at::Tensor&, const at::Scalar&, at::Tensor&)>();
+  return op.call(self, negative_slope, out);
+}
+
+at::Tensor& opforge::ops::leaky_relu_(at::Tensor& self, const at::Scalar& negative_slope) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::leaky_relu_", "")
+      .typed<at::Tensor&(at::Tensor&, const at::Scalar&)>();
   return op.call(self, negative_slope);
 }
 
@@ -529,6 +748,20 @@ at::Tensor opforge::ops::sigmoid(const at::Tensor& self) {
   return op.call(self);
 }
 
+at::Tensor& opforge::ops::sigmoid_out(const at::Tensor& self, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::sigmoid", "out")
+      .typed<at::Tensor&(const at::Tensor&, at::Tensor&)>();
+  return op.call(self, out);
+}
+
+at::Tensor& opforge::ops::sigmoid_(at::Tensor& self) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::sigmoid_", "")
+      .typed<at::Tensor&(at::Tensor&)>();
+  return op.call(self);
+}
+
 at::Tensor opforge::ops::sigmoid_backward(const at::Tensor& grad_output, const at::Tensor& output) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::sigmoid_backward", "")
@@ -540,6 +773,20 @@ at::Tensor opforge::ops::silu(const at::Tensor& self) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::silu", "")
       .typed<at::Tensor(const at::Tensor&)>();
+  return op.call(self);
+}
+
+at::Tensor& opforge::ops::silu_out(const at::Tensor& self, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::silu", "out")
+      .typed<at::Tensor&(const at::Tensor&, at::Tensor&)>();
+  return op.call(self, out);
+}
+
+at::Tensor& opforge::ops::silu_(at::Tensor& self) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::silu_", "")
+      .typed<at::Tensor&(at::Tensor&)>();
   return op.call(self);
 }
 
@@ -613,6 +860,20 @@ at::Tensor opforge::ops::tanh(const at::Tensor& self) {
   return op.call(self);
 }
 
+at::Tensor& opforge::ops::tanh_out(const at::Tensor& self, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::tanh", "out")
+      .typed<at::Tensor&(const at::Tensor&, at::Tensor&)>();
+  return op.call(self, out);
+}
+
+at::Tensor& opforge::ops::tanh_(at::Tensor& self) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::tanh_", "")
+      .typed<at::Tensor&(at::Tensor&)>();
+  return op.call(self);
+}
+
 at::Tensor opforge::ops::tanh_backward(const at::Tensor& grad_output, const at::Tensor& output) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::tanh_backward", "")
@@ -627,6 +888,7 @@ TORCH_LIBRARY(opforge_cuda_sim, m) {
   m.def(R"schema(adaptive_max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor)schema");
   m.def(R"schema(adaptive_max_pool2d_with_indices(Tensor self, int[2] output_size) -> (Tensor, Tensor))schema");
   m.def(R"schema(add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor)schema");
+  m.def(R"schema(add_relu(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor)schema");
   m.def(R"schema(avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor)schema");
   m.def(R"schema(avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override=None) -> Tensor)schema");
   m.def(R"schema(batch_norm_backward(Tensor grad_out, Tensor input, Tensor save_mean, Tensor save_invstd, bool training, bool[3] output_mask, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_invstd=None) -> (Tensor, Tensor, Tensor))schema");
@@ -684,6 +946,253 @@ TORCH_LIBRARY(opforge_cuda_sim, m) {
 }
 
 namespace {
+
+// The meta step of opforge.add, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> add_Tensor_meta_step(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add";
+  dtype = opforge::check::promote({self, other});
+  opforge::check::dtype(kOp, "'self'/'other'", dtype, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Long}, "a tensor of dtype (float32, float64, float16, bfloat16, int64)");
+  TORCH_CHECK(!alpha.isBoolean(), kOp, ": ", "alpha must be a number, not a boolean");
+  TORCH_CHECK(!alpha.isComplex(), kOp, ": ", "alpha must not be a complex number for ", dtype, " inputs");
+  TORCH_CHECK(c10::isFloatingType(dtype) || alpha.isIntegral(false), kOp, ": ", "alpha must be an integer for integral (", dtype, ") inputs, got ", alpha);
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}});
+}
+
+// The meta step of opforge.add_relu, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> add_relu_meta_step(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add_relu";
+  dtype = opforge::check::promote({self, other});
+  opforge::check::dtype(kOp, "'self'/'other'", dtype, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  TORCH_CHECK(!alpha.isBoolean() && !alpha.isComplex(), kOp, ": ", "alpha must be a real number, got ", alpha);
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}});
+}
+
+// The meta step of opforge.elu, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> elu_meta_step(const at::Tensor& self, const at::Scalar& alpha, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  dtype = self.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}});
+}
+
+// The meta step of opforge.elu_backward, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> elu_backward_meta_step(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& alpha, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.elu_backward";
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
+  dtype = grad_output.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"grad_output", grad_output}, opforge::pointwise::named_tensor{"self", self}});
+}
+
+// The meta step of opforge.gelu, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> gelu_meta_step(const at::Tensor& self, c10::string_view approximate, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.gelu";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  dtype = self.scalar_type();
+  TORCH_CHECK(approximate == "none" || approximate == "tanh", kOp, ": ", "approximate must be 'none' or 'tanh', got '", approximate, "'");
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}});
+}
+
+// The meta step of opforge.gelu_backward, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> gelu_backward_meta_step(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.gelu_backward";
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
+  dtype = grad_output.scalar_type();
+  TORCH_CHECK(approximate == "none" || approximate == "tanh", kOp, ": ", "approximate must be 'none' or 'tanh', got '", approximate, "'");
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"grad_output", grad_output}, opforge::pointwise::named_tensor{"self", self}});
+}
+
+// The meta step of opforge.hardsigmoid, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> hardsigmoid_meta_step(const at::Tensor& self, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.hardsigmoid";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  dtype = self.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}});
+}
+
+// The meta step of opforge.hardsigmoid_backward, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> hardsigmoid_backward_meta_step(const at::Tensor& grad_output, const at::Tensor& self, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.hardsigmoid_backward";
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
+  dtype = grad_output.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"grad_output", grad_output}, opforge::pointwise::named_tensor{"self", self}});
+}
+
+// The meta step of opforge.hardswish, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> hardswish_meta_step(const at::Tensor& self, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  dtype = self.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}});
+}
+
+// The meta step of opforge.hardswish_backward, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> hardswish_backward_meta_step(const at::Tensor& grad_output, const at::Tensor& self, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish_backward";
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
+  dtype = grad_output.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"grad_output", grad_output}, opforge::pointwise::named_tensor{"self", self}});
+}
+
+// The meta step of opforge.leaky_relu, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> leaky_relu_meta_step(const at::Tensor& self, const at::Scalar& negative_slope, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  dtype = self.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}});
+}
+
+// The meta step of opforge.leaky_relu_backward, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> leaky_relu_backward_meta_step(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& negative_slope, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_backward";
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
+  dtype = grad_output.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"grad_output", grad_output}, opforge::pointwise::named_tensor{"self", self}});
+}
+
+// The meta step of opforge.relu, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> relu_meta_step(const at::Tensor& self, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  dtype = self.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}});
+}
+
+// The meta step of opforge.relu_backward, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> relu_backward_meta_step(const at::Tensor& grad_output, const at::Tensor& output, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.relu_backward";
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
+  dtype = grad_output.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"grad_output", grad_output}, opforge::pointwise::named_tensor{"output", output}});
+}
+
+// The meta step of opforge.sigmoid, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> sigmoid_meta_step(const at::Tensor& self, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  dtype = self.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}});
+}
+
+// The meta step of opforge.sigmoid_backward, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> sigmoid_backward_meta_step(const at::Tensor& grad_output, const at::Tensor& output, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_backward";
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
+  dtype = grad_output.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"grad_output", grad_output}, opforge::pointwise::named_tensor{"output", output}});
+}
+
+// The meta step of opforge.silu, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> silu_meta_step(const at::Tensor& self, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.silu";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  dtype = self.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}});
+}
+
+// The meta step of opforge.silu_backward, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> silu_backward_meta_step(const at::Tensor& grad_output, const at::Tensor& self, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.silu_backward";
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
+  dtype = grad_output.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"grad_output", grad_output}, opforge::pointwise::named_tensor{"self", self}});
+}
+
+// The meta step of opforge.softplus, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> softplus_meta_step(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  dtype = self.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}});
+}
+
+// The meta step of opforge.softplus_backward, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> softplus_backward_meta_step(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.softplus_backward";
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
+  dtype = grad_output.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"grad_output", grad_output}, opforge::pointwise::named_tensor{"self", self}});
+}
+
+// The meta step of opforge.tanh, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> tanh_meta_step(const at::Tensor& self, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  dtype = self.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}});
+}
+
+// The meta step of opforge.tanh_backward, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> tanh_backward_meta_step(const at::Tensor& grad_output, const at::Tensor& output, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.tanh_backward";
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
+  dtype = grad_output.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"grad_output", grad_output}, opforge::pointwise::named_tensor{"output", output}});
+}
+
 
 at::Tensor adaptive_avg_pool2d_cuda_simulated(const at::Tensor& self, c10::SymIntArrayRef output_size) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.adaptive_avg_pool2d";
@@ -753,19 +1262,43 @@ at::Tensor add_Tensor_cuda_simulated(const at::Tensor& self, const at::Tensor& o
   [[maybe_unused]] constexpr const char* kOp = "opforge.add";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "other", other, c10::DeviceType::CPU);
-  const at::ScalarType promoted = opforge::check::promote({self, other});
-  opforge::check::dtype(kOp, "'self'/'other'", promoted, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Long}, "a tensor of dtype (float32, float64, float16, bfloat16, int64)");
-  const at::Tensor self_p = self.to(promoted);
-  const at::Tensor other_p = other.to(promoted);
-  switch (promoted) {
-    case at::ScalarType::Float: return opforge::add_cuda<float>(self_p, other_p, alpha);
-    case at::ScalarType::Double: return opforge::add_cuda<double>(self_p, other_p, alpha);
-    case at::ScalarType::Half: return opforge::add_cuda<c10::Half>(self_p, other_p, alpha);
-    case at::ScalarType::BFloat16: return opforge::add_cuda<c10::BFloat16>(self_p, other_p, alpha);
-    case at::ScalarType::Long: return opforge::add_cuda<int64_t>(self_p, other_p, alpha);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = add_Tensor_meta_step<int64_t>(self, other, alpha, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    const at::Tensor self_p = self.to(dtype);
+    const at::Tensor other_p = other.to(dtype);
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::add_Tensor_cuda<float>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Double: opforge::add_Tensor_cuda<double>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Half: opforge::add_Tensor_cuda<c10::Half>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::BFloat16: opforge::add_Tensor_cuda<c10::BFloat16>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Long: opforge::add_Tensor_cuda<int64_t>(out, self_p, other_p, alpha); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
+}
+
+at::Tensor add_relu_cuda_simulated(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add_relu";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "other", other, c10::DeviceType::CPU);
+  at::ScalarType dtype;
+  const auto geometry = add_relu_meta_step<int64_t>(self, other, alpha, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    const at::Tensor self_p = self.to(dtype);
+    const at::Tensor other_p = other.to(dtype);
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::add_relu_cuda<float>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Double: opforge::add_relu_cuda<double>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Half: opforge::add_relu_cuda<c10::Half>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::BFloat16: opforge::add_relu_cuda<c10::BFloat16>(out, self_p, other_p, alpha); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return out;
 }
 
 at::Tensor avg_pool2d_cuda_simulated(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
@@ -998,33 +1531,38 @@ std::tuple<at::Tensor, at::Tensor> dropout_forward_cuda_simulated(const at::Tens
 at::Tensor elu_cuda_simulated(const at::Tensor& self, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::elu_cuda<float>(self, alpha);
-    case at::ScalarType::Double: return opforge::elu_cuda<double>(self, alpha);
-    case at::ScalarType::Half: return opforge::elu_cuda<c10::Half>(self, alpha);
-    case at::ScalarType::BFloat16: return opforge::elu_cuda<c10::BFloat16>(self, alpha);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = elu_meta_step<int64_t>(self, alpha, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::elu_cuda<float>(out, self, alpha); break;
+      case at::ScalarType::Double: opforge::elu_cuda<double>(out, self, alpha); break;
+      case at::ScalarType::Half: opforge::elu_cuda<c10::Half>(out, self, alpha); break;
+      case at::ScalarType::BFloat16: opforge::elu_cuda<c10::BFloat16>(out, self, alpha); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 
 at::Tensor elu_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "self", self, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::elu_backward_cuda<float>(grad_output, self, alpha);
-    case at::ScalarType::Double: return opforge::elu_backward_cuda<double>(grad_output, self, alpha);
-    case at::ScalarType::Half: return opforge::elu_backward_cuda<c10::Half>(grad_output, self, alpha);
-    case at::ScalarType::BFloat16: return opforge::elu_backward_cuda<c10::BFloat16>(grad_output, self, alpha);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = elu_backward_meta_step<int64_t>(grad_output, self, alpha, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::elu_backward_cuda<float>(out, grad_output, self, alpha); break;
+      case at::ScalarType::Double: opforge::elu_backward_cuda<double>(out, grad_output, self, alpha); break;
+      case at::ScalarType::Half: opforge::elu_backward_cuda<c10::Half>(out, grad_output, self, alpha); break;
+      case at::ScalarType::BFloat16: opforge::elu_backward_cuda<c10::BFloat16>(out, grad_output, self, alpha); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 
 at::Tensor embedding_cuda_simulated(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
@@ -1091,33 +1629,38 @@ std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cuda_simulated(const at::Tensor&
 at::Tensor gelu_cuda_simulated(const at::Tensor& self, c10::string_view approximate) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::gelu_cuda<float>(self, approximate);
-    case at::ScalarType::Double: return opforge::gelu_cuda<double>(self, approximate);
-    case at::ScalarType::Half: return opforge::gelu_cuda<c10::Half>(self, approximate);
-    case at::ScalarType::BFloat16: return opforge::gelu_cuda<c10::BFloat16>(self, approximate);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = gelu_meta_step<int64_t>(self, approximate, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::gelu_cuda<float>(out, self, approximate); break;
+      case at::ScalarType::Double: opforge::gelu_cuda<double>(out, self, approximate); break;
+      case at::ScalarType::Half: opforge::gelu_cuda<c10::Half>(out, self, approximate); break;
+      case at::ScalarType::BFloat16: opforge::gelu_cuda<c10::BFloat16>(out, self, approximate); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 
 at::Tensor gelu_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "self", self, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::gelu_backward_cuda<float>(grad_output, self, approximate);
-    case at::ScalarType::Double: return opforge::gelu_backward_cuda<double>(grad_output, self, approximate);
-    case at::ScalarType::Half: return opforge::gelu_backward_cuda<c10::Half>(grad_output, self, approximate);
-    case at::ScalarType::BFloat16: return opforge::gelu_backward_cuda<c10::BFloat16>(grad_output, self, approximate);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = gelu_backward_meta_step<int64_t>(grad_output, self, approximate, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::gelu_backward_cuda<float>(out, grad_output, self, approximate); break;
+      case at::ScalarType::Double: opforge::gelu_backward_cuda<double>(out, grad_output, self, approximate); break;
+      case at::ScalarType::Half: opforge::gelu_backward_cuda<c10::Half>(out, grad_output, self, approximate); break;
+      case at::ScalarType::BFloat16: opforge::gelu_backward_cuda<c10::BFloat16>(out, grad_output, self, approximate); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward_cuda_simulated(const at::Tensor& grad_out, const at::Tensor& input, int64_t num_groups, const at::Tensor& mean, const at::Tensor& rstd, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd) {
@@ -1175,65 +1718,75 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cuda_simulated
 at::Tensor hardsigmoid_cuda_simulated(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardsigmoid";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::hardsigmoid_cuda<float>(self);
-    case at::ScalarType::Double: return opforge::hardsigmoid_cuda<double>(self);
-    case at::ScalarType::Half: return opforge::hardsigmoid_cuda<c10::Half>(self);
-    case at::ScalarType::BFloat16: return opforge::hardsigmoid_cuda<c10::BFloat16>(self);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = hardsigmoid_meta_step<int64_t>(self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::hardsigmoid_cuda<float>(out, self); break;
+      case at::ScalarType::Double: opforge::hardsigmoid_cuda<double>(out, self); break;
+      case at::ScalarType::Half: opforge::hardsigmoid_cuda<c10::Half>(out, self); break;
+      case at::ScalarType::BFloat16: opforge::hardsigmoid_cuda<c10::BFloat16>(out, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 
 at::Tensor hardsigmoid_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardsigmoid_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "self", self, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::hardsigmoid_backward_cuda<float>(grad_output, self);
-    case at::ScalarType::Double: return opforge::hardsigmoid_backward_cuda<double>(grad_output, self);
-    case at::ScalarType::Half: return opforge::hardsigmoid_backward_cuda<c10::Half>(grad_output, self);
-    case at::ScalarType::BFloat16: return opforge::hardsigmoid_backward_cuda<c10::BFloat16>(grad_output, self);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = hardsigmoid_backward_meta_step<int64_t>(grad_output, self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::hardsigmoid_backward_cuda<float>(out, grad_output, self); break;
+      case at::ScalarType::Double: opforge::hardsigmoid_backward_cuda<double>(out, grad_output, self); break;
+      case at::ScalarType::Half: opforge::hardsigmoid_backward_cuda<c10::Half>(out, grad_output, self); break;
+      case at::ScalarType::BFloat16: opforge::hardsigmoid_backward_cuda<c10::BFloat16>(out, grad_output, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 
 at::Tensor hardswish_cuda_simulated(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::hardswish_cuda<float>(self);
-    case at::ScalarType::Double: return opforge::hardswish_cuda<double>(self);
-    case at::ScalarType::Half: return opforge::hardswish_cuda<c10::Half>(self);
-    case at::ScalarType::BFloat16: return opforge::hardswish_cuda<c10::BFloat16>(self);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = hardswish_meta_step<int64_t>(self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::hardswish_cuda<float>(out, self); break;
+      case at::ScalarType::Double: opforge::hardswish_cuda<double>(out, self); break;
+      case at::ScalarType::Half: opforge::hardswish_cuda<c10::Half>(out, self); break;
+      case at::ScalarType::BFloat16: opforge::hardswish_cuda<c10::BFloat16>(out, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 
 at::Tensor hardswish_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "self", self, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::hardswish_backward_cuda<float>(grad_output, self);
-    case at::ScalarType::Double: return opforge::hardswish_backward_cuda<double>(grad_output, self);
-    case at::ScalarType::Half: return opforge::hardswish_backward_cuda<c10::Half>(grad_output, self);
-    case at::ScalarType::BFloat16: return opforge::hardswish_backward_cuda<c10::BFloat16>(grad_output, self);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = hardswish_backward_meta_step<int64_t>(grad_output, self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::hardswish_backward_cuda<float>(out, grad_output, self); break;
+      case at::ScalarType::Double: opforge::hardswish_backward_cuda<double>(out, grad_output, self); break;
+      case at::ScalarType::Half: opforge::hardswish_backward_cuda<c10::Half>(out, grad_output, self); break;
+      case at::ScalarType::BFloat16: opforge::hardswish_backward_cuda<c10::BFloat16>(out, grad_output, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cuda_simulated(const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean, const at::Tensor& rstd, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd) {
@@ -1291,33 +1844,38 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cuda_simulated
 at::Tensor leaky_relu_cuda_simulated(const at::Tensor& self, const at::Scalar& negative_slope) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::leaky_relu_cuda<float>(self, negative_slope);
-    case at::ScalarType::Double: return opforge::leaky_relu_cuda<double>(self, negative_slope);
-    case at::ScalarType::Half: return opforge::leaky_relu_cuda<c10::Half>(self, negative_slope);
-    case at::ScalarType::BFloat16: return opforge::leaky_relu_cuda<c10::BFloat16>(self, negative_slope);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = leaky_relu_meta_step<int64_t>(self, negative_slope, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::leaky_relu_cuda<float>(out, self, negative_slope); break;
+      case at::ScalarType::Double: opforge::leaky_relu_cuda<double>(out, self, negative_slope); break;
+      case at::ScalarType::Half: opforge::leaky_relu_cuda<c10::Half>(out, self, negative_slope); break;
+      case at::ScalarType::BFloat16: opforge::leaky_relu_cuda<c10::BFloat16>(out, self, negative_slope); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 
 at::Tensor leaky_relu_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& negative_slope) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "self", self, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::leaky_relu_backward_cuda<float>(grad_output, self, negative_slope);
-    case at::ScalarType::Double: return opforge::leaky_relu_backward_cuda<double>(grad_output, self, negative_slope);
-    case at::ScalarType::Half: return opforge::leaky_relu_backward_cuda<c10::Half>(grad_output, self, negative_slope);
-    case at::ScalarType::BFloat16: return opforge::leaky_relu_backward_cuda<c10::BFloat16>(grad_output, self, negative_slope);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = leaky_relu_backward_meta_step<int64_t>(grad_output, self, negative_slope, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::leaky_relu_backward_cuda<float>(out, grad_output, self, negative_slope); break;
+      case at::ScalarType::Double: opforge::leaky_relu_backward_cuda<double>(out, grad_output, self, negative_slope); break;
+      case at::ScalarType::Half: opforge::leaky_relu_backward_cuda<c10::Half>(out, grad_output, self, negative_slope); break;
+      case at::ScalarType::BFloat16: opforge::leaky_relu_backward_cuda<c10::BFloat16>(out, grad_output, self, negative_slope); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 
 at::Tensor linear_cuda_simulated(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
@@ -1482,97 +2040,112 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda_simulated(const at::Tenso
 at::Tensor relu_cuda_simulated(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::relu_cuda<float>(self);
-    case at::ScalarType::Double: return opforge::relu_cuda<double>(self);
-    case at::ScalarType::Half: return opforge::relu_cuda<c10::Half>(self);
-    case at::ScalarType::BFloat16: return opforge::relu_cuda<c10::BFloat16>(self);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = relu_meta_step<int64_t>(self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::relu_cuda<float>(out, self); break;
+      case at::ScalarType::Double: opforge::relu_cuda<double>(out, self); break;
+      case at::ScalarType::Half: opforge::relu_cuda<c10::Half>(out, self); break;
+      case at::ScalarType::BFloat16: opforge::relu_cuda<c10::BFloat16>(out, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 
 at::Tensor relu_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& output) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "output", output, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "output", output, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::relu_backward_cuda<float>(grad_output, output);
-    case at::ScalarType::Double: return opforge::relu_backward_cuda<double>(grad_output, output);
-    case at::ScalarType::Half: return opforge::relu_backward_cuda<c10::Half>(grad_output, output);
-    case at::ScalarType::BFloat16: return opforge::relu_backward_cuda<c10::BFloat16>(grad_output, output);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = relu_backward_meta_step<int64_t>(grad_output, output, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::relu_backward_cuda<float>(out, grad_output, output); break;
+      case at::ScalarType::Double: opforge::relu_backward_cuda<double>(out, grad_output, output); break;
+      case at::ScalarType::Half: opforge::relu_backward_cuda<c10::Half>(out, grad_output, output); break;
+      case at::ScalarType::BFloat16: opforge::relu_backward_cuda<c10::BFloat16>(out, grad_output, output); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 
 at::Tensor sigmoid_cuda_simulated(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::sigmoid_cuda<float>(self);
-    case at::ScalarType::Double: return opforge::sigmoid_cuda<double>(self);
-    case at::ScalarType::Half: return opforge::sigmoid_cuda<c10::Half>(self);
-    case at::ScalarType::BFloat16: return opforge::sigmoid_cuda<c10::BFloat16>(self);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = sigmoid_meta_step<int64_t>(self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::sigmoid_cuda<float>(out, self); break;
+      case at::ScalarType::Double: opforge::sigmoid_cuda<double>(out, self); break;
+      case at::ScalarType::Half: opforge::sigmoid_cuda<c10::Half>(out, self); break;
+      case at::ScalarType::BFloat16: opforge::sigmoid_cuda<c10::BFloat16>(out, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 
 at::Tensor sigmoid_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& output) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "output", output, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "output", output, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::sigmoid_backward_cuda<float>(grad_output, output);
-    case at::ScalarType::Double: return opforge::sigmoid_backward_cuda<double>(grad_output, output);
-    case at::ScalarType::Half: return opforge::sigmoid_backward_cuda<c10::Half>(grad_output, output);
-    case at::ScalarType::BFloat16: return opforge::sigmoid_backward_cuda<c10::BFloat16>(grad_output, output);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = sigmoid_backward_meta_step<int64_t>(grad_output, output, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::sigmoid_backward_cuda<float>(out, grad_output, output); break;
+      case at::ScalarType::Double: opforge::sigmoid_backward_cuda<double>(out, grad_output, output); break;
+      case at::ScalarType::Half: opforge::sigmoid_backward_cuda<c10::Half>(out, grad_output, output); break;
+      case at::ScalarType::BFloat16: opforge::sigmoid_backward_cuda<c10::BFloat16>(out, grad_output, output); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 
 at::Tensor silu_cuda_simulated(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.silu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::silu_cuda<float>(self);
-    case at::ScalarType::Double: return opforge::silu_cuda<double>(self);
-    case at::ScalarType::Half: return opforge::silu_cuda<c10::Half>(self);
-    case at::ScalarType::BFloat16: return opforge::silu_cuda<c10::BFloat16>(self);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = silu_meta_step<int64_t>(self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::silu_cuda<float>(out, self); break;
+      case at::ScalarType::Double: opforge::silu_cuda<double>(out, self); break;
+      case at::ScalarType::Half: opforge::silu_cuda<c10::Half>(out, self); break;
+      case at::ScalarType::BFloat16: opforge::silu_cuda<c10::BFloat16>(out, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 
 at::Tensor silu_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.silu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "self", self, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::silu_backward_cuda<float>(grad_output, self);
-    case at::ScalarType::Double: return opforge::silu_backward_cuda<double>(grad_output, self);
-    case at::ScalarType::Half: return opforge::silu_backward_cuda<c10::Half>(grad_output, self);
-    case at::ScalarType::BFloat16: return opforge::silu_backward_cuda<c10::BFloat16>(grad_output, self);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = silu_backward_meta_step<int64_t>(grad_output, self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::silu_backward_cuda<float>(out, grad_output, self); break;
+      case at::ScalarType::Double: opforge::silu_backward_cuda<double>(out, grad_output, self); break;
+      case at::ScalarType::Half: opforge::silu_backward_cuda<c10::Half>(out, grad_output, self); break;
+      case at::ScalarType::BFloat16: opforge::silu_backward_cuda<c10::BFloat16>(out, grad_output, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 
 at::Tensor softmax_cuda_simulated(const at::Tensor& self, int64_t dim) {
@@ -1610,33 +2183,38 @@ at::Tensor softmax_backward_cuda_simulated(const at::Tensor& grad_output, const 
 at::Tensor softplus_cuda_simulated(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::softplus_cuda<float>(self, beta, threshold);
-    case at::ScalarType::Double: return opforge::softplus_cuda<double>(self, beta, threshold);
-    case at::ScalarType::Half: return opforge::softplus_cuda<c10::Half>(self, beta, threshold);
-    case at::ScalarType::BFloat16: return opforge::softplus_cuda<c10::BFloat16>(self, beta, threshold);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = softplus_meta_step<int64_t>(self, beta, threshold, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::softplus_cuda<float>(out, self, beta, threshold); break;
+      case at::ScalarType::Double: opforge::softplus_cuda<double>(out, self, beta, threshold); break;
+      case at::ScalarType::Half: opforge::softplus_cuda<c10::Half>(out, self, beta, threshold); break;
+      case at::ScalarType::BFloat16: opforge::softplus_cuda<c10::BFloat16>(out, self, beta, threshold); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 
 at::Tensor softplus_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "self", self, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::softplus_backward_cuda<float>(grad_output, self, beta, threshold);
-    case at::ScalarType::Double: return opforge::softplus_backward_cuda<double>(grad_output, self, beta, threshold);
-    case at::ScalarType::Half: return opforge::softplus_backward_cuda<c10::Half>(grad_output, self, beta, threshold);
-    case at::ScalarType::BFloat16: return opforge::softplus_backward_cuda<c10::BFloat16>(grad_output, self, beta, threshold);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = softplus_backward_meta_step<int64_t>(grad_output, self, beta, threshold, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::softplus_backward_cuda<float>(out, grad_output, self, beta, threshold); break;
+      case at::ScalarType::Double: opforge::softplus_backward_cuda<double>(out, grad_output, self, beta, threshold); break;
+      case at::ScalarType::Half: opforge::softplus_backward_cuda<c10::Half>(out, grad_output, self, beta, threshold); break;
+      case at::ScalarType::BFloat16: opforge::softplus_backward_cuda<c10::BFloat16>(out, grad_output, self, beta, threshold); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 
 at::Tensor spatial_pyramid_pool_cuda_simulated(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
@@ -1687,33 +2265,38 @@ at::Tensor sum_cuda_simulated(const at::Tensor& self, at::OptionalIntArrayRef di
 at::Tensor tanh_cuda_simulated(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::tanh_cuda<float>(self);
-    case at::ScalarType::Double: return opforge::tanh_cuda<double>(self);
-    case at::ScalarType::Half: return opforge::tanh_cuda<c10::Half>(self);
-    case at::ScalarType::BFloat16: return opforge::tanh_cuda<c10::BFloat16>(self);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = tanh_meta_step<int64_t>(self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::tanh_cuda<float>(out, self); break;
+      case at::ScalarType::Double: opforge::tanh_cuda<double>(out, self); break;
+      case at::ScalarType::Half: opforge::tanh_cuda<c10::Half>(out, self); break;
+      case at::ScalarType::BFloat16: opforge::tanh_cuda<c10::BFloat16>(out, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 
 at::Tensor tanh_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& output) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "output", output, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "output", output, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::tanh_backward_cuda<float>(grad_output, output);
-    case at::ScalarType::Double: return opforge::tanh_backward_cuda<double>(grad_output, output);
-    case at::ScalarType::Half: return opforge::tanh_backward_cuda<c10::Half>(grad_output, output);
-    case at::ScalarType::BFloat16: return opforge::tanh_backward_cuda<c10::BFloat16>(grad_output, output);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = tanh_backward_meta_step<int64_t>(grad_output, output, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::tanh_backward_cuda<float>(out, grad_output, output); break;
+      case at::ScalarType::Double: opforge::tanh_backward_cuda<double>(out, grad_output, output); break;
+      case at::ScalarType::Half: opforge::tanh_backward_cuda<c10::Half>(out, grad_output, output); break;
+      case at::ScalarType::BFloat16: opforge::tanh_backward_cuda<c10::BFloat16>(out, grad_output, output); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 }  // namespace
 
@@ -1723,6 +2306,7 @@ TORCH_LIBRARY_IMPL(opforge_cuda_sim, CPU, m) {
   m.impl("adaptive_max_pool2d_backward", TORCH_FN(adaptive_max_pool2d_backward_cuda_simulated));
   m.impl("adaptive_max_pool2d_with_indices", TORCH_FN(adaptive_max_pool2d_with_indices_cuda_simulated));
   m.impl("add.Tensor", TORCH_FN(add_Tensor_cuda_simulated));
+  m.impl("add_relu", TORCH_FN(add_relu_cuda_simulated));
   m.impl("avg_pool2d", TORCH_FN(avg_pool2d_cuda_simulated));
   m.impl("avg_pool2d_backward", TORCH_FN(avg_pool2d_backward_cuda_simulated));
   m.impl("batch_norm_backward", TORCH_FN(batch_norm_backward_cuda_simulated));

@@ -9,9 +9,9 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(adaptive_max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor)schema", {});
   m.def(R"schema(adaptive_max_pool2d_with_indices(Tensor self, int[2] output_size) -> (Tensor, Tensor))schema", {});
   m.def(R"schema(add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor)schema", {at::Tag::pointwise});
-  m.def(R"schema(add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!))schema", {at::Tag::out});
+  m.def(R"schema(add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!))schema", {});
   m.def(R"schema(add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!))schema", {at::Tag::inplace});
-  m.def(R"schema(add_relu(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor)schema", {});
+  m.def(R"schema(add_relu(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor)schema", {});
   m.def(R"schema(avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override=None) -> Tensor)schema", {});
   m.def(R"schema(batch_norm(Tensor input, Tensor? weight=None, Tensor? bias=None, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, bool training=False, float momentum=0.1, float eps=1e-05) -> Tensor)schema", {});
@@ -30,6 +30,8 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor)schema", {});
   m.def(R"schema(dropout_forward(Tensor input, float p, bool train, Generator? generator=None) -> (Tensor, Tensor))schema", {at::Tag::nondeterministic_seeded});
   m.def(R"schema(elu(Tensor self, Scalar alpha=1) -> Tensor)schema", {at::Tag::pointwise});
+  m.def(R"schema(elu.out(Tensor self, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!))schema", {});
+  m.def(R"schema(elu_(Tensor(a!) self, Scalar alpha=1) -> Tensor(a!))schema", {at::Tag::inplace});
   m.def(R"schema(elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(embedding(Tensor weight, Tensor indices, int padding_idx=-1) -> Tensor)schema", {});
   m.def(R"schema(embedding_backward(Tensor grad_output, Tensor indices, SymInt num_weights, int padding_idx=-1) -> Tensor)schema", {});
@@ -41,14 +43,20 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(group_norm_double_backward(Tensor grad_grad_input, Tensor grad_out, Tensor input, int num_groups, Tensor mean, Tensor rstd, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_rstd=None, Tensor? grad_grad_weight=None, Tensor? grad_grad_bias=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor))schema", {});
   m.def(R"schema(group_norm_forward(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> (Tensor, Tensor, Tensor))schema", {});
   m.def(R"schema(hardsigmoid(Tensor self) -> Tensor)schema", {at::Tag::pointwise});
+  m.def(R"schema(hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!))schema", {});
+  m.def(R"schema(hardsigmoid_(Tensor(a!) self) -> Tensor(a!))schema", {at::Tag::inplace});
   m.def(R"schema(hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(hardswish(Tensor self) -> Tensor)schema", {at::Tag::pointwise});
+  m.def(R"schema(hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!))schema", {});
+  m.def(R"schema(hardswish_(Tensor(a!) self) -> Tensor(a!))schema", {at::Tag::inplace});
   m.def(R"schema(hardswish_backward(Tensor grad_output, Tensor self) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor)schema", {});
   m.def(R"schema(layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, bool[3] output_mask, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_rstd=None) -> (Tensor, Tensor, Tensor))schema", {});
   m.def(R"schema(layer_norm_double_backward(Tensor grad_grad_input, Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_rstd=None, Tensor? grad_grad_weight=None, Tensor? grad_grad_bias=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor))schema", {});
   m.def(R"schema(layer_norm_forward(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> (Tensor, Tensor, Tensor))schema", {});
   m.def(R"schema(leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor)schema", {at::Tag::pointwise});
+  m.def(R"schema(leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!))schema", {});
+  m.def(R"schema(leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!))schema", {at::Tag::inplace});
   m.def(R"schema(leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor)schema", {});
   m.def(R"schema(linear_backward(Tensor grad_output, Tensor input, Tensor weight, bool[3] output_mask) -> (Tensor, Tensor, Tensor))schema", {});
@@ -63,12 +71,16 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(prelu(Tensor self, Tensor weight) -> Tensor)schema", {});
   m.def(R"schema(prelu_backward(Tensor grad_output, Tensor self, Tensor weight) -> (Tensor, Tensor))schema", {});
   m.def(R"schema(relu(Tensor self) -> Tensor)schema", {at::Tag::pointwise});
-  m.def(R"schema(relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!))schema", {at::Tag::out});
+  m.def(R"schema(relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!))schema", {});
   m.def(R"schema(relu_(Tensor(a!) self) -> Tensor(a!))schema", {at::Tag::inplace});
   m.def(R"schema(relu_backward(Tensor grad_output, Tensor output) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(sigmoid(Tensor self) -> Tensor)schema", {at::Tag::pointwise});
+  m.def(R"schema(sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!))schema", {});
+  m.def(R"schema(sigmoid_(Tensor(a!) self) -> Tensor(a!))schema", {at::Tag::inplace});
   m.def(R"schema(sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(silu(Tensor self) -> Tensor)schema", {at::Tag::pointwise});
+  m.def(R"schema(silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!))schema", {});
+  m.def(R"schema(silu_(Tensor(a!) self) -> Tensor(a!))schema", {at::Tag::inplace});
   m.def(R"schema(silu_backward(Tensor grad_output, Tensor self) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(softmax(Tensor self, int dim) -> Tensor)schema", {});
   m.def(R"schema(softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor)schema", {});
@@ -79,5 +91,7 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(sum(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor)schema", {at::Tag::reduction});
   m.def(R"schema(sum_backward(Tensor grad_output, SymInt[] sizes, int[1]? dim=None, bool keepdim=False) -> Tensor)schema", {});
   m.def(R"schema(tanh(Tensor self) -> Tensor)schema", {at::Tag::pointwise});
+  m.def(R"schema(tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!))schema", {});
+  m.def(R"schema(tanh_(Tensor(a!) self) -> Tensor(a!))schema", {at::Tag::inplace});
   m.def(R"schema(tanh_backward(Tensor grad_output, Tensor output) -> Tensor)schema", {at::Tag::pointwise});
 }

@@ -21,7 +21,7 @@ from opforge import _C
 Number = Union[int, float, bool]
 _ops = torch.ops.opforge
 
-__all__ = ["adaptive_avg_pool2d", "adaptive_avg_pool2d_backward", "adaptive_max_pool2d", "adaptive_max_pool2d_backward", "adaptive_max_pool2d_with_indices", "add", "add_", "add_relu", "avg_pool2d", "avg_pool2d_backward", "batch_norm", "batch_norm_backward", "batch_norm_double_backward", "batch_norm_forward", "channel_shuffle", "conv2d", "conv2d_backward", "conv2d_bias_act", "conv2d_double_backward", "conv_transpose2d", "conv_transpose2d_backward", "dropout", "dropout_backward", "dropout_forward", "elu", "elu_backward", "embedding", "embedding_backward", "fold_conv_bn", "gelu", "gelu_backward", "group_norm", "group_norm_backward", "group_norm_double_backward", "group_norm_forward", "hardsigmoid", "hardsigmoid_backward", "hardswish", "hardswish_backward", "layer_norm", "layer_norm_backward", "layer_norm_double_backward", "layer_norm_forward", "leaky_relu", "leaky_relu_backward", "linear", "linear_backward", "linear_double_backward", "local_response_norm", "local_response_norm_backward", "log_softmax", "log_softmax_backward", "max_pool2d", "max_pool2d_backward", "max_pool2d_with_indices", "prelu", "prelu_backward", "relu", "relu_", "relu_backward", "sigmoid", "sigmoid_backward", "silu", "silu_backward", "softmax", "softmax_backward", "softplus", "softplus_backward", "spatial_pyramid_pool", "spatial_pyramid_pool_backward", "sum", "sum_backward", "tanh", "tanh_backward", ]
+__all__ = ["adaptive_avg_pool2d", "adaptive_avg_pool2d_backward", "adaptive_max_pool2d", "adaptive_max_pool2d_backward", "adaptive_max_pool2d_with_indices", "add", "add_", "add_relu", "avg_pool2d", "avg_pool2d_backward", "batch_norm", "batch_norm_backward", "batch_norm_double_backward", "batch_norm_forward", "channel_shuffle", "conv2d", "conv2d_backward", "conv2d_bias_act", "conv2d_double_backward", "conv_transpose2d", "conv_transpose2d_backward", "dropout", "dropout_backward", "dropout_forward", "elu", "elu_", "elu_backward", "embedding", "embedding_backward", "fold_conv_bn", "gelu", "gelu_backward", "group_norm", "group_norm_backward", "group_norm_double_backward", "group_norm_forward", "hardsigmoid", "hardsigmoid_", "hardsigmoid_backward", "hardswish", "hardswish_", "hardswish_backward", "layer_norm", "layer_norm_backward", "layer_norm_double_backward", "layer_norm_forward", "leaky_relu", "leaky_relu_", "leaky_relu_backward", "linear", "linear_backward", "linear_double_backward", "local_response_norm", "local_response_norm_backward", "log_softmax", "log_softmax_backward", "max_pool2d", "max_pool2d_backward", "max_pool2d_with_indices", "prelu", "prelu_backward", "relu", "relu_", "relu_backward", "sigmoid", "sigmoid_", "sigmoid_backward", "silu", "silu_", "silu_backward", "softmax", "softmax_backward", "softplus", "softplus_backward", "spatial_pyramid_pool", "spatial_pyramid_pool_backward", "sum", "sum_backward", "tanh", "tanh_", "tanh_backward", ]
 
 # One row per operator overload, as declared in schemas/ (used by build_info and the tests).
 OP_TABLE: tuple[dict[str, Any], ...] = (
@@ -33,7 +33,7 @@ OP_TABLE: tuple[dict[str, Any], ...] = (
     {'qualified': 'add.Tensor', 'schema': 'add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int64'], 'arg_dtypes': {}, 'reference': 'torch.add', 'family': 'binary', 'shape': 'broadcast(self, other)', 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': 2}, {'self': [3, 1, 6], 'other': [4, 1], 'alpha': -2}, {'self': [], 'other': [2, 3]}]},
     {'qualified': 'add.out', 'schema': 'add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int64'], 'arg_dtypes': {}, 'reference': 'torch.add', 'family': 'binary', 'shape': None, 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': 2}, {'self': [3, 1, 6], 'other': [4, 1], 'alpha': -2}, {'self': [], 'other': [2, 3]}]},
     {'qualified': 'add_.Tensor', 'schema': 'add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int64'], 'arg_dtypes': {}, 'reference': 'torch.add', 'family': 'binary', 'shape': None, 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': 2}, {'self': [3, 1, 6], 'other': [4, 1], 'alpha': -2}, {'self': [], 'other': [2, 3]}]},
-    {'qualified': 'add_relu', 'schema': 'add_relu(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor', 'keys': ['CompositeExplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.add_relu', 'family': 'binary', 'shape': 'broadcast(self, other)', 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': -2}]},
+    {'qualified': 'add_relu', 'schema': 'add_relu(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.add_relu', 'family': 'binary', 'shape': 'broadcast(self, other)', 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': -2}]},
     {'qualified': 'avg_pool2d', 'schema': 'avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.avg_pool2d', 'family': 'pooling', 'shape': 'avg_pool2d_meta', 'samples': [{'self': [2, 3, 7, 6], 'kernel_size': [3, 3], 'stride': [2, 2]}, {'self': [1, 2, 8, 9], 'kernel_size': [3, 2], 'stride': [2, 1], 'padding': [1, 1], 'ceil_mode': True, 'count_include_pad': False}, {'self': [2, 2, 5, 5], 'kernel_size': [2, 2], 'stride': [2, 2], 'padding': [1, 1], 'ceil_mode': True}, {'self': [1, 2, 6, 5], 'kernel_size': [3, 3], 'stride': [2, 2], 'padding': [1, 1], 'divisor_override': 4}]},
     {'qualified': 'avg_pool2d_backward', 'schema': 'avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override=None) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.avg_pool2d_backward', 'family': 'pooling', 'shape': 'avg_pool2d_backward_meta', 'samples': [{'grad_output': [2, 3, 3, 2], 'self': [2, 3, 7, 6], 'kernel_size': [3, 3], 'stride': [2, 2], 'padding': [0, 0], 'ceil_mode': False, 'count_include_pad': True}, {'grad_output': [1, 2, 5, 10], 'self': [1, 2, 8, 9], 'kernel_size': [3, 2], 'stride': [2, 1], 'padding': [1, 1], 'ceil_mode': True, 'count_include_pad': False}, {'grad_output': [1, 2, 3, 3], 'self': [1, 2, 6, 5], 'kernel_size': [3, 3], 'stride': [2, 2], 'padding': [1, 1], 'ceil_mode': False, 'count_include_pad': True, 'divisor_override': 4}]},
     {'qualified': 'batch_norm', 'schema': 'batch_norm(Tensor input, Tensor? weight=None, Tensor? bias=None, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, bool training=False, float momentum=0.1, float eps=1e-05) -> Tensor', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.batch_norm', 'family': 'norm', 'shape': None, 'samples': [{'input': [4, 3, 5], 'weight': [3], 'bias': [3], 'running_mean': [3], 'running_var': {'shape': [3], 'low': 0.5, 'high': 2}, 'training': True}, {'input': [4, 3, 2, 2], 'weight': [3], 'bias': [3], 'running_mean': [3], 'running_var': {'shape': [3], 'low': 0.5, 'high': 2}, 'training': False, 'eps': 0.001}, {'input': [6, 4], 'running_mean': [4], 'running_var': {'shape': [4], 'low': 0.5, 'high': 2}, 'training': True, 'momentum': 0.3}]},
@@ -52,26 +52,34 @@ OP_TABLE: tuple[dict[str, Any], ...] = (
     {'qualified': 'dropout_backward', 'schema': 'dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'mask': ['bool']}, 'reference': 'opforge.reference.dropout_backward', 'family': 'layers', 'shape': 'same(grad_output, mask)', 'samples': [{'grad_output': [4, 5], 'mask': {'shape': [4, 5], 'low': 0, 'high': 2}, 'scale': 2.0}, {'grad_output': [3, 7], 'mask': {'shape': [3, 7], 'low': 0, 'high': 2}, 'scale': 1.0}, {'grad_output': [], 'mask': {'shape': [], 'low': 1, 'high': 2}, 'scale': 1.25}]},
     {'qualified': 'dropout_forward', 'schema': 'dropout_forward(Tensor input, float p, bool train, Generator? generator=None) -> (Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.dropout_forward', 'family': 'layers', 'shape': 'dropout_forward_meta', 'samples': [{'input': [4, 5], 'p': 0.0, 'train': True}, {'input': [4, 5], 'p': 1.0, 'train': True}, {'input': [3, 4, 5], 'p': 0.3, 'train': False}, {'input': [], 'p': 1.0, 'train': True}]},
     {'qualified': 'elu', 'schema': 'elu(Tensor self, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.elu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -20, 'high': 5}, 'alpha': 0.5}, {'self': []}]},
-    {'qualified': 'elu_backward', 'schema': 'elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.elu_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33], 'alpha': 1}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -20, 'high': 5}, 'alpha': 0.5}]},
+    {'qualified': 'elu.out', 'schema': 'elu.out(Tensor self, Scalar alpha=1, *, Tensor(a!) out) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.elu', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -20, 'high': 5}, 'alpha': 0.5}, {'self': []}]},
+    {'qualified': 'elu_', 'schema': 'elu_(Tensor(a!) self, Scalar alpha=1) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.elu', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -20, 'high': 5}, 'alpha': 0.5}, {'self': []}]},
+    {'qualified': 'elu_backward', 'schema': 'elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.elu_backward', 'family': 'activation', 'shape': 'broadcast(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33], 'alpha': 1}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -20, 'high': 5}, 'alpha': 0.5}]},
     {'qualified': 'embedding', 'schema': 'embedding(Tensor weight, Tensor indices, int padding_idx=-1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'indices': ['int64', 'int32']}, 'reference': 'opforge.reference.embedding', 'family': 'layers', 'shape': 'embedding_meta', 'samples': [{'weight': [10, 4], 'indices': {'shape': [3, 5], 'low': 0, 'high': 10}}, {'weight': [7, 3], 'indices': {'shape': [12], 'low': 0, 'high': 6}, 'padding_idx': 6}, {'weight': [5, 3], 'indices': {'shape': [], 'low': 0, 'high': 5}}, {'weight': [5, 3], 'indices': {'shape': [0, 2], 'low': 0, 'high': 5}}, {'weight': [6, 0], 'indices': {'shape': [4], 'low': 0, 'high': 6}}]},
     {'qualified': 'embedding_backward', 'schema': 'embedding_backward(Tensor grad_output, Tensor indices, SymInt num_weights, int padding_idx=-1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'indices': ['int64', 'int32']}, 'reference': 'opforge.reference.embedding_backward', 'family': 'layers', 'shape': 'embedding_backward_meta', 'samples': [{'grad_output': [3, 5, 4], 'indices': {'shape': [3, 5], 'low': 0, 'high': 10}, 'num_weights': 10}, {'grad_output': [12, 3], 'indices': {'shape': [12], 'low': 0, 'high': 4}, 'num_weights': 7, 'padding_idx': 2}, {'grad_output': [2, 2, 3, 6], 'indices': {'shape': [2, 2, 3], 'low': 0, 'high': 5}, 'num_weights': 5, 'padding_idx': 0}, {'grad_output': [3], 'indices': {'shape': [], 'low': 0, 'high': 5}, 'num_weights': 5}]},
     {'qualified': 'fold_conv_bn', 'schema': 'fold_conv_bn(Tensor conv_weight, Tensor? conv_bias, Tensor bn_weight, Tensor bn_bias, Tensor running_mean, Tensor running_var, float eps) -> (Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.fold_conv_bn', 'family': 'conv', 'shape': 'fold_conv_bn_meta', 'samples': [{'conv_weight': [4, 3, 3, 3], 'conv_bias': [4], 'bn_weight': [4], 'bn_bias': [4], 'running_mean': [4], 'running_var': {'shape': [4], 'low': 0.1, 'high': 2.0}, 'eps': 1e-05}, {'conv_weight': [6, 1, 3, 2], 'conv_bias': [6], 'bn_weight': [6], 'bn_bias': [6], 'running_mean': [6], 'running_var': {'shape': [6], 'low': 0.0, 'high': 0.5}, 'eps': 0.001}, {'conv_weight': [5, 4], 'conv_bias': [5], 'bn_weight': [5], 'bn_bias': [5], 'running_mean': [5], 'running_var': {'shape': [5], 'low': 0.5, 'high': 4.0}, 'eps': 0.1}]},
     {'qualified': 'gelu', 'schema': "gelu(Tensor self, *, str approximate='none') -> Tensor", 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.gelu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [8, 17]}, {'self': [8, 17], 'approximate': 'tanh'}]},
-    {'qualified': 'gelu_backward', 'schema': "gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor", 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.gelu_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [8, 17], 'self': [8, 17]}, {'grad_output': [8, 17], 'self': [8, 17], 'approximate': 'tanh'}]},
+    {'qualified': 'gelu_backward', 'schema': "gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor", 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.gelu_backward', 'family': 'activation', 'shape': 'broadcast(grad_output, self)', 'samples': [{'grad_output': [8, 17], 'self': [8, 17]}, {'grad_output': [8, 17], 'self': [8, 17], 'approximate': 'tanh'}]},
     {'qualified': 'group_norm', 'schema': 'group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.group_norm', 'family': 'norm', 'shape': None, 'samples': [{'input': [2, 6, 5], 'num_groups': 3, 'weight': [6], 'bias': [6]}, {'input': [3, 4, 2, 3], 'num_groups': 4, 'eps': 0.001}, {'input': [4, 6], 'num_groups': 2, 'bias': [6]}]},
     {'qualified': 'group_norm_backward', 'schema': 'group_norm_backward(Tensor grad_out, Tensor input, int num_groups, Tensor mean, Tensor rstd, bool[3] output_mask, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_rstd=None) -> (Tensor, Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.group_norm_backward', 'family': 'norm', 'shape': 'group_norm_backward_meta', 'samples': [{'grad_out': [2, 6, 5], 'input': [2, 6, 5], 'num_groups': 3, 'mean': [2, 3], 'rstd': {'shape': [2, 3], 'low': 0.5, 'high': 2}, 'output_mask': [True, True, True], 'weight': [6], 'grad_mean': [2, 3], 'grad_rstd': [2, 3]}, {'grad_out': [3, 4], 'input': [3, 4], 'num_groups': 2, 'mean': [3, 2], 'rstd': {'shape': [3, 2], 'low': 0.5, 'high': 2}, 'output_mask': [True, True, True]}]},
     {'qualified': 'group_norm_double_backward', 'schema': 'group_norm_double_backward(Tensor grad_grad_input, Tensor grad_out, Tensor input, int num_groups, Tensor mean, Tensor rstd, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_rstd=None, Tensor? grad_grad_weight=None, Tensor? grad_grad_bias=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.group_norm_double_backward', 'family': 'norm', 'shape': None, 'samples': [{'grad_grad_input': [2, 4, 3], 'grad_out': [2, 4, 3], 'input': [2, 4, 3], 'num_groups': 2, 'mean': [2, 2], 'rstd': {'shape': [2, 2], 'low': 0.5, 'high': 2}, 'weight': [4], 'grad_rstd': [2, 2], 'grad_grad_weight': [4], 'grad_grad_bias': [4]}]},
     {'qualified': 'group_norm_forward', 'schema': 'group_norm_forward(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> (Tensor, Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.group_norm_forward', 'family': 'norm', 'shape': 'group_norm_forward_meta', 'samples': [{'input': [2, 6, 5], 'num_groups': 3, 'weight': [6], 'bias': [6]}, {'input': [3, 4, 2, 3], 'num_groups': 4, 'eps': 0.001}, {'input': [4, 6], 'num_groups': 1, 'weight': [6]}, {'input': [3, 2, 1], 'num_groups': 2}]},
     {'qualified': 'hardsigmoid', 'schema': 'hardsigmoid(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.hardsigmoid', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -5, 'high': 5}}, {'self': {'shape': [8, 9], 'low': -3.05, 'high': -2.95}}, {'self': {'shape': [8, 9], 'low': 2.95, 'high': 3.05}}, {'self': []}]},
-    {'qualified': 'hardsigmoid_backward', 'schema': 'hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.hardsigmoid_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33]}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -5, 'high': 5}}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': 2.95, 'high': 3.05}}]},
+    {'qualified': 'hardsigmoid.out', 'schema': 'hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.hardsigmoid', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -5, 'high': 5}}, {'self': {'shape': [8, 9], 'low': -3.05, 'high': -2.95}}, {'self': {'shape': [8, 9], 'low': 2.95, 'high': 3.05}}, {'self': []}]},
+    {'qualified': 'hardsigmoid_', 'schema': 'hardsigmoid_(Tensor(a!) self) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.hardsigmoid', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -5, 'high': 5}}, {'self': {'shape': [8, 9], 'low': -3.05, 'high': -2.95}}, {'self': {'shape': [8, 9], 'low': 2.95, 'high': 3.05}}, {'self': []}]},
+    {'qualified': 'hardsigmoid_backward', 'schema': 'hardsigmoid_backward(Tensor grad_output, Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.hardsigmoid_backward', 'family': 'activation', 'shape': 'broadcast(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33]}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -5, 'high': 5}}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': 2.95, 'high': 3.05}}]},
     {'qualified': 'hardswish', 'schema': 'hardswish(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.hardswish', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -5, 'high': 5}}, {'self': {'shape': [8, 9], 'low': -3.05, 'high': -2.95}}, {'self': {'shape': [8, 9], 'low': 2.95, 'high': 3.05}}, {'self': []}]},
-    {'qualified': 'hardswish_backward', 'schema': 'hardswish_backward(Tensor grad_output, Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.hardswish_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33]}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -5, 'high': 5}}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -3.05, 'high': -2.95}}]},
+    {'qualified': 'hardswish.out', 'schema': 'hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.hardswish', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -5, 'high': 5}}, {'self': {'shape': [8, 9], 'low': -3.05, 'high': -2.95}}, {'self': {'shape': [8, 9], 'low': 2.95, 'high': 3.05}}, {'self': []}]},
+    {'qualified': 'hardswish_', 'schema': 'hardswish_(Tensor(a!) self) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.hardswish', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -5, 'high': 5}}, {'self': {'shape': [8, 9], 'low': -3.05, 'high': -2.95}}, {'self': {'shape': [8, 9], 'low': 2.95, 'high': 3.05}}, {'self': []}]},
+    {'qualified': 'hardswish_backward', 'schema': 'hardswish_backward(Tensor grad_output, Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.hardswish_backward', 'family': 'activation', 'shape': 'broadcast(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33]}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -5, 'high': 5}}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -3.05, 'high': -2.95}}]},
     {'qualified': 'layer_norm', 'schema': 'layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.layer_norm', 'family': 'norm', 'shape': None, 'samples': [{'input': [4, 10], 'normalized_shape': [10], 'weight': [10], 'bias': [10]}, {'input': [2, 3, 5], 'normalized_shape': [3, 5], 'eps': 0.001}, {'input': [3, 2, 4], 'normalized_shape': [2, 4], 'bias': [2, 4]}]},
     {'qualified': 'layer_norm_backward', 'schema': 'layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, bool[3] output_mask, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_rstd=None) -> (Tensor, Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.layer_norm_backward', 'family': 'norm', 'shape': 'layer_norm_backward_meta', 'samples': [{'grad_out': [4, 10], 'input': [4, 10], 'normalized_shape': [10], 'mean': [4, 1], 'rstd': {'shape': [4, 1], 'low': 0.5, 'high': 2}, 'output_mask': [True, True, True], 'weight': [10], 'grad_mean': [4, 1], 'grad_rstd': [4, 1]}, {'grad_out': [2, 3, 5], 'input': [2, 3, 5], 'normalized_shape': [3, 5], 'mean': [2, 1, 1], 'rstd': {'shape': [2, 1, 1], 'low': 0.5, 'high': 2}, 'output_mask': [True, True, True]}]},
     {'qualified': 'layer_norm_double_backward', 'schema': 'layer_norm_double_backward(Tensor grad_grad_input, Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_rstd=None, Tensor? grad_grad_weight=None, Tensor? grad_grad_bias=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.layer_norm_double_backward', 'family': 'norm', 'shape': None, 'samples': [{'grad_grad_input': [4, 6], 'grad_out': [4, 6], 'input': [4, 6], 'normalized_shape': [6], 'mean': [4, 1], 'rstd': {'shape': [4, 1], 'low': 0.5, 'high': 2}, 'weight': [6], 'grad_rstd': [4, 1], 'grad_grad_weight': [6], 'grad_grad_bias': [6]}]},
     {'qualified': 'layer_norm_forward', 'schema': 'layer_norm_forward(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> (Tensor, Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.layer_norm_forward', 'family': 'norm', 'shape': 'layer_norm_forward_meta', 'samples': [{'input': [4, 10], 'normalized_shape': [10], 'weight': [10], 'bias': [10]}, {'input': [2, 3, 5], 'normalized_shape': [3, 5], 'eps': 0.001}, {'input': [3, 2, 4], 'normalized_shape': [2, 4], 'weight': [2, 4]}, {'input': [6, 1], 'normalized_shape': [1]}]},
     {'qualified': 'leaky_relu', 'schema': 'leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.leaky_relu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': [8, 9], 'negative_slope': 0.2}, {'self': [8, 9], 'negative_slope': -1.5}, {'self': []}]},
-    {'qualified': 'leaky_relu_backward', 'schema': 'leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.leaky_relu_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33], 'negative_slope': 0.01}, {'grad_output': [8, 9], 'self': [8, 9], 'negative_slope': -1.5}]},
+    {'qualified': 'leaky_relu.out', 'schema': 'leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.leaky_relu', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': [8, 9], 'negative_slope': 0.2}, {'self': [8, 9], 'negative_slope': -1.5}, {'self': []}]},
+    {'qualified': 'leaky_relu_', 'schema': 'leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.leaky_relu', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': [8, 9], 'negative_slope': 0.2}, {'self': [8, 9], 'negative_slope': -1.5}, {'self': []}]},
+    {'qualified': 'leaky_relu_backward', 'schema': 'leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.leaky_relu_backward', 'family': 'activation', 'shape': 'broadcast(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33], 'negative_slope': 0.01}, {'grad_output': [8, 9], 'self': [8, 9], 'negative_slope': -1.5}]},
     {'qualified': 'linear', 'schema': 'linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.linear', 'family': 'layers', 'shape': 'linear_meta', 'samples': [{'input': [4, 5], 'weight': [3, 5], 'bias': [3]}, {'input': [2, 3, 5], 'weight': [4, 5]}, {'input': [2, 1, 3, 6], 'weight': [2, 6], 'bias': [2]}, {'input': [5], 'weight': [3, 5], 'bias': [3]}, {'input': [4, 0], 'weight': [3, 0], 'bias': [3]}, {'input': [0, 5], 'weight': [3, 5], 'bias': [3]}]},
     {'qualified': 'linear_backward', 'schema': 'linear_backward(Tensor grad_output, Tensor input, Tensor weight, bool[3] output_mask) -> (Tensor, Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.linear_backward', 'family': 'layers', 'shape': 'linear_backward_meta', 'samples': [{'grad_output': [4, 3], 'input': [4, 5], 'weight': [3, 5], 'output_mask': [True, True, True]}, {'grad_output': [2, 3, 4], 'input': [2, 3, 5], 'weight': [4, 5], 'output_mask': [True, True, True]}, {'grad_output': [3], 'input': [5], 'weight': [3, 5], 'output_mask': [True, True, True]}, {'grad_output': [4, 3], 'input': [4, 0], 'weight': [3, 0], 'output_mask': [True, True, True]}, {'grad_output': [0, 3], 'input': [0, 5], 'weight': [3, 5], 'output_mask': [True, True, True]}]},
     {'qualified': 'linear_double_backward', 'schema': 'linear_double_backward(Tensor grad_output, Tensor input, Tensor weight, bool[3] output_mask, Tensor? grad_grad_input=None, Tensor? grad_grad_weight=None, Tensor? grad_grad_bias=None) -> (Tensor, Tensor, Tensor)', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.linear_double_backward', 'family': 'layers', 'shape': None, 'samples': [{'grad_grad_input': [4, 5], 'grad_grad_weight': [3, 5], 'grad_grad_bias': [3], 'grad_output': [4, 3], 'input': [4, 5], 'weight': [3, 5], 'output_mask': [True, True, True]}, {'grad_grad_input': [2, 3, 5], 'grad_grad_weight': [4, 5], 'grad_output': [2, 3, 4], 'input': [2, 3, 5], 'weight': [4, 5], 'output_mask': [True, True, True]}]},
@@ -87,21 +95,27 @@ OP_TABLE: tuple[dict[str, Any], ...] = (
     {'qualified': 'relu', 'schema': 'relu(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.relu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': []}]},
     {'qualified': 'relu.out', 'schema': 'relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.relu', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': []}]},
     {'qualified': 'relu_', 'schema': 'relu_(Tensor(a!) self) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.relu', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': []}]},
-    {'qualified': 'relu_backward', 'schema': 'relu_backward(Tensor grad_output, Tensor output) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.relu_backward', 'family': 'activation', 'shape': 'same(grad_output, output)', 'samples': [{'grad_output': [16, 33], 'output': [16, 33]}, {'grad_output': [], 'output': []}]},
+    {'qualified': 'relu_backward', 'schema': 'relu_backward(Tensor grad_output, Tensor output) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.relu_backward', 'family': 'activation', 'shape': 'broadcast(grad_output, output)', 'samples': [{'grad_output': [16, 33], 'output': [16, 33]}, {'grad_output': [], 'output': []}]},
     {'qualified': 'sigmoid', 'schema': 'sigmoid(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.sigmoid', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -100, 'high': 100}}, {'self': []}]},
-    {'qualified': 'sigmoid_backward', 'schema': 'sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.sigmoid_backward', 'family': 'activation', 'shape': 'same(grad_output, output)', 'samples': [{'grad_output': [16, 33], 'output': [16, 33]}, {'grad_output': [8, 9], 'output': {'shape': [8, 9], 'low': 0, 'high': 1}}, {'grad_output': [], 'output': []}]},
+    {'qualified': 'sigmoid.out', 'schema': 'sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.sigmoid', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -100, 'high': 100}}, {'self': []}]},
+    {'qualified': 'sigmoid_', 'schema': 'sigmoid_(Tensor(a!) self) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.sigmoid', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -100, 'high': 100}}, {'self': []}]},
+    {'qualified': 'sigmoid_backward', 'schema': 'sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.sigmoid_backward', 'family': 'activation', 'shape': 'broadcast(grad_output, output)', 'samples': [{'grad_output': [16, 33], 'output': [16, 33]}, {'grad_output': [8, 9], 'output': {'shape': [8, 9], 'low': 0, 'high': 1}}, {'grad_output': [], 'output': []}]},
     {'qualified': 'silu', 'schema': 'silu(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.silu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -100, 'high': 100}}, {'self': []}]},
-    {'qualified': 'silu_backward', 'schema': 'silu_backward(Tensor grad_output, Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.silu_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33]}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -100, 'high': 100}}]},
+    {'qualified': 'silu.out', 'schema': 'silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.silu', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -100, 'high': 100}}, {'self': []}]},
+    {'qualified': 'silu_', 'schema': 'silu_(Tensor(a!) self) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.silu', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -100, 'high': 100}}, {'self': []}]},
+    {'qualified': 'silu_backward', 'schema': 'silu_backward(Tensor grad_output, Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.silu_backward', 'family': 'activation', 'shape': 'broadcast(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33]}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -100, 'high': 100}}]},
     {'qualified': 'softmax', 'schema': 'softmax(Tensor self, int dim) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.softmax', 'family': 'softmax', 'shape': 'like(self)', 'samples': [{'self': [4, 10], 'dim': 1}, {'self': [3, 5, 7], 'dim': 1}, {'self': [3, 5, 7], 'dim': -3}, {'self': [], 'dim': 0}]},
     {'qualified': 'softmax_backward', 'schema': 'softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.softmax_backward', 'family': 'softmax', 'shape': 'same(grad_output, output)', 'samples': [{'grad_output': [4, 10], 'output': {'shape': [4, 10], 'low': 0, 'high': 1}, 'dim': 1}, {'grad_output': [3, 5, 7], 'output': {'shape': [3, 5, 7], 'low': 0, 'high': 1}, 'dim': 0}]},
     {'qualified': 'softplus', 'schema': 'softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.softplus', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -30, 'high': 30}, 'beta': 2, 'threshold': 5}, {'self': {'shape': [8, 9], 'low': -30, 'high': 30}, 'beta': 0.5}, {'self': []}]},
-    {'qualified': 'softplus_backward', 'schema': 'softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.softplus_backward', 'family': 'activation', 'shape': 'same(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33], 'beta': 1, 'threshold': 20}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -30, 'high': 30}, 'beta': 2, 'threshold': 5}]},
+    {'qualified': 'softplus_backward', 'schema': 'softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.softplus_backward', 'family': 'activation', 'shape': 'broadcast(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33], 'beta': 1, 'threshold': 20}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -30, 'high': 30}, 'beta': 2, 'threshold': 5}]},
     {'qualified': 'spatial_pyramid_pool', 'schema': "spatial_pyramid_pool(Tensor self, int[] levels=[4, 2, 1], str mode='max') -> Tensor", 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.spatial_pyramid_pool', 'family': 'pooling', 'shape': 'spatial_pyramid_pool_meta', 'samples': [{'self': [2, 3, 7, 7]}, {'self': [2, 2, 3, 3], 'levels': [4, 2, 1]}, {'self': [1, 2, 5, 6], 'levels': [3, 1], 'mode': 'avg'}, {'self': [2, 2, 6, 5], 'levels': [2, 3], 'mode': 'max'}]},
     {'qualified': 'spatial_pyramid_pool_backward', 'schema': 'spatial_pyramid_pool_backward(Tensor grad_output, Tensor self, int[] levels, str mode) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.spatial_pyramid_pool_backward', 'family': 'pooling', 'shape': 'spatial_pyramid_pool_backward_meta', 'samples': [{'grad_output': [2, 63], 'self': [2, 3, 7, 7], 'levels': [4, 2, 1], 'mode': 'max'}, {'grad_output': [2, 42], 'self': [2, 2, 3, 3], 'levels': [4, 2, 1], 'mode': 'max'}, {'grad_output': [1, 20], 'self': [1, 2, 5, 6], 'levels': [3, 1], 'mode': 'avg'}]},
     {'qualified': 'sum', 'schema': 'sum(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.sum', 'family': 'reduction', 'shape': 'reduce(self, dim, keepdim)', 'samples': [{'self': [5, 6]}, {'self': [5, 6], 'dim': [1]}, {'self': [3, 4, 5], 'dim': [0, 2], 'keepdim': True}, {'self': [3, 4, 5], 'dim': [-1]}, {'self': []}]},
     {'qualified': 'sum_backward', 'schema': 'sum_backward(Tensor grad_output, SymInt[] sizes, int[1]? dim=None, bool keepdim=False) -> Tensor', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.sum_backward', 'family': 'reduction', 'shape': None, 'samples': [{'grad_output': [5], 'sizes': [5, 6], 'dim': [1]}, {'grad_output': [4], 'sizes': [3, 4, 5], 'dim': [0, 2]}, {'grad_output': [1, 4, 1], 'sizes': [3, 4, 5], 'dim': [0, 2], 'keepdim': True}, {'grad_output': [], 'sizes': [2, 3]}]},
     {'qualified': 'tanh', 'schema': 'tanh(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.tanh', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -20, 'high': 20}}, {'self': []}]},
-    {'qualified': 'tanh_backward', 'schema': 'tanh_backward(Tensor grad_output, Tensor output) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.tanh_backward', 'family': 'activation', 'shape': 'same(grad_output, output)', 'samples': [{'grad_output': [16, 33], 'output': [16, 33]}, {'grad_output': [8, 9], 'output': {'shape': [8, 9], 'low': -1, 'high': 1}}, {'grad_output': [], 'output': []}]},
+    {'qualified': 'tanh.out', 'schema': 'tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.tanh', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -20, 'high': 20}}, {'self': []}]},
+    {'qualified': 'tanh_', 'schema': 'tanh_(Tensor(a!) self) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.tanh', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -20, 'high': 20}}, {'self': []}]},
+    {'qualified': 'tanh_backward', 'schema': 'tanh_backward(Tensor grad_output, Tensor output) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.tanh_backward', 'family': 'activation', 'shape': 'broadcast(grad_output, output)', 'samples': [{'grad_output': [16, 33], 'output': [16, 33]}, {'grad_output': [8, 9], 'output': {'shape': [8, 9], 'low': -1, 'high': 1}}, {'grad_output': [], 'output': []}]},
 )
 
 
@@ -187,7 +201,7 @@ def add_(self: Tensor, other: Tensor, *, alpha: Number = 1) -> Tensor:
 
 
 def add_relu(self: Tensor, other: Tensor, *, alpha: Number = 1) -> Tensor:
-    """relu(self + alpha * other) in one call, the epilogue of a residual block. A composite of opforge ops, so it runs on every device those ops support.
+    """relu(self + alpha * other) in one pass, the epilogue of a residual block.
 
     Schema: ``add_relu(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16.
@@ -377,15 +391,30 @@ def dropout_forward(input: Tensor, p: float, train: bool, generator: torch.Gener
     return _C.dropout_forward(input, p, train, generator)
 
 
-def elu(self: Tensor, alpha: Number = 1) -> Tensor:
+def elu(self: Tensor, alpha: Number = 1, *, out: Tensor | None = None) -> Tensor:
     """Exponential linear unit, x where x > 0, else alpha * (exp(x) - 1).
 
     Schema: ``elu(Tensor self, Scalar alpha=1) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16.
     """
+    if out is not None:
+        if _compiling():
+            return _ops.elu.out(self, alpha, out=out)
+        return _C.elu(self, alpha, out)
     if _compiling():
         return _ops.elu.default(self, alpha)
     return _C.elu(self, alpha)
+
+
+def elu_(self: Tensor, alpha: Number = 1) -> Tensor:
+    """In-place variant of `opforge.elu`: writes the result into `self`.
+
+    Schema: ``elu_(Tensor(a!) self, Scalar alpha=1) -> Tensor(a!)``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.elu_.default(self, alpha)
+    return _C.elu_(self, alpha)
 
 
 def elu_backward(grad_output: Tensor, self: Tensor, alpha: Number) -> Tensor:
@@ -498,15 +527,30 @@ def group_norm_forward(input: Tensor, num_groups: int, weight: Tensor | None = N
     return _C.group_norm_forward(input, num_groups, weight, bias, eps)
 
 
-def hardsigmoid(self: Tensor) -> Tensor:
+def hardsigmoid(self: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Piecewise-linear sigmoid, min(max(x + 3, 0), 6) / 6.
 
     Schema: ``hardsigmoid(Tensor self) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16.
     """
+    if out is not None:
+        if _compiling():
+            return _ops.hardsigmoid.out(self, out=out)
+        return _C.hardsigmoid(self, out)
     if _compiling():
         return _ops.hardsigmoid.default(self)
     return _C.hardsigmoid(self)
+
+
+def hardsigmoid_(self: Tensor) -> Tensor:
+    """In-place variant of `opforge.hardsigmoid`: writes the result into `self`.
+
+    Schema: ``hardsigmoid_(Tensor(a!) self) -> Tensor(a!)``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.hardsigmoid_.default(self)
+    return _C.hardsigmoid_(self)
 
 
 def hardsigmoid_backward(grad_output: Tensor, self: Tensor) -> Tensor:
@@ -520,15 +564,30 @@ def hardsigmoid_backward(grad_output: Tensor, self: Tensor) -> Tensor:
     return _C.hardsigmoid_backward(grad_output, self)
 
 
-def hardswish(self: Tensor) -> Tensor:
+def hardswish(self: Tensor, *, out: Tensor | None = None) -> Tensor:
     """x * hardsigmoid(x), x * min(max(x + 3, 0), 6) / 6.
 
     Schema: ``hardswish(Tensor self) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16.
     """
+    if out is not None:
+        if _compiling():
+            return _ops.hardswish.out(self, out=out)
+        return _C.hardswish(self, out)
     if _compiling():
         return _ops.hardswish.default(self)
     return _C.hardswish(self)
+
+
+def hardswish_(self: Tensor) -> Tensor:
+    """In-place variant of `opforge.hardswish`: writes the result into `self`.
+
+    Schema: ``hardswish_(Tensor(a!) self) -> Tensor(a!)``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.hardswish_.default(self)
+    return _C.hardswish_(self)
 
 
 def hardswish_backward(grad_output: Tensor, self: Tensor) -> Tensor:
@@ -586,15 +645,30 @@ def layer_norm_forward(input: Tensor, normalized_shape: int | Sequence[int], wei
     return _C.layer_norm_forward(input, normalized_shape, weight, bias, eps)
 
 
-def leaky_relu(self: Tensor, negative_slope: Number = 0.01) -> Tensor:
+def leaky_relu(self: Tensor, negative_slope: Number = 0.01, *, out: Tensor | None = None) -> Tensor:
     """Leaky rectified linear unit, x where x > 0, else negative_slope * x.
 
     Schema: ``leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16.
     """
+    if out is not None:
+        if _compiling():
+            return _ops.leaky_relu.out(self, negative_slope, out=out)
+        return _C.leaky_relu(self, negative_slope, out)
     if _compiling():
         return _ops.leaky_relu.default(self, negative_slope)
     return _C.leaky_relu(self, negative_slope)
+
+
+def leaky_relu_(self: Tensor, negative_slope: Number = 0.01) -> Tensor:
+    """In-place variant of `opforge.leaky_relu`: writes the result into `self`.
+
+    Schema: ``leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.leaky_relu_.default(self, negative_slope)
+    return _C.leaky_relu_(self, negative_slope)
 
 
 def leaky_relu_backward(grad_output: Tensor, self: Tensor, negative_slope: Number) -> Tensor:
@@ -777,15 +851,30 @@ def relu_backward(grad_output: Tensor, output: Tensor) -> Tensor:
     return _C.relu_backward(grad_output, output)
 
 
-def sigmoid(self: Tensor) -> Tensor:
+def sigmoid(self: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Logistic sigmoid, 1 / (1 + exp(-x)).
 
     Schema: ``sigmoid(Tensor self) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16.
     """
+    if out is not None:
+        if _compiling():
+            return _ops.sigmoid.out(self, out=out)
+        return _C.sigmoid(self, out)
     if _compiling():
         return _ops.sigmoid.default(self)
     return _C.sigmoid(self)
+
+
+def sigmoid_(self: Tensor) -> Tensor:
+    """In-place variant of `opforge.sigmoid`: writes the result into `self`.
+
+    Schema: ``sigmoid_(Tensor(a!) self) -> Tensor(a!)``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.sigmoid_.default(self)
+    return _C.sigmoid_(self)
 
 
 def sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor:
@@ -799,15 +888,30 @@ def sigmoid_backward(grad_output: Tensor, output: Tensor) -> Tensor:
     return _C.sigmoid_backward(grad_output, output)
 
 
-def silu(self: Tensor) -> Tensor:
+def silu(self: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Sigmoid linear unit (swish), x * sigmoid(x).
 
     Schema: ``silu(Tensor self) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16.
     """
+    if out is not None:
+        if _compiling():
+            return _ops.silu.out(self, out=out)
+        return _C.silu(self, out)
     if _compiling():
         return _ops.silu.default(self)
     return _C.silu(self)
+
+
+def silu_(self: Tensor) -> Tensor:
+    """In-place variant of `opforge.silu`: writes the result into `self`.
+
+    Schema: ``silu_(Tensor(a!) self) -> Tensor(a!)``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.silu_.default(self)
+    return _C.silu_(self)
 
 
 def silu_backward(grad_output: Tensor, self: Tensor) -> Tensor:
@@ -909,15 +1013,30 @@ def sum_backward(grad_output: Tensor, sizes: int | Sequence[int], dim: int | Seq
     return _C.sum_backward(grad_output, sizes, dim, keepdim)
 
 
-def tanh(self: Tensor) -> Tensor:
+def tanh(self: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Hyperbolic tangent.
 
     Schema: ``tanh(Tensor self) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16.
     """
+    if out is not None:
+        if _compiling():
+            return _ops.tanh.out(self, out=out)
+        return _C.tanh(self, out)
     if _compiling():
         return _ops.tanh.default(self)
     return _C.tanh(self)
+
+
+def tanh_(self: Tensor) -> Tensor:
+    """In-place variant of `opforge.tanh`: writes the result into `self`.
+
+    Schema: ``tanh_(Tensor(a!) self) -> Tensor(a!)``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.tanh_.default(self)
+    return _C.tanh_(self)
 
 
 def tanh_backward(grad_output: Tensor, output: Tensor) -> Tensor:

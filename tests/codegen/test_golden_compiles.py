@@ -18,3 +18,15 @@ def test_golden_registration_compiles() -> None:
     for cpp in sorted((GOLDEN / "csrc" / "ops").glob("*.cpp")):
         proc = syntax_check(cpp, [GOLDEN / "include", ROOT / "kernels" / "include"])
         assert proc.returncode == 0, f"{cpp.name}:\n{proc.stderr[-4000:]}"
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_golden_pointwise_kernels_compile() -> None:
+    fixture_include = Path(__file__).resolve().parent / "fixtures" / "include"
+    units = sorted((GOLDEN / "csrc" / "kernels").glob("*_cpu.cpp"))
+    assert units
+    for cpp in units:
+        proc = syntax_check(
+            cpp, [GOLDEN / "include", fixture_include, ROOT / "kernels" / "include"]
+        )
+        assert proc.returncode == 0, f"{cpp.name}:\n{proc.stderr[-4000:]}"

@@ -40,8 +40,8 @@ def test_editing_one_entry_touches_only_its_files(tmp_path: Path) -> None:
     )
     assert _generate(schemas, out) == ["csrc/ops/relu.cpp"]
 
-    # A new argument: the op's header and unit, the schema lists (the library's and the CUDA
-    # simulator's), the bindings, Python and docs.
+    # A new argument: the op's header, unit and (a pointwise op) CPU kernel, the schema lists
+    # (the library's and the CUDA simulator's), the bindings, Python and docs.
     yaml.write_text(
         yaml.read_text().replace(
             "- func: relu(Tensor self)", "- func: relu(Tensor self, *, bool fast=False)"
@@ -51,6 +51,7 @@ def test_editing_one_entry_touches_only_its_files(tmp_path: Path) -> None:
     assert changed == {
         "include/opforge/ops/relu.h",
         "csrc/ops/relu.cpp",
+        "csrc/kernels/relu_cpu.cpp",
         "csrc/library.cpp",
         "csrc/cuda_sim.cpp",
         "csrc/bindings.cpp",

@@ -404,3 +404,58 @@ def test_output_differentiability_needs_one_flag_per_output(
         GOOD + "  derivatives:\n    self: grad\n  output_differentiability: [true, false]\n",
         "ops.yaml:8: error: 'output_differentiability' must list one true/false per output (1)",
     )
+
+
+POINTWISE = """\
+- func: softsign(Tensor self, Scalar scale=1) -> Tensor
+  pointwise: softsign_fn(scale)
+  reference: torch.nn.functional.softsign
+"""
+
+
+def test_pointwise_entry_implies_kernels_shape_and_tag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from codegen import parse
+
+    rc, err = check(tmp_path, capsys, ops=POINTWISE)
+    assert "error" not in err
+    (op,) = [o for o in parse.load(tmp_path / "schemas") if o.variant_of is None]
+    assert op.keys == ("CPU", "CUDA") and str(op.shape) == "like(self)"
+    assert "pointwise" in op.tags
+
+
+@pytest.mark.parametrize(
+    "edit,expected",
+    [
+        (("pointwise: softsign_fn(scale)", "pointwise: softsign_fn"), "is not a functor call"),
+        (("pointwise: softsign_fn(scale)", "pointwise: softsign_fn(self)"), "is a tensor"),
+        (
+            ("  reference:", "  shape: like(self)\n  reference:"),
+            "a pointwise op's output has the inputs' broadcast shape",
+        ),
+        (
+            ("-> Tensor", "-> (Tensor, Tensor)"),
+            "a pointwise op is functional, takes one or more plain Tensor arguments",
+        ),
+        (
+            ("  reference:", "  checks:\n    - {require: x}\n  reference:"),
+            "a check must be {require: <C++ condition>, message: <text>}",
+        ),
+        (
+            ("  reference:", "  checks:\n    - {require: x, message: 'bad {sclae}'}\n  reference:"),
+            "check message prints '{sclae}', which is not an argument",
+        ),
+    ],
+)
+def test_pointwise_and_checks_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: tuple[str, str], expected: str
+) -> None:
+    assert_error(tmp_path, capsys, POINTWISE.replace(*edit), expected)
+
+
+def test_sample_missing_a_required_scalar(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = POINTWISE.replace("Scalar scale=1", "Scalar scale") + "  samples:\n    - {self: [2]}\n"
+    assert_error(tmp_path, capsys, text, "sample gives no value for required argument 'scale'")

@@ -16,35 +16,33 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
-    for sub in ("schemas", "kernels"):
+    for sub in ("schemas", "kernels", "generated"):
         shutil.copytree(ROOT / sub, tmp_path / sub)
     return tmp_path
 
 
-def test_new_then_generate_and_check(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    args = [
-        "new",
-        "square",
-        "--family",
-        "activation",
-        "--keys",
-        "CPU,CUDA",
-        "--reference",
-        "torch.square",
-    ]
+def test_new_pointwise_then_generate_check_and_compile(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CONTRIBUTING.md's walkthrough: the YAML entry and one functor, nothing else."""
+    args = ["new", "square", "--family", "activation", "--pointwise", "--reference", "torch.square"]
+    args += ["--func", "square(Tensor self, *, Scalar scale=1) -> Tensor"]
     assert main([*args, "--root", str(checkout)]) == 0
     assert "added 'square'" in capsys.readouterr().out
+    functors = (checkout / "kernels/include/opforge/math/activation.h").read_text()
+    assert "struct square_fn {" in functors and "acc_t scale;" in functors
+    assert "pointwise: square_fn(scale)" in (checkout / "schemas/activation.yaml").read_text()
     schemas, out = str(checkout / "schemas"), str(checkout / "generated")
     assert main(["gen", "--schemas", schemas, "--out", out]) == 0
     assert main(["check", "--schemas", schemas, "--out", out]) == 0
     header = (checkout / "generated/include/opforge/ops/square.h").read_text()
-    signature = "at::Tensor square_cpu(const at::Tensor& self)"
+    signature = (
+        "void square_cpu(const at::Tensor& out, const at::Tensor& self, const at::Scalar& scale)"
+    )
     assert f"template <typename scalar_t>\n{signature};" in header
-    cpu = (checkout / "kernels/cpu/activation.cpp").read_text()
-    assert "#include <opforge/ops/square.h>" in cpu
-    assert f"{signature} {{" in cpu and "OPFORGE_INSTANTIATE_square_cpu" in cpu
-    assert "square_cuda" in (checkout / "kernels/cuda/activation.cpp").read_text()
-    assert "square" in (checkout / "kernels/cuda/activation.cu").read_text()
+    include_dirs = [checkout / "generated/include", checkout / "kernels/include", checkout]
+    proc = syntax_check(checkout / "generated/csrc/kernels/square_cpu.cpp", include_dirs)
+    assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 def test_new_refuses_an_existing_op(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -83,10 +81,22 @@ def test_list_and_explain(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", "--schemas", str(ROOT / "schemas"), "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     relu = next(r for r in rows if r["op"] == "relu")
-    assert relu["keys"] == ["CPU", "CUDA"] and relu["autograd"] == "formulas"
+    assert relu["keys"] == ["CPU", "CUDA", "Meta", "Autograd"] and relu["autograd"] == "formulas"
     assert main(["explain", "relu_backward", "--schemas", str(ROOT / "schemas")]) == 0
     text = capsys.readouterr().out
-    assert "template <typename scalar_t> at::Tensor relu_backward_cpu(" in text
+    assert "struct opforge::math::relu_backward_fn" in text
+    assert main(["explain", "softmax", "--schemas", str(ROOT / "schemas")]) == 0
+    assert "template <typename scalar_t> at::Tensor softmax_cpu(" in capsys.readouterr().out
     assert "opforge.relu_backward(grad_output: Tensor, output: Tensor) -> Tensor" in text
     assert main(["explain", "rleu", "--schemas", str(ROOT / "schemas")]) == 1
     assert "did you mean 'relu'?" in capsys.readouterr().err
+
+
+def test_explain_works_while_another_entry_is_broken(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    yaml = checkout / "schemas/activation.yaml"
+    yaml.write_text(yaml.read_text().replace("pointwise: relu_backward_fn()", "pointwise: 3"))
+    assert main(["explain", "gelu", "--schemas", str(checkout / "schemas")]) == 0
+    captured = capsys.readouterr()
+    assert "gelu_fn" in captured.out and "activation.yaml" in captured.err

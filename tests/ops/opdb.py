@@ -117,12 +117,16 @@ class Call:
         return self.map_tensors(lambda t: t.detach().clone())
 
 
+VARIANTS = ("plain", "noncontiguous", "channels_last", "empty")
+
+
 def calls(op: OpDecl, dtype: torch.dtype, device: str, *, variants: bool = True) -> list[Call]:
-    """Every sample of `op`, plus non-contiguous and empty variants, one call per further
+    """Every sample of `op`, plus non-contiguous, channels_last (where a tensor is 4-D) and
+    empty variants, one call per further
     `arg_dtypes` entry (int32 indices, say) and one per single-output `output_mask`."""
     out = []
     for i, sample in enumerate(op.samples):
-        for variant in ("plain", "noncontiguous", "empty") if variants else ("plain",):
+        for variant in VARIANTS if variants else ("plain",):
             call = _build(op, sample.get, dtype, device, variant, seed=i)
             if call is not None:
                 out.append(Call(call.args, call.kwargs, f"sample{i}-{variant}", call.names))
@@ -172,6 +176,8 @@ def _build(
     ]
     if variant == "noncontiguous" and not any(_shape(s) for s in tensor_shapes):
         return None
+    if variant == "channels_last" and not any(len(_shape(s)) == 4 for s in tensor_shapes):
+        return None
     if variant == "empty":
         shapes = [tuple(_shape(s)) for s in tensor_shapes]
         if op.shape is None or not shapes or not shapes[0] or len(set(shapes)) != 1:
@@ -195,6 +201,8 @@ def _build(
                 gen,
                 noncontiguous=variant == "noncontiguous",
             )
+            if variant == "channels_last" and value.dim() == 4:
+                value = value.contiguous(memory_format=torch.channels_last)
         elif value is None and a.default is not None:
             skipped = True
             continue  # the schema's default applies

@@ -106,6 +106,7 @@ def test_meta_matches_real(op: OpDecl) -> None:
                 continue
             assert m.device.type == "meta"
             assert (m.shape, m.dtype) == (r.shape, r.dtype), call.label
+            assert m.stride() == r.stride(), call.label
 
 
 @pytest.mark.parametrize("op", _op_params())

@@ -13,6 +13,23 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/pointwise/geometry.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+#include <kernels/cuda/pointwise.cuh>
+#include <opforge/math/binary.h>
+
+namespace opforge {
+
+// The CUDA host code of add.Tensor: the plan of opforge::math::add_fn, launched
+// on the current stream (generated/csrc/kernels/add_Tensor.cu instantiates the launch).
+template <typename scalar_t>
+void add_Tensor_cuda(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&self, &other}), opforge::math::add_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+}
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::add(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   static const auto op = c10::Dispatcher::singleton()
@@ -37,67 +54,250 @@ at::Tensor& opforge::ops::add_(at::Tensor& self, const at::Tensor& other, const 
 
 namespace {
 
-at::Tensor add_Tensor_cpu_checked(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+// The meta step of opforge.add, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> add_Tensor_meta_step(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add";
+  dtype = opforge::check::promote({self, other});
+  opforge::check::dtype(kOp, "'self'/'other'", dtype, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Long}, "a tensor of dtype (float32, float64, float16, bfloat16, int64)");
+  TORCH_CHECK(!alpha.isBoolean(), kOp, ": ", "alpha must be a number, not a boolean");
+  TORCH_CHECK(!alpha.isComplex(), kOp, ": ", "alpha must not be a complex number for ", dtype, " inputs");
+  TORCH_CHECK(c10::isFloatingType(dtype) || alpha.isIntegral(false), kOp, ": ", "alpha must be an integer for integral (", dtype, ") inputs, got ", alpha);
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}});
+}
+
+
+at::Tensor add_Tensor_cpu_structured(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "other", other, c10::DeviceType::CPU);
-  const at::ScalarType promoted = opforge::check::promote({self, other});
-  opforge::check::dtype(kOp, "'self'/'other'", promoted, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Long}, "a tensor of dtype (float32, float64, float16, bfloat16, int64)");
-  const at::Tensor self_p = self.to(promoted);
-  const at::Tensor other_p = other.to(promoted);
-  switch (promoted) {
-    case at::ScalarType::Float: return opforge::add_cpu<float>(self_p, other_p, alpha);
-    case at::ScalarType::Double: return opforge::add_cpu<double>(self_p, other_p, alpha);
-    case at::ScalarType::Half: return opforge::add_cpu<c10::Half>(self_p, other_p, alpha);
-    case at::ScalarType::BFloat16: return opforge::add_cpu<c10::BFloat16>(self_p, other_p, alpha);
-    case at::ScalarType::Long: return opforge::add_cpu<int64_t>(self_p, other_p, alpha);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = add_Tensor_meta_step<int64_t>(self, other, alpha, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    const at::Tensor self_p = self.to(dtype);
+    const at::Tensor other_p = other.to(dtype);
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::add_Tensor_cpu<float>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Double: opforge::add_Tensor_cpu<double>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Half: opforge::add_Tensor_cpu<c10::Half>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::BFloat16: opforge::add_Tensor_cpu<c10::BFloat16>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Long: opforge::add_Tensor_cpu<int64_t>(out, self_p, other_p, alpha); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor add_Tensor_cuda_checked(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+at::Tensor add_Tensor_cuda_structured(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "other", other, "self", self);
-  const at::ScalarType promoted = opforge::check::promote({self, other});
-  opforge::check::dtype(kOp, "'self'/'other'", promoted, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Long}, "a tensor of dtype (float32, float64, float16, bfloat16, int64)");
-  const at::Tensor self_p = self.to(promoted);
-  const at::Tensor other_p = other.to(promoted);
   const c10::DeviceGuard device_guard(self.device());
-  switch (promoted) {
-    case at::ScalarType::Float: return opforge::add_cuda<float>(self_p, other_p, alpha);
-    case at::ScalarType::Double: return opforge::add_cuda<double>(self_p, other_p, alpha);
-    case at::ScalarType::Half: return opforge::add_cuda<c10::Half>(self_p, other_p, alpha);
-    case at::ScalarType::BFloat16: return opforge::add_cuda<c10::BFloat16>(self_p, other_p, alpha);
-    case at::ScalarType::Long: return opforge::add_cuda<int64_t>(self_p, other_p, alpha);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = add_Tensor_meta_step<int64_t>(self, other, alpha, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    const at::Tensor self_p = self.to(dtype);
+    const at::Tensor other_p = other.to(dtype);
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::add_Tensor_cuda<float>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Double: opforge::add_Tensor_cuda<double>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Half: opforge::add_Tensor_cuda<c10::Half>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::BFloat16: opforge::add_Tensor_cuda<c10::BFloat16>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Long: opforge::add_Tensor_cuda<int64_t>(out, self_p, other_p, alpha); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor add_Tensor_meta(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+at::Tensor add_Tensor_meta_structured(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add";
   opforge::check::same_device(kOp, "other", other, "self", self);
-  return at::empty_symint(opforge::shape::broadcast<c10::SymInt>(kOp, {{"self", self.sym_sizes()}, {"other", other.sym_sizes()}}), self.options().dtype(opforge::check::promote({self, other})));
-}
-
-at::Tensor& add_out_composite(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out) {
-  [[maybe_unused]] constexpr const char* kOp = "opforge.add";
-  const at::Tensor result = opforge::ops::add(self, other, alpha);
-  opforge::check::resize_out(kOp, "out", out, result);
-  out.copy_(result);
+  at::ScalarType dtype;
+  const auto geometry = add_Tensor_meta_step<c10::SymInt>(self, other, alpha, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
   return out;
 }
 
-at::Tensor& add__Tensor_composite(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+at::Tensor& add_out_cpu_structured(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "other", other, c10::DeviceType::CPU);
+  at::ScalarType dtype;
+  const auto geometry = add_Tensor_meta_step<int64_t>(self, other, alpha, dtype);
+  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
+    return out.copy_(opforge::ops::add(self, other, alpha));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}});
+  if (out.numel() != 0) {
+    const at::Tensor self_p = self.to(dtype);
+    const at::Tensor other_p = other.to(dtype);
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::add_Tensor_cpu<float>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Double: opforge::add_Tensor_cpu<double>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Half: opforge::add_Tensor_cpu<c10::Half>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::BFloat16: opforge::add_Tensor_cpu<c10::BFloat16>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Long: opforge::add_Tensor_cpu<int64_t>(out, self_p, other_p, alpha); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return out;
+}
+#ifdef OPFORGE_WITH_CUDA
+
+at::Tensor& add_out_cuda_structured(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
+  opforge::check::same_device(kOp, "other", other, "self", self);
+  const c10::DeviceGuard device_guard(self.device());
+  at::ScalarType dtype;
+  const auto geometry = add_Tensor_meta_step<int64_t>(self, other, alpha, dtype);
+  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
+    return out.copy_(opforge::ops::add(self, other, alpha));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}});
+  if (out.numel() != 0) {
+    const at::Tensor self_p = self.to(dtype);
+    const at::Tensor other_p = other.to(dtype);
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::add_Tensor_cuda<float>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Double: opforge::add_Tensor_cuda<double>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Half: opforge::add_Tensor_cuda<c10::Half>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::BFloat16: opforge::add_Tensor_cuda<c10::BFloat16>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Long: opforge::add_Tensor_cuda<int64_t>(out, self_p, other_p, alpha); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return out;
+}
+#endif  // OPFORGE_WITH_CUDA
+
+at::Tensor& add_out_meta_structured(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add";
+  opforge::check::same_device(kOp, "other", other, "self", self);
+  at::ScalarType dtype;
+  const auto geometry = add_Tensor_meta_step<c10::SymInt>(self, other, alpha, dtype);
+  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
+    return out.copy_(opforge::ops::add(self, other, alpha));
+  }
+  return out;
+}
+
+at::Tensor& add_out_autograd(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add";
+  if (opforge::autograd::any_requires_grad({self, other})) {
+    at::ScalarType dtype;
+    const auto geometry = add_Tensor_meta_step<c10::SymInt>(self, other, alpha, dtype);
+    opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device());
+    return out.copy_(opforge::ops::add(self, other, alpha));
+  }
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    opforge::ops::add_out(self, other, alpha, out);
+  }
+  out.unsafeGetTensorImpl()->bump_version();
+  return out;
+}
+
+at::Tensor& add_out_functionalize(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add";
+  at::ScalarType dtype;
+  const auto geometry = add_Tensor_meta_step<c10::SymInt>(self, other, alpha, dtype);
+  opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device());
+  return out.copy_(opforge::ops::add(self, other, alpha));
+}
+
+at::Tensor& add__Tensor_cpu_structured(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add_";
-  const at::Tensor result = opforge::ops::add(self, other, alpha);
-  opforge::check::writable_result(kOp, "self", self, result);
-  self.copy_(result);
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "other", other, c10::DeviceType::CPU);
+  at::ScalarType dtype;
+  const auto geometry = add_Tensor_meta_step<int64_t>(self, other, alpha, dtype);
+  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
+    return self.copy_(opforge::ops::add(self, other, alpha));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}});
+  if (self.numel() != 0) {
+    const at::Tensor self_p = self.to(dtype);
+    const at::Tensor other_p = other.to(dtype);
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::add_Tensor_cpu<float>(self, self_p, other_p, alpha); break;
+      case at::ScalarType::Double: opforge::add_Tensor_cpu<double>(self, self_p, other_p, alpha); break;
+      case at::ScalarType::Half: opforge::add_Tensor_cpu<c10::Half>(self, self_p, other_p, alpha); break;
+      case at::ScalarType::BFloat16: opforge::add_Tensor_cpu<c10::BFloat16>(self, self_p, other_p, alpha); break;
+      case at::ScalarType::Long: opforge::add_Tensor_cpu<int64_t>(self, self_p, other_p, alpha); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
   return self;
+}
+#ifdef OPFORGE_WITH_CUDA
+
+at::Tensor& add__Tensor_cuda_structured(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add_";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
+  opforge::check::same_device(kOp, "other", other, "self", self);
+  const c10::DeviceGuard device_guard(self.device());
+  at::ScalarType dtype;
+  const auto geometry = add_Tensor_meta_step<int64_t>(self, other, alpha, dtype);
+  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
+    return self.copy_(opforge::ops::add(self, other, alpha));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}});
+  if (self.numel() != 0) {
+    const at::Tensor self_p = self.to(dtype);
+    const at::Tensor other_p = other.to(dtype);
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::add_Tensor_cuda<float>(self, self_p, other_p, alpha); break;
+      case at::ScalarType::Double: opforge::add_Tensor_cuda<double>(self, self_p, other_p, alpha); break;
+      case at::ScalarType::Half: opforge::add_Tensor_cuda<c10::Half>(self, self_p, other_p, alpha); break;
+      case at::ScalarType::BFloat16: opforge::add_Tensor_cuda<c10::BFloat16>(self, self_p, other_p, alpha); break;
+      case at::ScalarType::Long: opforge::add_Tensor_cuda<int64_t>(self, self_p, other_p, alpha); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return self;
+}
+#endif  // OPFORGE_WITH_CUDA
+
+at::Tensor& add__Tensor_meta_structured(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add_";
+  opforge::check::same_device(kOp, "other", other, "self", self);
+  at::ScalarType dtype;
+  const auto geometry = add_Tensor_meta_step<c10::SymInt>(self, other, alpha, dtype);
+  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
+    return self.copy_(opforge::ops::add(self, other, alpha));
+  }
+  return self;
+}
+
+at::Tensor& add__Tensor_autograd(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add_";
+  if (opforge::autograd::any_requires_grad({self, other})) {
+    at::ScalarType dtype;
+    const auto geometry = add_Tensor_meta_step<c10::SymInt>(self, other, alpha, dtype);
+    opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype);
+    return self.copy_(opforge::ops::add(self.clone(), other, alpha));
+  }
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    opforge::ops::add_(self, other, alpha);
+  }
+  self.unsafeGetTensorImpl()->bump_version();
+  return self;
+}
+
+at::Tensor& add__Tensor_functionalize(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add_";
+  at::ScalarType dtype;
+  const auto geometry = add_Tensor_meta_step<c10::SymInt>(self, other, alpha, dtype);
+  opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype);
+  return self.copy_(opforge::ops::add(self, other, alpha));
 }
 
 // Autograd for opforge.add: see Note [Generated autograd] in README.md.
@@ -132,23 +332,31 @@ at::Tensor add_Tensor_autograd(const at::Tensor& self, const at::Tensor& other, 
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("add.Tensor", TORCH_FN(add_Tensor_autograd));
+  m.impl("add.out", TORCH_FN(add_out_autograd));
+  m.impl("add_.Tensor", TORCH_FN(add__Tensor_autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("add.Tensor", TORCH_FN(add_Tensor_cpu_checked));
+  m.impl("add.Tensor", TORCH_FN(add_Tensor_cpu_structured));
+  m.impl("add.out", TORCH_FN(add_out_cpu_structured));
+  m.impl("add_.Tensor", TORCH_FN(add__Tensor_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("add.Tensor", TORCH_FN(add_Tensor_cuda_checked));
+  m.impl("add.Tensor", TORCH_FN(add_Tensor_cuda_structured));
+  m.impl("add.out", TORCH_FN(add_out_cuda_structured));
+  m.impl("add_.Tensor", TORCH_FN(add__Tensor_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
-TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("add.out", TORCH_FN(add_out_composite));
-  m.impl("add_.Tensor", TORCH_FN(add__Tensor_composite));
+TORCH_LIBRARY_IMPL(opforge, Functionalize, m) {
+  m.impl("add.out", TORCH_FN(add_out_functionalize));
+  m.impl("add_.Tensor", TORCH_FN(add__Tensor_functionalize));
 }
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("add.Tensor", TORCH_FN(add_Tensor_meta));
+  m.impl("add.Tensor", TORCH_FN(add_Tensor_meta_structured));
+  m.impl("add.out", TORCH_FN(add_out_meta_structured));
+  m.impl("add_.Tensor", TORCH_FN(add__Tensor_meta_structured));
 }

@@ -14,6 +14,23 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/pointwise/geometry.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+#include <kernels/cuda/pointwise.cuh>
+#include <opforge/math/binary.h>
+
+namespace opforge {
+
+// The CUDA host code of add_relu: the plan of opforge::math::add_relu_fn, launched
+// on the current stream (generated/csrc/kernels/add_relu.cu instantiates the launch).
+template <typename scalar_t>
+void add_relu_cuda(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&self, &other}), opforge::math::add_relu_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+}
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::add_relu(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   static const auto op = c10::Dispatcher::singleton()
@@ -24,10 +41,70 @@ at::Tensor opforge::ops::add_relu(const at::Tensor& self, const at::Tensor& othe
 
 namespace {
 
-at::Tensor add_relu_meta(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+// The meta step of opforge.add_relu, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> add_relu_meta_step(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add_relu";
+  dtype = opforge::check::promote({self, other});
+  opforge::check::dtype(kOp, "'self'/'other'", dtype, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  TORCH_CHECK(!alpha.isBoolean() && !alpha.isComplex(), kOp, ": ", "alpha must be a real number, got ", alpha);
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}});
+}
+
+
+at::Tensor add_relu_cpu_structured(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add_relu";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "other", other, c10::DeviceType::CPU);
+  at::ScalarType dtype;
+  const auto geometry = add_relu_meta_step<int64_t>(self, other, alpha, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    const at::Tensor self_p = self.to(dtype);
+    const at::Tensor other_p = other.to(dtype);
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::add_relu_cpu<float>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Double: opforge::add_relu_cpu<double>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Half: opforge::add_relu_cpu<c10::Half>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::BFloat16: opforge::add_relu_cpu<c10::BFloat16>(out, self_p, other_p, alpha); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return out;
+}
+#ifdef OPFORGE_WITH_CUDA
+
+at::Tensor add_relu_cuda_structured(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add_relu";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
+  opforge::check::same_device(kOp, "other", other, "self", self);
+  const c10::DeviceGuard device_guard(self.device());
+  at::ScalarType dtype;
+  const auto geometry = add_relu_meta_step<int64_t>(self, other, alpha, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    const at::Tensor self_p = self.to(dtype);
+    const at::Tensor other_p = other.to(dtype);
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::add_relu_cuda<float>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Double: opforge::add_relu_cuda<double>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::Half: opforge::add_relu_cuda<c10::Half>(out, self_p, other_p, alpha); break;
+      case at::ScalarType::BFloat16: opforge::add_relu_cuda<c10::BFloat16>(out, self_p, other_p, alpha); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return out;
+}
+#endif  // OPFORGE_WITH_CUDA
+
+at::Tensor add_relu_meta_structured(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add_relu";
   opforge::check::same_device(kOp, "other", other, "self", self);
-  return at::empty_symint(opforge::shape::broadcast<c10::SymInt>(kOp, {{"self", self.sym_sizes()}, {"other", other.sym_sizes()}}), self.options().dtype(opforge::check::promote({self, other})));
+  at::ScalarType dtype;
+  const auto geometry = add_relu_meta_step<c10::SymInt>(self, other, alpha, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  return out;
 }
 
 // Autograd for opforge.add_relu: see Note [Generated autograd] in README.md.
@@ -65,10 +142,16 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("add_relu", TORCH_FN(add_relu_autograd));
 }
 
-TORCH_LIBRARY_IMPL(opforge, CompositeExplicitAutograd, m) {
-  m.impl("add_relu", TORCH_FN(opforge::add_relu_composite));
+TORCH_LIBRARY_IMPL(opforge, CPU, m) {
+  m.impl("add_relu", TORCH_FN(add_relu_cpu_structured));
 }
 
+#ifdef OPFORGE_WITH_CUDA
+TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
+  m.impl("add_relu", TORCH_FN(add_relu_cuda_structured));
+}
+#endif  // OPFORGE_WITH_CUDA
+
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("add_relu", TORCH_FN(add_relu_meta));
+  m.impl("add_relu", TORCH_FN(add_relu_meta_structured));
 }

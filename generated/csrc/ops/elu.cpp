@@ -14,6 +14,23 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/pointwise/geometry.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+#include <kernels/cuda/pointwise.cuh>
+#include <opforge/math/activation.h>
+
+namespace opforge {
+
+// The CUDA host code of elu: the plan of opforge::math::elu_fn, launched
+// on the current stream (generated/csrc/kernels/elu.cu instantiates the launch).
+template <typename scalar_t>
+void elu_cuda(const at::Tensor& out, const at::Tensor& self, const at::Scalar& alpha) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::elu_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+}
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::elu(const at::Tensor& self, const at::Scalar& alpha) {
   static const auto op = c10::Dispatcher::singleton()
@@ -22,42 +39,236 @@ at::Tensor opforge::ops::elu(const at::Tensor& self, const at::Scalar& alpha) {
   return op.call(self, alpha);
 }
 
+at::Tensor& opforge::ops::elu_out(const at::Tensor& self, const at::Scalar& alpha, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::elu", "out")
+      .typed<at::Tensor&(const at::Tensor&, const at::Scalar&, at::Tensor&)>();
+  return op.call(self, alpha, out);
+}
+
+at::Tensor& opforge::ops::elu_(at::Tensor& self, const at::Scalar& alpha) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::elu_", "")
+      .typed<at::Tensor&(at::Tensor&, const at::Scalar&)>();
+  return op.call(self, alpha);
+}
+
 namespace {
 
-at::Tensor elu_cpu_checked(const at::Tensor& self, const at::Scalar& alpha) {
+// The meta step of opforge.elu, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> elu_meta_step(const at::Tensor& self, const at::Scalar& alpha, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  dtype = self.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}});
+}
+
+
+at::Tensor elu_cpu_structured(const at::Tensor& self, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::elu_cpu<float>(self, alpha);
-    case at::ScalarType::Double: return opforge::elu_cpu<double>(self, alpha);
-    case at::ScalarType::Half: return opforge::elu_cpu<c10::Half>(self, alpha);
-    case at::ScalarType::BFloat16: return opforge::elu_cpu<c10::BFloat16>(self, alpha);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = elu_meta_step<int64_t>(self, alpha, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::elu_cpu<float>(out, self, alpha); break;
+      case at::ScalarType::Double: opforge::elu_cpu<double>(out, self, alpha); break;
+      case at::ScalarType::Half: opforge::elu_cpu<c10::Half>(out, self, alpha); break;
+      case at::ScalarType::BFloat16: opforge::elu_cpu<c10::BFloat16>(out, self, alpha); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor elu_cuda_checked(const at::Tensor& self, const at::Scalar& alpha) {
+at::Tensor elu_cuda_structured(const at::Tensor& self, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::elu_cuda<float>(self, alpha);
-    case at::ScalarType::Double: return opforge::elu_cuda<double>(self, alpha);
-    case at::ScalarType::Half: return opforge::elu_cuda<c10::Half>(self, alpha);
-    case at::ScalarType::BFloat16: return opforge::elu_cuda<c10::BFloat16>(self, alpha);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = elu_meta_step<int64_t>(self, alpha, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::elu_cuda<float>(out, self, alpha); break;
+      case at::ScalarType::Double: opforge::elu_cuda<double>(out, self, alpha); break;
+      case at::ScalarType::Half: opforge::elu_cuda<c10::Half>(out, self, alpha); break;
+      case at::ScalarType::BFloat16: opforge::elu_cuda<c10::BFloat16>(out, self, alpha); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor elu_meta(const at::Tensor& self, const at::Scalar& alpha) {
+at::Tensor elu_meta_structured(const at::Tensor& self, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
-  return at::empty_symint(self.sym_sizes(), self.options().dtype(self.scalar_type()));
+  at::ScalarType dtype;
+  const auto geometry = elu_meta_step<c10::SymInt>(self, alpha, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  return out;
+}
+
+at::Tensor& elu_out_cpu_structured(const at::Tensor& self, const at::Scalar& alpha, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  at::ScalarType dtype;
+  const auto geometry = elu_meta_step<int64_t>(self, alpha, dtype);
+  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
+    return out.copy_(opforge::ops::elu(self, alpha));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::elu_cpu<float>(out, self, alpha); break;
+      case at::ScalarType::Double: opforge::elu_cpu<double>(out, self, alpha); break;
+      case at::ScalarType::Half: opforge::elu_cpu<c10::Half>(out, self, alpha); break;
+      case at::ScalarType::BFloat16: opforge::elu_cpu<c10::BFloat16>(out, self, alpha); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return out;
+}
+#ifdef OPFORGE_WITH_CUDA
+
+at::Tensor& elu_out_cuda_structured(const at::Tensor& self, const at::Scalar& alpha, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
+  const c10::DeviceGuard device_guard(self.device());
+  at::ScalarType dtype;
+  const auto geometry = elu_meta_step<int64_t>(self, alpha, dtype);
+  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
+    return out.copy_(opforge::ops::elu(self, alpha));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::elu_cuda<float>(out, self, alpha); break;
+      case at::ScalarType::Double: opforge::elu_cuda<double>(out, self, alpha); break;
+      case at::ScalarType::Half: opforge::elu_cuda<c10::Half>(out, self, alpha); break;
+      case at::ScalarType::BFloat16: opforge::elu_cuda<c10::BFloat16>(out, self, alpha); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return out;
+}
+#endif  // OPFORGE_WITH_CUDA
+
+at::Tensor& elu_out_meta_structured(const at::Tensor& self, const at::Scalar& alpha, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
+  at::ScalarType dtype;
+  const auto geometry = elu_meta_step<c10::SymInt>(self, alpha, dtype);
+  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
+    return out.copy_(opforge::ops::elu(self, alpha));
+  }
+  return out;
+}
+
+at::Tensor& elu_out_autograd(const at::Tensor& self, const at::Scalar& alpha, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
+  if (opforge::autograd::any_requires_grad({self})) {
+    at::ScalarType dtype;
+    const auto geometry = elu_meta_step<c10::SymInt>(self, alpha, dtype);
+    opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device());
+    return out.copy_(opforge::ops::elu(self, alpha));
+  }
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    opforge::ops::elu_out(self, alpha, out);
+  }
+  out.unsafeGetTensorImpl()->bump_version();
+  return out;
+}
+
+at::Tensor& elu_out_functionalize(const at::Tensor& self, const at::Scalar& alpha, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
+  at::ScalarType dtype;
+  const auto geometry = elu_meta_step<c10::SymInt>(self, alpha, dtype);
+  opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device());
+  return out.copy_(opforge::ops::elu(self, alpha));
+}
+
+at::Tensor& elu__cpu_structured(at::Tensor& self, const at::Scalar& alpha) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.elu_";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  at::ScalarType dtype;
+  const auto geometry = elu_meta_step<int64_t>(self, alpha, dtype);
+  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
+    return self.copy_(opforge::ops::elu(self, alpha));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
+  if (self.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::elu_cpu<float>(self, self, alpha); break;
+      case at::ScalarType::Double: opforge::elu_cpu<double>(self, self, alpha); break;
+      case at::ScalarType::Half: opforge::elu_cpu<c10::Half>(self, self, alpha); break;
+      case at::ScalarType::BFloat16: opforge::elu_cpu<c10::BFloat16>(self, self, alpha); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return self;
+}
+#ifdef OPFORGE_WITH_CUDA
+
+at::Tensor& elu__cuda_structured(at::Tensor& self, const at::Scalar& alpha) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.elu_";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
+  const c10::DeviceGuard device_guard(self.device());
+  at::ScalarType dtype;
+  const auto geometry = elu_meta_step<int64_t>(self, alpha, dtype);
+  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
+    return self.copy_(opforge::ops::elu(self, alpha));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
+  if (self.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::elu_cuda<float>(self, self, alpha); break;
+      case at::ScalarType::Double: opforge::elu_cuda<double>(self, self, alpha); break;
+      case at::ScalarType::Half: opforge::elu_cuda<c10::Half>(self, self, alpha); break;
+      case at::ScalarType::BFloat16: opforge::elu_cuda<c10::BFloat16>(self, self, alpha); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return self;
+}
+#endif  // OPFORGE_WITH_CUDA
+
+at::Tensor& elu__meta_structured(at::Tensor& self, const at::Scalar& alpha) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.elu_";
+  at::ScalarType dtype;
+  const auto geometry = elu_meta_step<c10::SymInt>(self, alpha, dtype);
+  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
+    return self.copy_(opforge::ops::elu(self, alpha));
+  }
+  return self;
+}
+
+at::Tensor& elu__autograd(at::Tensor& self, const at::Scalar& alpha) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.elu_";
+  if (opforge::autograd::any_requires_grad({self})) {
+    at::ScalarType dtype;
+    const auto geometry = elu_meta_step<c10::SymInt>(self, alpha, dtype);
+    opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype);
+    return self.copy_(opforge::ops::elu(self.clone(), alpha));
+  }
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    opforge::ops::elu_(self, alpha);
+  }
+  self.unsafeGetTensorImpl()->bump_version();
+  return self;
+}
+
+at::Tensor& elu__functionalize(at::Tensor& self, const at::Scalar& alpha) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.elu_";
+  at::ScalarType dtype;
+  const auto geometry = elu_meta_step<c10::SymInt>(self, alpha, dtype);
+  opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype);
+  return self.copy_(opforge::ops::elu(self, alpha));
 }
 
 // Autograd for opforge.elu: see Note [Generated autograd] in README.md.
@@ -90,18 +301,31 @@ at::Tensor elu_autograd(const at::Tensor& self, const at::Scalar& alpha) {
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("elu", TORCH_FN(elu_autograd));
+  m.impl("elu.out", TORCH_FN(elu_out_autograd));
+  m.impl("elu_", TORCH_FN(elu__autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("elu", TORCH_FN(elu_cpu_checked));
+  m.impl("elu", TORCH_FN(elu_cpu_structured));
+  m.impl("elu.out", TORCH_FN(elu_out_cpu_structured));
+  m.impl("elu_", TORCH_FN(elu__cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("elu", TORCH_FN(elu_cuda_checked));
+  m.impl("elu", TORCH_FN(elu_cuda_structured));
+  m.impl("elu.out", TORCH_FN(elu_out_cuda_structured));
+  m.impl("elu_", TORCH_FN(elu__cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
+TORCH_LIBRARY_IMPL(opforge, Functionalize, m) {
+  m.impl("elu.out", TORCH_FN(elu_out_functionalize));
+  m.impl("elu_", TORCH_FN(elu__functionalize));
+}
+
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("elu", TORCH_FN(elu_meta));
+  m.impl("elu", TORCH_FN(elu_meta_structured));
+  m.impl("elu.out", TORCH_FN(elu_out_meta_structured));
+  m.impl("elu_", TORCH_FN(elu__meta_structured));
 }

@@ -14,6 +14,23 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/pointwise/geometry.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+#include <kernels/cuda/pointwise.cuh>
+#include <opforge/math/activation.h>
+
+namespace opforge {
+
+// The CUDA host code of gelu: the plan of opforge::math::gelu_fn, launched
+// on the current stream (generated/csrc/kernels/gelu.cu instantiates the launch).
+template <typename scalar_t>
+void gelu_cuda(const at::Tensor& out, const at::Tensor& self, c10::string_view approximate) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::gelu_fn<scalar_t>{approximate == "tanh"}, cuda::current_stream()));
+}
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::gelu(const at::Tensor& self, c10::string_view approximate) {
   static const auto op = c10::Dispatcher::singleton()
@@ -24,40 +41,63 @@ at::Tensor opforge::ops::gelu(const at::Tensor& self, c10::string_view approxima
 
 namespace {
 
-at::Tensor gelu_cpu_checked(const at::Tensor& self, c10::string_view approximate) {
+// The meta step of opforge.gelu, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> gelu_meta_step(const at::Tensor& self, c10::string_view approximate, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.gelu";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  dtype = self.scalar_type();
+  TORCH_CHECK(approximate == "none" || approximate == "tanh", kOp, ": ", "approximate must be 'none' or 'tanh', got '", approximate, "'");
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}});
+}
+
+
+at::Tensor gelu_cpu_structured(const at::Tensor& self, c10::string_view approximate) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::gelu_cpu<float>(self, approximate);
-    case at::ScalarType::Double: return opforge::gelu_cpu<double>(self, approximate);
-    case at::ScalarType::Half: return opforge::gelu_cpu<c10::Half>(self, approximate);
-    case at::ScalarType::BFloat16: return opforge::gelu_cpu<c10::BFloat16>(self, approximate);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = gelu_meta_step<int64_t>(self, approximate, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::gelu_cpu<float>(out, self, approximate); break;
+      case at::ScalarType::Double: opforge::gelu_cpu<double>(out, self, approximate); break;
+      case at::ScalarType::Half: opforge::gelu_cpu<c10::Half>(out, self, approximate); break;
+      case at::ScalarType::BFloat16: opforge::gelu_cpu<c10::BFloat16>(out, self, approximate); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor gelu_cuda_checked(const at::Tensor& self, c10::string_view approximate) {
+at::Tensor gelu_cuda_structured(const at::Tensor& self, c10::string_view approximate) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::gelu_cuda<float>(self, approximate);
-    case at::ScalarType::Double: return opforge::gelu_cuda<double>(self, approximate);
-    case at::ScalarType::Half: return opforge::gelu_cuda<c10::Half>(self, approximate);
-    case at::ScalarType::BFloat16: return opforge::gelu_cuda<c10::BFloat16>(self, approximate);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = gelu_meta_step<int64_t>(self, approximate, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::gelu_cuda<float>(out, self, approximate); break;
+      case at::ScalarType::Double: opforge::gelu_cuda<double>(out, self, approximate); break;
+      case at::ScalarType::Half: opforge::gelu_cuda<c10::Half>(out, self, approximate); break;
+      case at::ScalarType::BFloat16: opforge::gelu_cuda<c10::BFloat16>(out, self, approximate); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor gelu_meta(const at::Tensor& self, c10::string_view approximate) {
+at::Tensor gelu_meta_structured(const at::Tensor& self, c10::string_view approximate) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu";
-  return at::empty_symint(self.sym_sizes(), self.options().dtype(self.scalar_type()));
+  at::ScalarType dtype;
+  const auto geometry = gelu_meta_step<c10::SymInt>(self, approximate, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  return out;
 }
 
 // Autograd for opforge.gelu: see Note [Generated autograd] in README.md.
@@ -93,15 +133,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("gelu", TORCH_FN(gelu_cpu_checked));
+  m.impl("gelu", TORCH_FN(gelu_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("gelu", TORCH_FN(gelu_cuda_checked));
+  m.impl("gelu", TORCH_FN(gelu_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("gelu", TORCH_FN(gelu_meta));
+  m.impl("gelu", TORCH_FN(gelu_meta_structured));
 }

@@ -14,6 +14,23 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/pointwise/geometry.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+#include <kernels/cuda/pointwise.cuh>
+#include <opforge/math/activation.h>
+
+namespace opforge {
+
+// The CUDA host code of leaky_relu: the plan of opforge::math::leaky_relu_fn, launched
+// on the current stream (generated/csrc/kernels/leaky_relu.cu instantiates the launch).
+template <typename scalar_t>
+void leaky_relu_cuda(const at::Tensor& out, const at::Tensor& self, const at::Scalar& negative_slope) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::leaky_relu_fn<scalar_t>{negative_slope.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+}
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::leaky_relu(const at::Tensor& self, const at::Scalar& negative_slope) {
   static const auto op = c10::Dispatcher::singleton()
@@ -22,42 +39,236 @@ at::Tensor opforge::ops::leaky_relu(const at::Tensor& self, const at::Scalar& ne
   return op.call(self, negative_slope);
 }
 
+at::Tensor& opforge::ops::leaky_relu_out(const at::Tensor& self, const at::Scalar& negative_slope, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::leaky_relu", "out")
+      .typed<at::Tensor&(const at::Tensor&, const at::Scalar&, at::Tensor&)>();
+  return op.call(self, negative_slope, out);
+}
+
+at::Tensor& opforge::ops::leaky_relu_(at::Tensor& self, const at::Scalar& negative_slope) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::leaky_relu_", "")
+      .typed<at::Tensor&(at::Tensor&, const at::Scalar&)>();
+  return op.call(self, negative_slope);
+}
+
 namespace {
 
-at::Tensor leaky_relu_cpu_checked(const at::Tensor& self, const at::Scalar& negative_slope) {
+// The meta step of opforge.leaky_relu, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> leaky_relu_meta_step(const at::Tensor& self, const at::Scalar& negative_slope, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  dtype = self.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}});
+}
+
+
+at::Tensor leaky_relu_cpu_structured(const at::Tensor& self, const at::Scalar& negative_slope) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::leaky_relu_cpu<float>(self, negative_slope);
-    case at::ScalarType::Double: return opforge::leaky_relu_cpu<double>(self, negative_slope);
-    case at::ScalarType::Half: return opforge::leaky_relu_cpu<c10::Half>(self, negative_slope);
-    case at::ScalarType::BFloat16: return opforge::leaky_relu_cpu<c10::BFloat16>(self, negative_slope);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = leaky_relu_meta_step<int64_t>(self, negative_slope, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::leaky_relu_cpu<float>(out, self, negative_slope); break;
+      case at::ScalarType::Double: opforge::leaky_relu_cpu<double>(out, self, negative_slope); break;
+      case at::ScalarType::Half: opforge::leaky_relu_cpu<c10::Half>(out, self, negative_slope); break;
+      case at::ScalarType::BFloat16: opforge::leaky_relu_cpu<c10::BFloat16>(out, self, negative_slope); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor leaky_relu_cuda_checked(const at::Tensor& self, const at::Scalar& negative_slope) {
+at::Tensor leaky_relu_cuda_structured(const at::Tensor& self, const at::Scalar& negative_slope) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::leaky_relu_cuda<float>(self, negative_slope);
-    case at::ScalarType::Double: return opforge::leaky_relu_cuda<double>(self, negative_slope);
-    case at::ScalarType::Half: return opforge::leaky_relu_cuda<c10::Half>(self, negative_slope);
-    case at::ScalarType::BFloat16: return opforge::leaky_relu_cuda<c10::BFloat16>(self, negative_slope);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = leaky_relu_meta_step<int64_t>(self, negative_slope, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::leaky_relu_cuda<float>(out, self, negative_slope); break;
+      case at::ScalarType::Double: opforge::leaky_relu_cuda<double>(out, self, negative_slope); break;
+      case at::ScalarType::Half: opforge::leaky_relu_cuda<c10::Half>(out, self, negative_slope); break;
+      case at::ScalarType::BFloat16: opforge::leaky_relu_cuda<c10::BFloat16>(out, self, negative_slope); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor leaky_relu_meta(const at::Tensor& self, const at::Scalar& negative_slope) {
+at::Tensor leaky_relu_meta_structured(const at::Tensor& self, const at::Scalar& negative_slope) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
-  return at::empty_symint(self.sym_sizes(), self.options().dtype(self.scalar_type()));
+  at::ScalarType dtype;
+  const auto geometry = leaky_relu_meta_step<c10::SymInt>(self, negative_slope, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  return out;
+}
+
+at::Tensor& leaky_relu_out_cpu_structured(const at::Tensor& self, const at::Scalar& negative_slope, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  at::ScalarType dtype;
+  const auto geometry = leaky_relu_meta_step<int64_t>(self, negative_slope, dtype);
+  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
+    return out.copy_(opforge::ops::leaky_relu(self, negative_slope));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::leaky_relu_cpu<float>(out, self, negative_slope); break;
+      case at::ScalarType::Double: opforge::leaky_relu_cpu<double>(out, self, negative_slope); break;
+      case at::ScalarType::Half: opforge::leaky_relu_cpu<c10::Half>(out, self, negative_slope); break;
+      case at::ScalarType::BFloat16: opforge::leaky_relu_cpu<c10::BFloat16>(out, self, negative_slope); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return out;
+}
+#ifdef OPFORGE_WITH_CUDA
+
+at::Tensor& leaky_relu_out_cuda_structured(const at::Tensor& self, const at::Scalar& negative_slope, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
+  const c10::DeviceGuard device_guard(self.device());
+  at::ScalarType dtype;
+  const auto geometry = leaky_relu_meta_step<int64_t>(self, negative_slope, dtype);
+  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
+    return out.copy_(opforge::ops::leaky_relu(self, negative_slope));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::leaky_relu_cuda<float>(out, self, negative_slope); break;
+      case at::ScalarType::Double: opforge::leaky_relu_cuda<double>(out, self, negative_slope); break;
+      case at::ScalarType::Half: opforge::leaky_relu_cuda<c10::Half>(out, self, negative_slope); break;
+      case at::ScalarType::BFloat16: opforge::leaky_relu_cuda<c10::BFloat16>(out, self, negative_slope); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return out;
+}
+#endif  // OPFORGE_WITH_CUDA
+
+at::Tensor& leaky_relu_out_meta_structured(const at::Tensor& self, const at::Scalar& negative_slope, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
+  at::ScalarType dtype;
+  const auto geometry = leaky_relu_meta_step<c10::SymInt>(self, negative_slope, dtype);
+  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
+    return out.copy_(opforge::ops::leaky_relu(self, negative_slope));
+  }
+  return out;
+}
+
+at::Tensor& leaky_relu_out_autograd(const at::Tensor& self, const at::Scalar& negative_slope, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
+  if (opforge::autograd::any_requires_grad({self})) {
+    at::ScalarType dtype;
+    const auto geometry = leaky_relu_meta_step<c10::SymInt>(self, negative_slope, dtype);
+    opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device());
+    return out.copy_(opforge::ops::leaky_relu(self, negative_slope));
+  }
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    opforge::ops::leaky_relu_out(self, negative_slope, out);
+  }
+  out.unsafeGetTensorImpl()->bump_version();
+  return out;
+}
+
+at::Tensor& leaky_relu_out_functionalize(const at::Tensor& self, const at::Scalar& negative_slope, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
+  at::ScalarType dtype;
+  const auto geometry = leaky_relu_meta_step<c10::SymInt>(self, negative_slope, dtype);
+  opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device());
+  return out.copy_(opforge::ops::leaky_relu(self, negative_slope));
+}
+
+at::Tensor& leaky_relu__cpu_structured(at::Tensor& self, const at::Scalar& negative_slope) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  at::ScalarType dtype;
+  const auto geometry = leaky_relu_meta_step<int64_t>(self, negative_slope, dtype);
+  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
+    return self.copy_(opforge::ops::leaky_relu(self, negative_slope));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
+  if (self.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::leaky_relu_cpu<float>(self, self, negative_slope); break;
+      case at::ScalarType::Double: opforge::leaky_relu_cpu<double>(self, self, negative_slope); break;
+      case at::ScalarType::Half: opforge::leaky_relu_cpu<c10::Half>(self, self, negative_slope); break;
+      case at::ScalarType::BFloat16: opforge::leaky_relu_cpu<c10::BFloat16>(self, self, negative_slope); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return self;
+}
+#ifdef OPFORGE_WITH_CUDA
+
+at::Tensor& leaky_relu__cuda_structured(at::Tensor& self, const at::Scalar& negative_slope) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
+  const c10::DeviceGuard device_guard(self.device());
+  at::ScalarType dtype;
+  const auto geometry = leaky_relu_meta_step<int64_t>(self, negative_slope, dtype);
+  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
+    return self.copy_(opforge::ops::leaky_relu(self, negative_slope));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
+  if (self.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::leaky_relu_cuda<float>(self, self, negative_slope); break;
+      case at::ScalarType::Double: opforge::leaky_relu_cuda<double>(self, self, negative_slope); break;
+      case at::ScalarType::Half: opforge::leaky_relu_cuda<c10::Half>(self, self, negative_slope); break;
+      case at::ScalarType::BFloat16: opforge::leaky_relu_cuda<c10::BFloat16>(self, self, negative_slope); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return self;
+}
+#endif  // OPFORGE_WITH_CUDA
+
+at::Tensor& leaky_relu__meta_structured(at::Tensor& self, const at::Scalar& negative_slope) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_";
+  at::ScalarType dtype;
+  const auto geometry = leaky_relu_meta_step<c10::SymInt>(self, negative_slope, dtype);
+  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
+    return self.copy_(opforge::ops::leaky_relu(self, negative_slope));
+  }
+  return self;
+}
+
+at::Tensor& leaky_relu__autograd(at::Tensor& self, const at::Scalar& negative_slope) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_";
+  if (opforge::autograd::any_requires_grad({self})) {
+    at::ScalarType dtype;
+    const auto geometry = leaky_relu_meta_step<c10::SymInt>(self, negative_slope, dtype);
+    opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype);
+    return self.copy_(opforge::ops::leaky_relu(self.clone(), negative_slope));
+  }
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    opforge::ops::leaky_relu_(self, negative_slope);
+  }
+  self.unsafeGetTensorImpl()->bump_version();
+  return self;
+}
+
+at::Tensor& leaky_relu__functionalize(at::Tensor& self, const at::Scalar& negative_slope) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_";
+  at::ScalarType dtype;
+  const auto geometry = leaky_relu_meta_step<c10::SymInt>(self, negative_slope, dtype);
+  opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype);
+  return self.copy_(opforge::ops::leaky_relu(self, negative_slope));
 }
 
 // Autograd for opforge.leaky_relu: see Note [Generated autograd] in README.md.
@@ -90,18 +301,31 @@ at::Tensor leaky_relu_autograd(const at::Tensor& self, const at::Scalar& negativ
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("leaky_relu", TORCH_FN(leaky_relu_autograd));
+  m.impl("leaky_relu.out", TORCH_FN(leaky_relu_out_autograd));
+  m.impl("leaky_relu_", TORCH_FN(leaky_relu__autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("leaky_relu", TORCH_FN(leaky_relu_cpu_checked));
+  m.impl("leaky_relu", TORCH_FN(leaky_relu_cpu_structured));
+  m.impl("leaky_relu.out", TORCH_FN(leaky_relu_out_cpu_structured));
+  m.impl("leaky_relu_", TORCH_FN(leaky_relu__cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("leaky_relu", TORCH_FN(leaky_relu_cuda_checked));
+  m.impl("leaky_relu", TORCH_FN(leaky_relu_cuda_structured));
+  m.impl("leaky_relu.out", TORCH_FN(leaky_relu_out_cuda_structured));
+  m.impl("leaky_relu_", TORCH_FN(leaky_relu__cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
+TORCH_LIBRARY_IMPL(opforge, Functionalize, m) {
+  m.impl("leaky_relu.out", TORCH_FN(leaky_relu_out_functionalize));
+  m.impl("leaky_relu_", TORCH_FN(leaky_relu__functionalize));
+}
+
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("leaky_relu", TORCH_FN(leaky_relu_meta));
+  m.impl("leaky_relu", TORCH_FN(leaky_relu_meta_structured));
+  m.impl("leaky_relu.out", TORCH_FN(leaky_relu_out_meta_structured));
+  m.impl("leaky_relu_", TORCH_FN(leaky_relu__meta_structured));
 }

@@ -14,6 +14,23 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/pointwise/geometry.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+#include <kernels/cuda/pointwise.cuh>
+#include <opforge/math/activation.h>
+
+namespace opforge {
+
+// The CUDA host code of relu: the plan of opforge::math::relu_fn, launched
+// on the current stream (generated/csrc/kernels/relu.cu instantiates the launch).
+template <typename scalar_t>
+void relu_cuda(const at::Tensor& out, const at::Tensor& self) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::relu_fn<scalar_t>{}, cuda::current_stream()));
+}
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::relu(const at::Tensor& self) {
   static const auto op = c10::Dispatcher::singleton()
@@ -38,56 +55,220 @@ at::Tensor& opforge::ops::relu_(at::Tensor& self) {
 
 namespace {
 
-at::Tensor relu_cpu_checked(const at::Tensor& self) {
+// The meta step of opforge.relu, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> relu_meta_step(const at::Tensor& self, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  dtype = self.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}});
+}
+
+
+at::Tensor relu_cpu_structured(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::relu_cpu<float>(self);
-    case at::ScalarType::Double: return opforge::relu_cpu<double>(self);
-    case at::ScalarType::Half: return opforge::relu_cpu<c10::Half>(self);
-    case at::ScalarType::BFloat16: return opforge::relu_cpu<c10::BFloat16>(self);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = relu_meta_step<int64_t>(self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::relu_cpu<float>(out, self); break;
+      case at::ScalarType::Double: opforge::relu_cpu<double>(out, self); break;
+      case at::ScalarType::Half: opforge::relu_cpu<c10::Half>(out, self); break;
+      case at::ScalarType::BFloat16: opforge::relu_cpu<c10::BFloat16>(out, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor relu_cuda_checked(const at::Tensor& self) {
+at::Tensor relu_cuda_structured(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::relu_cuda<float>(self);
-    case at::ScalarType::Double: return opforge::relu_cuda<double>(self);
-    case at::ScalarType::Half: return opforge::relu_cuda<c10::Half>(self);
-    case at::ScalarType::BFloat16: return opforge::relu_cuda<c10::BFloat16>(self);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = relu_meta_step<int64_t>(self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::relu_cuda<float>(out, self); break;
+      case at::ScalarType::Double: opforge::relu_cuda<double>(out, self); break;
+      case at::ScalarType::Half: opforge::relu_cuda<c10::Half>(out, self); break;
+      case at::ScalarType::BFloat16: opforge::relu_cuda<c10::BFloat16>(out, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor relu_meta(const at::Tensor& self) {
+at::Tensor relu_meta_structured(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
-  return at::empty_symint(self.sym_sizes(), self.options().dtype(self.scalar_type()));
-}
-
-at::Tensor& relu_out_composite(const at::Tensor& self, at::Tensor& out) {
-  [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
-  const at::Tensor result = opforge::ops::relu(self);
-  opforge::check::resize_out(kOp, "out", out, result);
-  out.copy_(result);
+  at::ScalarType dtype;
+  const auto geometry = relu_meta_step<c10::SymInt>(self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
   return out;
 }
 
-at::Tensor& relu__composite(at::Tensor& self) {
+at::Tensor& relu_out_cpu_structured(const at::Tensor& self, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  at::ScalarType dtype;
+  const auto geometry = relu_meta_step<int64_t>(self, dtype);
+  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
+    return out.copy_(opforge::ops::relu(self));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::relu_cpu<float>(out, self); break;
+      case at::ScalarType::Double: opforge::relu_cpu<double>(out, self); break;
+      case at::ScalarType::Half: opforge::relu_cpu<c10::Half>(out, self); break;
+      case at::ScalarType::BFloat16: opforge::relu_cpu<c10::BFloat16>(out, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return out;
+}
+#ifdef OPFORGE_WITH_CUDA
+
+at::Tensor& relu_out_cuda_structured(const at::Tensor& self, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
+  const c10::DeviceGuard device_guard(self.device());
+  at::ScalarType dtype;
+  const auto geometry = relu_meta_step<int64_t>(self, dtype);
+  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
+    return out.copy_(opforge::ops::relu(self));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::relu_cuda<float>(out, self); break;
+      case at::ScalarType::Double: opforge::relu_cuda<double>(out, self); break;
+      case at::ScalarType::Half: opforge::relu_cuda<c10::Half>(out, self); break;
+      case at::ScalarType::BFloat16: opforge::relu_cuda<c10::BFloat16>(out, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return out;
+}
+#endif  // OPFORGE_WITH_CUDA
+
+at::Tensor& relu_out_meta_structured(const at::Tensor& self, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
+  at::ScalarType dtype;
+  const auto geometry = relu_meta_step<c10::SymInt>(self, dtype);
+  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
+    return out.copy_(opforge::ops::relu(self));
+  }
+  return out;
+}
+
+at::Tensor& relu_out_autograd(const at::Tensor& self, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
+  if (opforge::autograd::any_requires_grad({self})) {
+    at::ScalarType dtype;
+    const auto geometry = relu_meta_step<c10::SymInt>(self, dtype);
+    opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device());
+    return out.copy_(opforge::ops::relu(self));
+  }
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    opforge::ops::relu_out(self, out);
+  }
+  out.unsafeGetTensorImpl()->bump_version();
+  return out;
+}
+
+at::Tensor& relu_out_functionalize(const at::Tensor& self, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
+  at::ScalarType dtype;
+  const auto geometry = relu_meta_step<c10::SymInt>(self, dtype);
+  opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device());
+  return out.copy_(opforge::ops::relu(self));
+}
+
+at::Tensor& relu__cpu_structured(at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu_";
-  const at::Tensor result = opforge::ops::relu(self);
-  opforge::check::writable_result(kOp, "self", self, result);
-  self.copy_(result);
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  at::ScalarType dtype;
+  const auto geometry = relu_meta_step<int64_t>(self, dtype);
+  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
+    return self.copy_(opforge::ops::relu(self));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
+  if (self.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::relu_cpu<float>(self, self); break;
+      case at::ScalarType::Double: opforge::relu_cpu<double>(self, self); break;
+      case at::ScalarType::Half: opforge::relu_cpu<c10::Half>(self, self); break;
+      case at::ScalarType::BFloat16: opforge::relu_cpu<c10::BFloat16>(self, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
   return self;
+}
+#ifdef OPFORGE_WITH_CUDA
+
+at::Tensor& relu__cuda_structured(at::Tensor& self) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.relu_";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
+  const c10::DeviceGuard device_guard(self.device());
+  at::ScalarType dtype;
+  const auto geometry = relu_meta_step<int64_t>(self, dtype);
+  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
+    return self.copy_(opforge::ops::relu(self));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
+  if (self.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::relu_cuda<float>(self, self); break;
+      case at::ScalarType::Double: opforge::relu_cuda<double>(self, self); break;
+      case at::ScalarType::Half: opforge::relu_cuda<c10::Half>(self, self); break;
+      case at::ScalarType::BFloat16: opforge::relu_cuda<c10::BFloat16>(self, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return self;
+}
+#endif  // OPFORGE_WITH_CUDA
+
+at::Tensor& relu__meta_structured(at::Tensor& self) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.relu_";
+  at::ScalarType dtype;
+  const auto geometry = relu_meta_step<c10::SymInt>(self, dtype);
+  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
+    return self.copy_(opforge::ops::relu(self));
+  }
+  return self;
+}
+
+at::Tensor& relu__autograd(at::Tensor& self) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.relu_";
+  if (opforge::autograd::any_requires_grad({self})) {
+    at::ScalarType dtype;
+    const auto geometry = relu_meta_step<c10::SymInt>(self, dtype);
+    opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype);
+    return self.copy_(opforge::ops::relu(self.clone()));
+  }
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    opforge::ops::relu_(self);
+  }
+  self.unsafeGetTensorImpl()->bump_version();
+  return self;
+}
+
+at::Tensor& relu__functionalize(at::Tensor& self) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.relu_";
+  at::ScalarType dtype;
+  const auto geometry = relu_meta_step<c10::SymInt>(self, dtype);
+  opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype);
+  return self.copy_(opforge::ops::relu(self));
 }
 
 // Autograd for opforge.relu: see Note [Generated autograd] in README.md.
@@ -119,23 +300,31 @@ at::Tensor relu_autograd(const at::Tensor& self) {
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("relu", TORCH_FN(relu_autograd));
+  m.impl("relu.out", TORCH_FN(relu_out_autograd));
+  m.impl("relu_", TORCH_FN(relu__autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("relu", TORCH_FN(relu_cpu_checked));
+  m.impl("relu", TORCH_FN(relu_cpu_structured));
+  m.impl("relu.out", TORCH_FN(relu_out_cpu_structured));
+  m.impl("relu_", TORCH_FN(relu__cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("relu", TORCH_FN(relu_cuda_checked));
+  m.impl("relu", TORCH_FN(relu_cuda_structured));
+  m.impl("relu.out", TORCH_FN(relu_out_cuda_structured));
+  m.impl("relu_", TORCH_FN(relu__cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
-TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("relu.out", TORCH_FN(relu_out_composite));
-  m.impl("relu_", TORCH_FN(relu__composite));
+TORCH_LIBRARY_IMPL(opforge, Functionalize, m) {
+  m.impl("relu.out", TORCH_FN(relu_out_functionalize));
+  m.impl("relu_", TORCH_FN(relu__functionalize));
 }
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("relu", TORCH_FN(relu_meta));
+  m.impl("relu", TORCH_FN(relu_meta_structured));
+  m.impl("relu.out", TORCH_FN(relu_out_meta_structured));
+  m.impl("relu_", TORCH_FN(relu__meta_structured));
 }

@@ -14,6 +14,23 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/pointwise/geometry.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+#include <kernels/cuda/pointwise.cuh>
+#include <opforge/math/activation.h>
+
+namespace opforge {
+
+// The CUDA host code of sigmoid: the plan of opforge::math::sigmoid_fn, launched
+// on the current stream (generated/csrc/kernels/sigmoid.cu instantiates the launch).
+template <typename scalar_t>
+void sigmoid_cuda(const at::Tensor& out, const at::Tensor& self) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::sigmoid_fn<scalar_t>{}, cuda::current_stream()));
+}
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::sigmoid(const at::Tensor& self) {
   static const auto op = c10::Dispatcher::singleton()
@@ -22,42 +39,236 @@ at::Tensor opforge::ops::sigmoid(const at::Tensor& self) {
   return op.call(self);
 }
 
+at::Tensor& opforge::ops::sigmoid_out(const at::Tensor& self, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::sigmoid", "out")
+      .typed<at::Tensor&(const at::Tensor&, at::Tensor&)>();
+  return op.call(self, out);
+}
+
+at::Tensor& opforge::ops::sigmoid_(at::Tensor& self) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::sigmoid_", "")
+      .typed<at::Tensor&(at::Tensor&)>();
+  return op.call(self);
+}
+
 namespace {
 
-at::Tensor sigmoid_cpu_checked(const at::Tensor& self) {
+// The meta step of opforge.sigmoid, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> sigmoid_meta_step(const at::Tensor& self, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  dtype = self.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}});
+}
+
+
+at::Tensor sigmoid_cpu_structured(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::sigmoid_cpu<float>(self);
-    case at::ScalarType::Double: return opforge::sigmoid_cpu<double>(self);
-    case at::ScalarType::Half: return opforge::sigmoid_cpu<c10::Half>(self);
-    case at::ScalarType::BFloat16: return opforge::sigmoid_cpu<c10::BFloat16>(self);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = sigmoid_meta_step<int64_t>(self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::sigmoid_cpu<float>(out, self); break;
+      case at::ScalarType::Double: opforge::sigmoid_cpu<double>(out, self); break;
+      case at::ScalarType::Half: opforge::sigmoid_cpu<c10::Half>(out, self); break;
+      case at::ScalarType::BFloat16: opforge::sigmoid_cpu<c10::BFloat16>(out, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor sigmoid_cuda_checked(const at::Tensor& self) {
+at::Tensor sigmoid_cuda_structured(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::sigmoid_cuda<float>(self);
-    case at::ScalarType::Double: return opforge::sigmoid_cuda<double>(self);
-    case at::ScalarType::Half: return opforge::sigmoid_cuda<c10::Half>(self);
-    case at::ScalarType::BFloat16: return opforge::sigmoid_cuda<c10::BFloat16>(self);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = sigmoid_meta_step<int64_t>(self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::sigmoid_cuda<float>(out, self); break;
+      case at::ScalarType::Double: opforge::sigmoid_cuda<double>(out, self); break;
+      case at::ScalarType::Half: opforge::sigmoid_cuda<c10::Half>(out, self); break;
+      case at::ScalarType::BFloat16: opforge::sigmoid_cuda<c10::BFloat16>(out, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor sigmoid_meta(const at::Tensor& self) {
+at::Tensor sigmoid_meta_structured(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid";
-  return at::empty_symint(self.sym_sizes(), self.options().dtype(self.scalar_type()));
+  at::ScalarType dtype;
+  const auto geometry = sigmoid_meta_step<c10::SymInt>(self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  return out;
+}
+
+at::Tensor& sigmoid_out_cpu_structured(const at::Tensor& self, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  at::ScalarType dtype;
+  const auto geometry = sigmoid_meta_step<int64_t>(self, dtype);
+  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
+    return out.copy_(opforge::ops::sigmoid(self));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::sigmoid_cpu<float>(out, self); break;
+      case at::ScalarType::Double: opforge::sigmoid_cpu<double>(out, self); break;
+      case at::ScalarType::Half: opforge::sigmoid_cpu<c10::Half>(out, self); break;
+      case at::ScalarType::BFloat16: opforge::sigmoid_cpu<c10::BFloat16>(out, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return out;
+}
+#ifdef OPFORGE_WITH_CUDA
+
+at::Tensor& sigmoid_out_cuda_structured(const at::Tensor& self, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
+  const c10::DeviceGuard device_guard(self.device());
+  at::ScalarType dtype;
+  const auto geometry = sigmoid_meta_step<int64_t>(self, dtype);
+  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
+    return out.copy_(opforge::ops::sigmoid(self));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::sigmoid_cuda<float>(out, self); break;
+      case at::ScalarType::Double: opforge::sigmoid_cuda<double>(out, self); break;
+      case at::ScalarType::Half: opforge::sigmoid_cuda<c10::Half>(out, self); break;
+      case at::ScalarType::BFloat16: opforge::sigmoid_cuda<c10::BFloat16>(out, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return out;
+}
+#endif  // OPFORGE_WITH_CUDA
+
+at::Tensor& sigmoid_out_meta_structured(const at::Tensor& self, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid";
+  at::ScalarType dtype;
+  const auto geometry = sigmoid_meta_step<c10::SymInt>(self, dtype);
+  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
+    return out.copy_(opforge::ops::sigmoid(self));
+  }
+  return out;
+}
+
+at::Tensor& sigmoid_out_autograd(const at::Tensor& self, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid";
+  if (opforge::autograd::any_requires_grad({self})) {
+    at::ScalarType dtype;
+    const auto geometry = sigmoid_meta_step<c10::SymInt>(self, dtype);
+    opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device());
+    return out.copy_(opforge::ops::sigmoid(self));
+  }
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    opforge::ops::sigmoid_out(self, out);
+  }
+  out.unsafeGetTensorImpl()->bump_version();
+  return out;
+}
+
+at::Tensor& sigmoid_out_functionalize(const at::Tensor& self, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid";
+  at::ScalarType dtype;
+  const auto geometry = sigmoid_meta_step<c10::SymInt>(self, dtype);
+  opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device());
+  return out.copy_(opforge::ops::sigmoid(self));
+}
+
+at::Tensor& sigmoid__cpu_structured(at::Tensor& self) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  at::ScalarType dtype;
+  const auto geometry = sigmoid_meta_step<int64_t>(self, dtype);
+  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
+    return self.copy_(opforge::ops::sigmoid(self));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
+  if (self.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::sigmoid_cpu<float>(self, self); break;
+      case at::ScalarType::Double: opforge::sigmoid_cpu<double>(self, self); break;
+      case at::ScalarType::Half: opforge::sigmoid_cpu<c10::Half>(self, self); break;
+      case at::ScalarType::BFloat16: opforge::sigmoid_cpu<c10::BFloat16>(self, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return self;
+}
+#ifdef OPFORGE_WITH_CUDA
+
+at::Tensor& sigmoid__cuda_structured(at::Tensor& self) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
+  const c10::DeviceGuard device_guard(self.device());
+  at::ScalarType dtype;
+  const auto geometry = sigmoid_meta_step<int64_t>(self, dtype);
+  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
+    return self.copy_(opforge::ops::sigmoid(self));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
+  if (self.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::sigmoid_cuda<float>(self, self); break;
+      case at::ScalarType::Double: opforge::sigmoid_cuda<double>(self, self); break;
+      case at::ScalarType::Half: opforge::sigmoid_cuda<c10::Half>(self, self); break;
+      case at::ScalarType::BFloat16: opforge::sigmoid_cuda<c10::BFloat16>(self, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return self;
+}
+#endif  // OPFORGE_WITH_CUDA
+
+at::Tensor& sigmoid__meta_structured(at::Tensor& self) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_";
+  at::ScalarType dtype;
+  const auto geometry = sigmoid_meta_step<c10::SymInt>(self, dtype);
+  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
+    return self.copy_(opforge::ops::sigmoid(self));
+  }
+  return self;
+}
+
+at::Tensor& sigmoid__autograd(at::Tensor& self) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_";
+  if (opforge::autograd::any_requires_grad({self})) {
+    at::ScalarType dtype;
+    const auto geometry = sigmoid_meta_step<c10::SymInt>(self, dtype);
+    opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype);
+    return self.copy_(opforge::ops::sigmoid(self.clone()));
+  }
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    opforge::ops::sigmoid_(self);
+  }
+  self.unsafeGetTensorImpl()->bump_version();
+  return self;
+}
+
+at::Tensor& sigmoid__functionalize(at::Tensor& self) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_";
+  at::ScalarType dtype;
+  const auto geometry = sigmoid_meta_step<c10::SymInt>(self, dtype);
+  opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype);
+  return self.copy_(opforge::ops::sigmoid(self));
 }
 
 // Autograd for opforge.sigmoid: see Note [Generated autograd] in README.md.
@@ -89,18 +300,31 @@ at::Tensor sigmoid_autograd(const at::Tensor& self) {
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("sigmoid", TORCH_FN(sigmoid_autograd));
+  m.impl("sigmoid.out", TORCH_FN(sigmoid_out_autograd));
+  m.impl("sigmoid_", TORCH_FN(sigmoid__autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("sigmoid", TORCH_FN(sigmoid_cpu_checked));
+  m.impl("sigmoid", TORCH_FN(sigmoid_cpu_structured));
+  m.impl("sigmoid.out", TORCH_FN(sigmoid_out_cpu_structured));
+  m.impl("sigmoid_", TORCH_FN(sigmoid__cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("sigmoid", TORCH_FN(sigmoid_cuda_checked));
+  m.impl("sigmoid", TORCH_FN(sigmoid_cuda_structured));
+  m.impl("sigmoid.out", TORCH_FN(sigmoid_out_cuda_structured));
+  m.impl("sigmoid_", TORCH_FN(sigmoid__cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
+TORCH_LIBRARY_IMPL(opforge, Functionalize, m) {
+  m.impl("sigmoid.out", TORCH_FN(sigmoid_out_functionalize));
+  m.impl("sigmoid_", TORCH_FN(sigmoid__functionalize));
+}
+
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("sigmoid", TORCH_FN(sigmoid_meta));
+  m.impl("sigmoid", TORCH_FN(sigmoid_meta_structured));
+  m.impl("sigmoid.out", TORCH_FN(sigmoid_out_meta_structured));
+  m.impl("sigmoid_", TORCH_FN(sigmoid__meta_structured));
 }

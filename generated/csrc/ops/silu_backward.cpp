@@ -13,6 +13,23 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/pointwise/geometry.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+#include <kernels/cuda/pointwise.cuh>
+#include <opforge/math/activation.h>
+
+namespace opforge {
+
+// The CUDA host code of silu_backward: the plan of opforge::math::silu_backward_fn, launched
+// on the current stream (generated/csrc/kernels/silu_backward.cu instantiates the launch).
+template <typename scalar_t>
+void silu_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::silu_backward_fn<scalar_t>{}, cuda::current_stream()));
+}
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::silu_backward(const at::Tensor& grad_output, const at::Tensor& self) {
   static const auto op = c10::Dispatcher::singleton()
@@ -23,51 +40,67 @@ at::Tensor opforge::ops::silu_backward(const at::Tensor& grad_output, const at::
 
 namespace {
 
-at::Tensor silu_backward_cpu_checked(const at::Tensor& grad_output, const at::Tensor& self) {
+// The meta step of opforge.silu_backward, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> silu_backward_meta_step(const at::Tensor& grad_output, const at::Tensor& self, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.silu_backward";
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
+  dtype = grad_output.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"grad_output", grad_output}, opforge::pointwise::named_tensor{"self", self}});
+}
+
+
+at::Tensor silu_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.silu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "self", self, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::silu_backward_cpu<float>(grad_output, self);
-    case at::ScalarType::Double: return opforge::silu_backward_cpu<double>(grad_output, self);
-    case at::ScalarType::Half: return opforge::silu_backward_cpu<c10::Half>(grad_output, self);
-    case at::ScalarType::BFloat16: return opforge::silu_backward_cpu<c10::BFloat16>(grad_output, self);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = silu_backward_meta_step<int64_t>(grad_output, self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::silu_backward_cpu<float>(out, grad_output, self); break;
+      case at::ScalarType::Double: opforge::silu_backward_cpu<double>(out, grad_output, self); break;
+      case at::ScalarType::Half: opforge::silu_backward_cpu<c10::Half>(out, grad_output, self); break;
+      case at::ScalarType::BFloat16: opforge::silu_backward_cpu<c10::BFloat16>(out, grad_output, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor silu_backward_cuda_checked(const at::Tensor& grad_output, const at::Tensor& self) {
+at::Tensor silu_backward_cuda_structured(const at::Tensor& grad_output, const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.silu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
-  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "self", self, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::silu_backward_cuda<float>(grad_output, self);
-    case at::ScalarType::Double: return opforge::silu_backward_cuda<double>(grad_output, self);
-    case at::ScalarType::Half: return opforge::silu_backward_cuda<c10::Half>(grad_output, self);
-    case at::ScalarType::BFloat16: return opforge::silu_backward_cuda<c10::BFloat16>(grad_output, self);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = silu_backward_meta_step<int64_t>(grad_output, self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::silu_backward_cuda<float>(out, grad_output, self); break;
+      case at::ScalarType::Double: opforge::silu_backward_cuda<double>(out, grad_output, self); break;
+      case at::ScalarType::Half: opforge::silu_backward_cuda<c10::Half>(out, grad_output, self); break;
+      case at::ScalarType::BFloat16: opforge::silu_backward_cuda<c10::BFloat16>(out, grad_output, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor silu_backward_meta(const at::Tensor& grad_output, const at::Tensor& self) {
+at::Tensor silu_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.silu_backward";
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "self", self, "grad_output", grad_output);
-  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  return at::empty_symint(grad_output.sym_sizes(), grad_output.options().dtype(grad_output.scalar_type()));
+  at::ScalarType dtype;
+  const auto geometry = silu_backward_meta_step<c10::SymInt>(grad_output, self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  return out;
 }
 
 // Autograd for opforge.silu_backward: see Note [Generated autograd] in README.md.
@@ -100,15 +133,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("silu_backward", TORCH_FN(silu_backward_cpu_checked));
+  m.impl("silu_backward", TORCH_FN(silu_backward_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("silu_backward", TORCH_FN(silu_backward_cuda_checked));
+  m.impl("silu_backward", TORCH_FN(silu_backward_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("silu_backward", TORCH_FN(silu_backward_meta));
+  m.impl("silu_backward", TORCH_FN(silu_backward_meta_structured));
 }

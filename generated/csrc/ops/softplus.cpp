@@ -14,6 +14,23 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/pointwise/geometry.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+#include <kernels/cuda/pointwise.cuh>
+#include <opforge/math/activation.h>
+
+namespace opforge {
+
+// The CUDA host code of softplus: the plan of opforge::math::softplus_fn, launched
+// on the current stream (generated/csrc/kernels/softplus.cu instantiates the launch).
+template <typename scalar_t>
+void softplus_cuda(const at::Tensor& out, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::softplus_fn<scalar_t>{beta.to<opforge::math::opmath_t<scalar_t>>(), threshold.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+}
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::softplus(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
   static const auto op = c10::Dispatcher::singleton()
@@ -24,40 +41,62 @@ at::Tensor opforge::ops::softplus(const at::Tensor& self, const at::Scalar& beta
 
 namespace {
 
-at::Tensor softplus_cpu_checked(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+// The meta step of opforge.softplus, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> softplus_meta_step(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  dtype = self.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}});
+}
+
+
+at::Tensor softplus_cpu_structured(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::softplus_cpu<float>(self, beta, threshold);
-    case at::ScalarType::Double: return opforge::softplus_cpu<double>(self, beta, threshold);
-    case at::ScalarType::Half: return opforge::softplus_cpu<c10::Half>(self, beta, threshold);
-    case at::ScalarType::BFloat16: return opforge::softplus_cpu<c10::BFloat16>(self, beta, threshold);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = softplus_meta_step<int64_t>(self, beta, threshold, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::softplus_cpu<float>(out, self, beta, threshold); break;
+      case at::ScalarType::Double: opforge::softplus_cpu<double>(out, self, beta, threshold); break;
+      case at::ScalarType::Half: opforge::softplus_cpu<c10::Half>(out, self, beta, threshold); break;
+      case at::ScalarType::BFloat16: opforge::softplus_cpu<c10::BFloat16>(out, self, beta, threshold); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor softplus_cuda_checked(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+at::Tensor softplus_cuda_structured(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::softplus_cuda<float>(self, beta, threshold);
-    case at::ScalarType::Double: return opforge::softplus_cuda<double>(self, beta, threshold);
-    case at::ScalarType::Half: return opforge::softplus_cuda<c10::Half>(self, beta, threshold);
-    case at::ScalarType::BFloat16: return opforge::softplus_cuda<c10::BFloat16>(self, beta, threshold);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = softplus_meta_step<int64_t>(self, beta, threshold, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::softplus_cuda<float>(out, self, beta, threshold); break;
+      case at::ScalarType::Double: opforge::softplus_cuda<double>(out, self, beta, threshold); break;
+      case at::ScalarType::Half: opforge::softplus_cuda<c10::Half>(out, self, beta, threshold); break;
+      case at::ScalarType::BFloat16: opforge::softplus_cuda<c10::BFloat16>(out, self, beta, threshold); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor softplus_meta(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+at::Tensor softplus_meta_structured(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
-  return at::empty_symint(self.sym_sizes(), self.options().dtype(self.scalar_type()));
+  at::ScalarType dtype;
+  const auto geometry = softplus_meta_step<c10::SymInt>(self, beta, threshold, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  return out;
 }
 
 // Autograd for opforge.softplus: see Note [Generated autograd] in README.md.
@@ -94,15 +133,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("softplus", TORCH_FN(softplus_cpu_checked));
+  m.impl("softplus", TORCH_FN(softplus_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("softplus", TORCH_FN(softplus_cuda_checked));
+  m.impl("softplus", TORCH_FN(softplus_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("softplus", TORCH_FN(softplus_meta));
+  m.impl("softplus", TORCH_FN(softplus_meta_structured));
 }

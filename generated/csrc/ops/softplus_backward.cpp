@@ -13,6 +13,23 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/pointwise/geometry.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+#include <kernels/cuda/pointwise.cuh>
+#include <opforge/math/activation.h>
+
+namespace opforge {
+
+// The CUDA host code of softplus_backward: the plan of opforge::math::softplus_backward_fn, launched
+// on the current stream (generated/csrc/kernels/softplus_backward.cu instantiates the launch).
+template <typename scalar_t>
+void softplus_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::softplus_backward_fn<scalar_t>{beta.to<opforge::math::opmath_t<scalar_t>>(), threshold.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+}
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::softplus_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
   static const auto op = c10::Dispatcher::singleton()
@@ -23,51 +40,67 @@ at::Tensor opforge::ops::softplus_backward(const at::Tensor& grad_output, const 
 
 namespace {
 
-at::Tensor softplus_backward_cpu_checked(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+// The meta step of opforge.softplus_backward, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> softplus_backward_meta_step(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.softplus_backward";
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
+  dtype = grad_output.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"grad_output", grad_output}, opforge::pointwise::named_tensor{"self", self}});
+}
+
+
+at::Tensor softplus_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "self", self, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::softplus_backward_cpu<float>(grad_output, self, beta, threshold);
-    case at::ScalarType::Double: return opforge::softplus_backward_cpu<double>(grad_output, self, beta, threshold);
-    case at::ScalarType::Half: return opforge::softplus_backward_cpu<c10::Half>(grad_output, self, beta, threshold);
-    case at::ScalarType::BFloat16: return opforge::softplus_backward_cpu<c10::BFloat16>(grad_output, self, beta, threshold);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = softplus_backward_meta_step<int64_t>(grad_output, self, beta, threshold, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::softplus_backward_cpu<float>(out, grad_output, self, beta, threshold); break;
+      case at::ScalarType::Double: opforge::softplus_backward_cpu<double>(out, grad_output, self, beta, threshold); break;
+      case at::ScalarType::Half: opforge::softplus_backward_cpu<c10::Half>(out, grad_output, self, beta, threshold); break;
+      case at::ScalarType::BFloat16: opforge::softplus_backward_cpu<c10::BFloat16>(out, grad_output, self, beta, threshold); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor softplus_backward_cuda_checked(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+at::Tensor softplus_backward_cuda_structured(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
-  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "self", self, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::softplus_backward_cuda<float>(grad_output, self, beta, threshold);
-    case at::ScalarType::Double: return opforge::softplus_backward_cuda<double>(grad_output, self, beta, threshold);
-    case at::ScalarType::Half: return opforge::softplus_backward_cuda<c10::Half>(grad_output, self, beta, threshold);
-    case at::ScalarType::BFloat16: return opforge::softplus_backward_cuda<c10::BFloat16>(grad_output, self, beta, threshold);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = softplus_backward_meta_step<int64_t>(grad_output, self, beta, threshold, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::softplus_backward_cuda<float>(out, grad_output, self, beta, threshold); break;
+      case at::ScalarType::Double: opforge::softplus_backward_cuda<double>(out, grad_output, self, beta, threshold); break;
+      case at::ScalarType::Half: opforge::softplus_backward_cuda<c10::Half>(out, grad_output, self, beta, threshold); break;
+      case at::ScalarType::BFloat16: opforge::softplus_backward_cuda<c10::BFloat16>(out, grad_output, self, beta, threshold); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor softplus_backward_meta(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+at::Tensor softplus_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus_backward";
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "self", self, "grad_output", grad_output);
-  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  return at::empty_symint(grad_output.sym_sizes(), grad_output.options().dtype(grad_output.scalar_type()));
+  at::ScalarType dtype;
+  const auto geometry = softplus_backward_meta_step<c10::SymInt>(grad_output, self, beta, threshold, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  return out;
 }
 
 // Autograd for opforge.softplus_backward: see Note [Generated autograd] in README.md.
@@ -108,15 +141,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("softplus_backward", TORCH_FN(softplus_backward_cpu_checked));
+  m.impl("softplus_backward", TORCH_FN(softplus_backward_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("softplus_backward", TORCH_FN(softplus_backward_cuda_checked));
+  m.impl("softplus_backward", TORCH_FN(softplus_backward_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("softplus_backward", TORCH_FN(softplus_backward_meta));
+  m.impl("softplus_backward", TORCH_FN(softplus_backward_meta_structured));
 }

@@ -14,6 +14,23 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/pointwise/geometry.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+#include <kernels/cuda/pointwise.cuh>
+#include <opforge/math/activation.h>
+
+namespace opforge {
+
+// The CUDA host code of tanh: the plan of opforge::math::tanh_fn, launched
+// on the current stream (generated/csrc/kernels/tanh.cu instantiates the launch).
+template <typename scalar_t>
+void tanh_cuda(const at::Tensor& out, const at::Tensor& self) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::tanh_fn<scalar_t>{}, cuda::current_stream()));
+}
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::tanh(const at::Tensor& self) {
   static const auto op = c10::Dispatcher::singleton()
@@ -22,42 +39,236 @@ at::Tensor opforge::ops::tanh(const at::Tensor& self) {
   return op.call(self);
 }
 
+at::Tensor& opforge::ops::tanh_out(const at::Tensor& self, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::tanh", "out")
+      .typed<at::Tensor&(const at::Tensor&, at::Tensor&)>();
+  return op.call(self, out);
+}
+
+at::Tensor& opforge::ops::tanh_(at::Tensor& self) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::tanh_", "")
+      .typed<at::Tensor&(at::Tensor&)>();
+  return op.call(self);
+}
+
 namespace {
 
-at::Tensor tanh_cpu_checked(const at::Tensor& self) {
+// The meta step of opforge.tanh, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> tanh_meta_step(const at::Tensor& self, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  dtype = self.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}});
+}
+
+
+at::Tensor tanh_cpu_structured(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::tanh_cpu<float>(self);
-    case at::ScalarType::Double: return opforge::tanh_cpu<double>(self);
-    case at::ScalarType::Half: return opforge::tanh_cpu<c10::Half>(self);
-    case at::ScalarType::BFloat16: return opforge::tanh_cpu<c10::BFloat16>(self);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = tanh_meta_step<int64_t>(self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::tanh_cpu<float>(out, self); break;
+      case at::ScalarType::Double: opforge::tanh_cpu<double>(out, self); break;
+      case at::ScalarType::Half: opforge::tanh_cpu<c10::Half>(out, self); break;
+      case at::ScalarType::BFloat16: opforge::tanh_cpu<c10::BFloat16>(out, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor tanh_cuda_checked(const at::Tensor& self) {
+at::Tensor tanh_cuda_structured(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
-  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::tanh_cuda<float>(self);
-    case at::ScalarType::Double: return opforge::tanh_cuda<double>(self);
-    case at::ScalarType::Half: return opforge::tanh_cuda<c10::Half>(self);
-    case at::ScalarType::BFloat16: return opforge::tanh_cuda<c10::BFloat16>(self);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = tanh_meta_step<int64_t>(self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::tanh_cuda<float>(out, self); break;
+      case at::ScalarType::Double: opforge::tanh_cuda<double>(out, self); break;
+      case at::ScalarType::Half: opforge::tanh_cuda<c10::Half>(out, self); break;
+      case at::ScalarType::BFloat16: opforge::tanh_cuda<c10::BFloat16>(out, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor tanh_meta(const at::Tensor& self) {
+at::Tensor tanh_meta_structured(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
-  return at::empty_symint(self.sym_sizes(), self.options().dtype(self.scalar_type()));
+  at::ScalarType dtype;
+  const auto geometry = tanh_meta_step<c10::SymInt>(self, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  return out;
+}
+
+at::Tensor& tanh_out_cpu_structured(const at::Tensor& self, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  at::ScalarType dtype;
+  const auto geometry = tanh_meta_step<int64_t>(self, dtype);
+  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
+    return out.copy_(opforge::ops::tanh(self));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::tanh_cpu<float>(out, self); break;
+      case at::ScalarType::Double: opforge::tanh_cpu<double>(out, self); break;
+      case at::ScalarType::Half: opforge::tanh_cpu<c10::Half>(out, self); break;
+      case at::ScalarType::BFloat16: opforge::tanh_cpu<c10::BFloat16>(out, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return out;
+}
+#ifdef OPFORGE_WITH_CUDA
+
+at::Tensor& tanh_out_cuda_structured(const at::Tensor& self, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
+  const c10::DeviceGuard device_guard(self.device());
+  at::ScalarType dtype;
+  const auto geometry = tanh_meta_step<int64_t>(self, dtype);
+  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
+    return out.copy_(opforge::ops::tanh(self));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::tanh_cuda<float>(out, self); break;
+      case at::ScalarType::Double: opforge::tanh_cuda<double>(out, self); break;
+      case at::ScalarType::Half: opforge::tanh_cuda<c10::Half>(out, self); break;
+      case at::ScalarType::BFloat16: opforge::tanh_cuda<c10::BFloat16>(out, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return out;
+}
+#endif  // OPFORGE_WITH_CUDA
+
+at::Tensor& tanh_out_meta_structured(const at::Tensor& self, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
+  at::ScalarType dtype;
+  const auto geometry = tanh_meta_step<c10::SymInt>(self, dtype);
+  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
+    return out.copy_(opforge::ops::tanh(self));
+  }
+  return out;
+}
+
+at::Tensor& tanh_out_autograd(const at::Tensor& self, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
+  if (opforge::autograd::any_requires_grad({self})) {
+    at::ScalarType dtype;
+    const auto geometry = tanh_meta_step<c10::SymInt>(self, dtype);
+    opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device());
+    return out.copy_(opforge::ops::tanh(self));
+  }
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    opforge::ops::tanh_out(self, out);
+  }
+  out.unsafeGetTensorImpl()->bump_version();
+  return out;
+}
+
+at::Tensor& tanh_out_functionalize(const at::Tensor& self, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
+  at::ScalarType dtype;
+  const auto geometry = tanh_meta_step<c10::SymInt>(self, dtype);
+  opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device());
+  return out.copy_(opforge::ops::tanh(self));
+}
+
+at::Tensor& tanh__cpu_structured(at::Tensor& self) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.tanh_";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  at::ScalarType dtype;
+  const auto geometry = tanh_meta_step<int64_t>(self, dtype);
+  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
+    return self.copy_(opforge::ops::tanh(self));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
+  if (self.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::tanh_cpu<float>(self, self); break;
+      case at::ScalarType::Double: opforge::tanh_cpu<double>(self, self); break;
+      case at::ScalarType::Half: opforge::tanh_cpu<c10::Half>(self, self); break;
+      case at::ScalarType::BFloat16: opforge::tanh_cpu<c10::BFloat16>(self, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return self;
+}
+#ifdef OPFORGE_WITH_CUDA
+
+at::Tensor& tanh__cuda_structured(at::Tensor& self) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.tanh_";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
+  const c10::DeviceGuard device_guard(self.device());
+  at::ScalarType dtype;
+  const auto geometry = tanh_meta_step<int64_t>(self, dtype);
+  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
+    return self.copy_(opforge::ops::tanh(self));
+  }
+  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
+  if (self.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::tanh_cuda<float>(self, self); break;
+      case at::ScalarType::Double: opforge::tanh_cuda<double>(self, self); break;
+      case at::ScalarType::Half: opforge::tanh_cuda<c10::Half>(self, self); break;
+      case at::ScalarType::BFloat16: opforge::tanh_cuda<c10::BFloat16>(self, self); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return self;
+}
+#endif  // OPFORGE_WITH_CUDA
+
+at::Tensor& tanh__meta_structured(at::Tensor& self) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.tanh_";
+  at::ScalarType dtype;
+  const auto geometry = tanh_meta_step<c10::SymInt>(self, dtype);
+  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
+    return self.copy_(opforge::ops::tanh(self));
+  }
+  return self;
+}
+
+at::Tensor& tanh__autograd(at::Tensor& self) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.tanh_";
+  if (opforge::autograd::any_requires_grad({self})) {
+    at::ScalarType dtype;
+    const auto geometry = tanh_meta_step<c10::SymInt>(self, dtype);
+    opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype);
+    return self.copy_(opforge::ops::tanh(self.clone()));
+  }
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    opforge::ops::tanh_(self);
+  }
+  self.unsafeGetTensorImpl()->bump_version();
+  return self;
+}
+
+at::Tensor& tanh__functionalize(at::Tensor& self) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.tanh_";
+  at::ScalarType dtype;
+  const auto geometry = tanh_meta_step<c10::SymInt>(self, dtype);
+  opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype);
+  return self.copy_(opforge::ops::tanh(self));
 }
 
 // Autograd for opforge.tanh: see Note [Generated autograd] in README.md.
@@ -89,18 +300,31 @@ at::Tensor tanh_autograd(const at::Tensor& self) {
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("tanh", TORCH_FN(tanh_autograd));
+  m.impl("tanh.out", TORCH_FN(tanh_out_autograd));
+  m.impl("tanh_", TORCH_FN(tanh__autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("tanh", TORCH_FN(tanh_cpu_checked));
+  m.impl("tanh", TORCH_FN(tanh_cpu_structured));
+  m.impl("tanh.out", TORCH_FN(tanh_out_cpu_structured));
+  m.impl("tanh_", TORCH_FN(tanh__cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("tanh", TORCH_FN(tanh_cuda_checked));
+  m.impl("tanh", TORCH_FN(tanh_cuda_structured));
+  m.impl("tanh.out", TORCH_FN(tanh_out_cuda_structured));
+  m.impl("tanh_", TORCH_FN(tanh__cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
+TORCH_LIBRARY_IMPL(opforge, Functionalize, m) {
+  m.impl("tanh.out", TORCH_FN(tanh_out_functionalize));
+  m.impl("tanh_", TORCH_FN(tanh__functionalize));
+}
+
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("tanh", TORCH_FN(tanh_meta));
+  m.impl("tanh", TORCH_FN(tanh_meta_structured));
+  m.impl("tanh.out", TORCH_FN(tanh_out_meta_structured));
+  m.impl("tanh_", TORCH_FN(tanh__meta_structured));
 }

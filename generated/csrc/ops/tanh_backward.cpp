@@ -13,6 +13,23 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/pointwise/geometry.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+#include <kernels/cuda/pointwise.cuh>
+#include <opforge/math/activation.h>
+
+namespace opforge {
+
+// The CUDA host code of tanh_backward: the plan of opforge::math::tanh_backward_fn, launched
+// on the current stream (generated/csrc/kernels/tanh_backward.cu instantiates the launch).
+template <typename scalar_t>
+void tanh_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &output}), opforge::math::tanh_backward_fn<scalar_t>{}, cuda::current_stream()));
+}
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::tanh_backward(const at::Tensor& grad_output, const at::Tensor& output) {
   static const auto op = c10::Dispatcher::singleton()
@@ -23,51 +40,67 @@ at::Tensor opforge::ops::tanh_backward(const at::Tensor& grad_output, const at::
 
 namespace {
 
-at::Tensor tanh_backward_cpu_checked(const at::Tensor& grad_output, const at::Tensor& output) {
+// The meta step of opforge.tanh_backward, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> tanh_backward_meta_step(const at::Tensor& grad_output, const at::Tensor& output, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.tanh_backward";
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
+  dtype = grad_output.scalar_type();
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"grad_output", grad_output}, opforge::pointwise::named_tensor{"output", output}});
+}
+
+
+at::Tensor tanh_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& output) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "output", output, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "output", output, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::tanh_backward_cpu<float>(grad_output, output);
-    case at::ScalarType::Double: return opforge::tanh_backward_cpu<double>(grad_output, output);
-    case at::ScalarType::Half: return opforge::tanh_backward_cpu<c10::Half>(grad_output, output);
-    case at::ScalarType::BFloat16: return opforge::tanh_backward_cpu<c10::BFloat16>(grad_output, output);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = tanh_backward_meta_step<int64_t>(grad_output, output, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::tanh_backward_cpu<float>(out, grad_output, output); break;
+      case at::ScalarType::Double: opforge::tanh_backward_cpu<double>(out, grad_output, output); break;
+      case at::ScalarType::Half: opforge::tanh_backward_cpu<c10::Half>(out, grad_output, output); break;
+      case at::ScalarType::BFloat16: opforge::tanh_backward_cpu<c10::BFloat16>(out, grad_output, output); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor tanh_backward_cuda_checked(const at::Tensor& grad_output, const at::Tensor& output) {
+at::Tensor tanh_backward_cuda_structured(const at::Tensor& grad_output, const at::Tensor& output) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "output", output, "grad_output", grad_output);
-  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "output", output, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::tanh_backward_cuda<float>(grad_output, output);
-    case at::ScalarType::Double: return opforge::tanh_backward_cuda<double>(grad_output, output);
-    case at::ScalarType::Half: return opforge::tanh_backward_cuda<c10::Half>(grad_output, output);
-    case at::ScalarType::BFloat16: return opforge::tanh_backward_cuda<c10::BFloat16>(grad_output, output);
-    default: break;
+  at::ScalarType dtype;
+  const auto geometry = tanh_backward_meta_step<int64_t>(grad_output, output, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::tanh_backward_cuda<float>(out, grad_output, output); break;
+      case at::ScalarType::Double: opforge::tanh_backward_cuda<double>(out, grad_output, output); break;
+      case at::ScalarType::Half: opforge::tanh_backward_cuda<c10::Half>(out, grad_output, output); break;
+      case at::ScalarType::BFloat16: opforge::tanh_backward_cuda<c10::BFloat16>(out, grad_output, output); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return out;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor tanh_backward_meta(const at::Tensor& grad_output, const at::Tensor& output) {
+at::Tensor tanh_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& output) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh_backward";
   opforge::check::same_device(kOp, "output", output, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "output", output, "grad_output", grad_output);
-  opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
-  return at::empty_symint(grad_output.sym_sizes(), grad_output.options().dtype(grad_output.scalar_type()));
+  at::ScalarType dtype;
+  const auto geometry = tanh_backward_meta_step<c10::SymInt>(grad_output, output, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  return out;
 }
 
 // Autograd for opforge.tanh_backward: see Note [Generated autograd] in README.md.
@@ -106,15 +139,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("tanh_backward", TORCH_FN(tanh_backward_cpu_checked));
+  m.impl("tanh_backward", TORCH_FN(tanh_backward_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("tanh_backward", TORCH_FN(tanh_backward_cuda_checked));
+  m.impl("tanh_backward", TORCH_FN(tanh_backward_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("tanh_backward", TORCH_FN(tanh_backward_meta));
+  m.impl("tanh_backward", TORCH_FN(tanh_backward_meta_structured));
 }

@@ -26,7 +26,7 @@ using named_sizes = std::pair<std::string_view, c10::ArrayRef<Size>>;
 
 // NumPy-style broadcast of several inputs; the error names both offending inputs.
 template <typename Size>
-sizes_t<Size> broadcast(std::string_view op, std::initializer_list<named_sizes<Size>> inputs) {
+sizes_t<Size> broadcast(std::string_view op, c10::ArrayRef<named_sizes<Size>> inputs) {
   size_t ndim = 0;
   for (const auto& in : inputs) {
     ndim = std::max(ndim, in.second.size());

@@ -3,10 +3,17 @@
 set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/library.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/bindings.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/clamp_to.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/crop.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gather_stats.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/scale_add.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/total.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/clamp_to_cpu.cpp
+)
+# The generated CUDA device code (nvcc, or the CUDA simulator's C++ build); the
+# host code is in the op's registration unit and in csrc/cuda_sim.cpp.
+set(OPFORGE_GENERATED_CUDA_DEVICE_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/clamp_to.cu
 )
 # The CUDA simulator's op registrations (opforge._cuda_sim).
 set(OPFORGE_CUDA_SIM_GENERATED_SOURCES ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim.cpp)

@@ -16,29 +16,13 @@
 
 namespace opforge {
 
-// add.Tensor [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_add_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// add.Tensor [CPU]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor add_cpu(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
-#define OPFORGE_INSTANTIATE_add_cpu \
-  template at::Tensor add_cpu<float>(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha); \
-  template at::Tensor add_cpu<double>(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha); \
-  template at::Tensor add_cpu<c10::Half>(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha); \
-  template at::Tensor add_cpu<c10::BFloat16>(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha); \
-  template at::Tensor add_cpu<int64_t>(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
+void add_Tensor_cpu(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
 
-// add.Tensor [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_add_cuda
-// to instantiate it for exactly the dtypes the schema declares.
+// add.Tensor [CUDA]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor add_cuda(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
-#define OPFORGE_INSTANTIATE_add_cuda \
-  template at::Tensor add_cuda<float>(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha); \
-  template at::Tensor add_cuda<double>(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha); \
-  template at::Tensor add_cuda<c10::Half>(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha); \
-  template at::Tensor add_cuda<c10::BFloat16>(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha); \
-  template at::Tensor add_cuda<int64_t>(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
+void add_Tensor_cuda(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
 
 namespace ops {
 // add.Tensor

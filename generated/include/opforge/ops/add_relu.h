@@ -16,8 +16,13 @@
 
 namespace opforge {
 
-// add_relu [CompositeExplicitAutograd]
-at::Tensor add_relu_composite(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
+// add_relu [CPU]: generated, see Note [Pointwise engine]
+template <typename scalar_t>
+void add_relu_cpu(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
+
+// add_relu [CUDA]: generated, see Note [Pointwise engine]
+template <typename scalar_t>
+void add_relu_cuda(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
 
 namespace ops {
 // add_relu

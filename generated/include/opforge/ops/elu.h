@@ -16,30 +16,20 @@
 
 namespace opforge {
 
-// elu [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_elu_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// elu [CPU]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor elu_cpu(const at::Tensor& self, const at::Scalar& alpha);
-#define OPFORGE_INSTANTIATE_elu_cpu \
-  template at::Tensor elu_cpu<float>(const at::Tensor& self, const at::Scalar& alpha); \
-  template at::Tensor elu_cpu<double>(const at::Tensor& self, const at::Scalar& alpha); \
-  template at::Tensor elu_cpu<c10::Half>(const at::Tensor& self, const at::Scalar& alpha); \
-  template at::Tensor elu_cpu<c10::BFloat16>(const at::Tensor& self, const at::Scalar& alpha);
+void elu_cpu(const at::Tensor& out, const at::Tensor& self, const at::Scalar& alpha);
 
-// elu [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_elu_cuda
-// to instantiate it for exactly the dtypes the schema declares.
+// elu [CUDA]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor elu_cuda(const at::Tensor& self, const at::Scalar& alpha);
-#define OPFORGE_INSTANTIATE_elu_cuda \
-  template at::Tensor elu_cuda<float>(const at::Tensor& self, const at::Scalar& alpha); \
-  template at::Tensor elu_cuda<double>(const at::Tensor& self, const at::Scalar& alpha); \
-  template at::Tensor elu_cuda<c10::Half>(const at::Tensor& self, const at::Scalar& alpha); \
-  template at::Tensor elu_cuda<c10::BFloat16>(const at::Tensor& self, const at::Scalar& alpha);
+void elu_cuda(const at::Tensor& out, const at::Tensor& self, const at::Scalar& alpha);
 
 namespace ops {
 // elu
 at::Tensor elu(const at::Tensor& self, const at::Scalar& alpha);
+// elu.out
+at::Tensor& elu_out(const at::Tensor& self, const at::Scalar& alpha, at::Tensor& out);
+// elu_
+at::Tensor& elu_(at::Tensor& self, const at::Scalar& alpha);
 }  // namespace ops
 }  // namespace opforge

@@ -16,27 +16,13 @@
 
 namespace opforge {
 
-// gelu [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_gelu_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// gelu [CPU]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor gelu_cpu(const at::Tensor& self, c10::string_view approximate);
-#define OPFORGE_INSTANTIATE_gelu_cpu \
-  template at::Tensor gelu_cpu<float>(const at::Tensor& self, c10::string_view approximate); \
-  template at::Tensor gelu_cpu<double>(const at::Tensor& self, c10::string_view approximate); \
-  template at::Tensor gelu_cpu<c10::Half>(const at::Tensor& self, c10::string_view approximate); \
-  template at::Tensor gelu_cpu<c10::BFloat16>(const at::Tensor& self, c10::string_view approximate);
+void gelu_cpu(const at::Tensor& out, const at::Tensor& self, c10::string_view approximate);
 
-// gelu [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_gelu_cuda
-// to instantiate it for exactly the dtypes the schema declares.
+// gelu [CUDA]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor gelu_cuda(const at::Tensor& self, c10::string_view approximate);
-#define OPFORGE_INSTANTIATE_gelu_cuda \
-  template at::Tensor gelu_cuda<float>(const at::Tensor& self, c10::string_view approximate); \
-  template at::Tensor gelu_cuda<double>(const at::Tensor& self, c10::string_view approximate); \
-  template at::Tensor gelu_cuda<c10::Half>(const at::Tensor& self, c10::string_view approximate); \
-  template at::Tensor gelu_cuda<c10::BFloat16>(const at::Tensor& self, c10::string_view approximate);
+void gelu_cuda(const at::Tensor& out, const at::Tensor& self, c10::string_view approximate);
 
 namespace ops {
 // gelu

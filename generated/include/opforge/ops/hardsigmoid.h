@@ -16,30 +16,20 @@
 
 namespace opforge {
 
-// hardsigmoid [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_hardsigmoid_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// hardsigmoid [CPU]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor hardsigmoid_cpu(const at::Tensor& self);
-#define OPFORGE_INSTANTIATE_hardsigmoid_cpu \
-  template at::Tensor hardsigmoid_cpu<float>(const at::Tensor& self); \
-  template at::Tensor hardsigmoid_cpu<double>(const at::Tensor& self); \
-  template at::Tensor hardsigmoid_cpu<c10::Half>(const at::Tensor& self); \
-  template at::Tensor hardsigmoid_cpu<c10::BFloat16>(const at::Tensor& self);
+void hardsigmoid_cpu(const at::Tensor& out, const at::Tensor& self);
 
-// hardsigmoid [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_hardsigmoid_cuda
-// to instantiate it for exactly the dtypes the schema declares.
+// hardsigmoid [CUDA]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor hardsigmoid_cuda(const at::Tensor& self);
-#define OPFORGE_INSTANTIATE_hardsigmoid_cuda \
-  template at::Tensor hardsigmoid_cuda<float>(const at::Tensor& self); \
-  template at::Tensor hardsigmoid_cuda<double>(const at::Tensor& self); \
-  template at::Tensor hardsigmoid_cuda<c10::Half>(const at::Tensor& self); \
-  template at::Tensor hardsigmoid_cuda<c10::BFloat16>(const at::Tensor& self);
+void hardsigmoid_cuda(const at::Tensor& out, const at::Tensor& self);
 
 namespace ops {
 // hardsigmoid
 at::Tensor hardsigmoid(const at::Tensor& self);
+// hardsigmoid.out
+at::Tensor& hardsigmoid_out(const at::Tensor& self, at::Tensor& out);
+// hardsigmoid_
+at::Tensor& hardsigmoid_(at::Tensor& self);
 }  // namespace ops
 }  // namespace opforge

@@ -16,30 +16,20 @@
 
 namespace opforge {
 
-// hardswish [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_hardswish_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// hardswish [CPU]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor hardswish_cpu(const at::Tensor& self);
-#define OPFORGE_INSTANTIATE_hardswish_cpu \
-  template at::Tensor hardswish_cpu<float>(const at::Tensor& self); \
-  template at::Tensor hardswish_cpu<double>(const at::Tensor& self); \
-  template at::Tensor hardswish_cpu<c10::Half>(const at::Tensor& self); \
-  template at::Tensor hardswish_cpu<c10::BFloat16>(const at::Tensor& self);
+void hardswish_cpu(const at::Tensor& out, const at::Tensor& self);
 
-// hardswish [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_hardswish_cuda
-// to instantiate it for exactly the dtypes the schema declares.
+// hardswish [CUDA]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor hardswish_cuda(const at::Tensor& self);
-#define OPFORGE_INSTANTIATE_hardswish_cuda \
-  template at::Tensor hardswish_cuda<float>(const at::Tensor& self); \
-  template at::Tensor hardswish_cuda<double>(const at::Tensor& self); \
-  template at::Tensor hardswish_cuda<c10::Half>(const at::Tensor& self); \
-  template at::Tensor hardswish_cuda<c10::BFloat16>(const at::Tensor& self);
+void hardswish_cuda(const at::Tensor& out, const at::Tensor& self);
 
 namespace ops {
 // hardswish
 at::Tensor hardswish(const at::Tensor& self);
+// hardswish.out
+at::Tensor& hardswish_out(const at::Tensor& self, at::Tensor& out);
+// hardswish_
+at::Tensor& hardswish_(at::Tensor& self);
 }  // namespace ops
 }  // namespace opforge

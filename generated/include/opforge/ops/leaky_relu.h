@@ -16,30 +16,20 @@
 
 namespace opforge {
 
-// leaky_relu [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_leaky_relu_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// leaky_relu [CPU]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor leaky_relu_cpu(const at::Tensor& self, const at::Scalar& negative_slope);
-#define OPFORGE_INSTANTIATE_leaky_relu_cpu \
-  template at::Tensor leaky_relu_cpu<float>(const at::Tensor& self, const at::Scalar& negative_slope); \
-  template at::Tensor leaky_relu_cpu<double>(const at::Tensor& self, const at::Scalar& negative_slope); \
-  template at::Tensor leaky_relu_cpu<c10::Half>(const at::Tensor& self, const at::Scalar& negative_slope); \
-  template at::Tensor leaky_relu_cpu<c10::BFloat16>(const at::Tensor& self, const at::Scalar& negative_slope);
+void leaky_relu_cpu(const at::Tensor& out, const at::Tensor& self, const at::Scalar& negative_slope);
 
-// leaky_relu [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_leaky_relu_cuda
-// to instantiate it for exactly the dtypes the schema declares.
+// leaky_relu [CUDA]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor leaky_relu_cuda(const at::Tensor& self, const at::Scalar& negative_slope);
-#define OPFORGE_INSTANTIATE_leaky_relu_cuda \
-  template at::Tensor leaky_relu_cuda<float>(const at::Tensor& self, const at::Scalar& negative_slope); \
-  template at::Tensor leaky_relu_cuda<double>(const at::Tensor& self, const at::Scalar& negative_slope); \
-  template at::Tensor leaky_relu_cuda<c10::Half>(const at::Tensor& self, const at::Scalar& negative_slope); \
-  template at::Tensor leaky_relu_cuda<c10::BFloat16>(const at::Tensor& self, const at::Scalar& negative_slope);
+void leaky_relu_cuda(const at::Tensor& out, const at::Tensor& self, const at::Scalar& negative_slope);
 
 namespace ops {
 // leaky_relu
 at::Tensor leaky_relu(const at::Tensor& self, const at::Scalar& negative_slope);
+// leaky_relu.out
+at::Tensor& leaky_relu_out(const at::Tensor& self, const at::Scalar& negative_slope, at::Tensor& out);
+// leaky_relu_
+at::Tensor& leaky_relu_(at::Tensor& self, const at::Scalar& negative_slope);
 }  // namespace ops
 }  // namespace opforge

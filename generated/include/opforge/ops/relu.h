@@ -16,27 +16,13 @@
 
 namespace opforge {
 
-// relu [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_relu_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// relu [CPU]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor relu_cpu(const at::Tensor& self);
-#define OPFORGE_INSTANTIATE_relu_cpu \
-  template at::Tensor relu_cpu<float>(const at::Tensor& self); \
-  template at::Tensor relu_cpu<double>(const at::Tensor& self); \
-  template at::Tensor relu_cpu<c10::Half>(const at::Tensor& self); \
-  template at::Tensor relu_cpu<c10::BFloat16>(const at::Tensor& self);
+void relu_cpu(const at::Tensor& out, const at::Tensor& self);
 
-// relu [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_relu_cuda
-// to instantiate it for exactly the dtypes the schema declares.
+// relu [CUDA]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor relu_cuda(const at::Tensor& self);
-#define OPFORGE_INSTANTIATE_relu_cuda \
-  template at::Tensor relu_cuda<float>(const at::Tensor& self); \
-  template at::Tensor relu_cuda<double>(const at::Tensor& self); \
-  template at::Tensor relu_cuda<c10::Half>(const at::Tensor& self); \
-  template at::Tensor relu_cuda<c10::BFloat16>(const at::Tensor& self);
+void relu_cuda(const at::Tensor& out, const at::Tensor& self);
 
 namespace ops {
 // relu

@@ -16,30 +16,20 @@
 
 namespace opforge {
 
-// sigmoid [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_sigmoid_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// sigmoid [CPU]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor sigmoid_cpu(const at::Tensor& self);
-#define OPFORGE_INSTANTIATE_sigmoid_cpu \
-  template at::Tensor sigmoid_cpu<float>(const at::Tensor& self); \
-  template at::Tensor sigmoid_cpu<double>(const at::Tensor& self); \
-  template at::Tensor sigmoid_cpu<c10::Half>(const at::Tensor& self); \
-  template at::Tensor sigmoid_cpu<c10::BFloat16>(const at::Tensor& self);
+void sigmoid_cpu(const at::Tensor& out, const at::Tensor& self);
 
-// sigmoid [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_sigmoid_cuda
-// to instantiate it for exactly the dtypes the schema declares.
+// sigmoid [CUDA]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor sigmoid_cuda(const at::Tensor& self);
-#define OPFORGE_INSTANTIATE_sigmoid_cuda \
-  template at::Tensor sigmoid_cuda<float>(const at::Tensor& self); \
-  template at::Tensor sigmoid_cuda<double>(const at::Tensor& self); \
-  template at::Tensor sigmoid_cuda<c10::Half>(const at::Tensor& self); \
-  template at::Tensor sigmoid_cuda<c10::BFloat16>(const at::Tensor& self);
+void sigmoid_cuda(const at::Tensor& out, const at::Tensor& self);
 
 namespace ops {
 // sigmoid
 at::Tensor sigmoid(const at::Tensor& self);
+// sigmoid.out
+at::Tensor& sigmoid_out(const at::Tensor& self, at::Tensor& out);
+// sigmoid_
+at::Tensor& sigmoid_(at::Tensor& self);
 }  // namespace ops
 }  // namespace opforge

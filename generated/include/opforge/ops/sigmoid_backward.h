@@ -16,27 +16,13 @@
 
 namespace opforge {
 
-// sigmoid_backward [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_sigmoid_backward_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// sigmoid_backward [CPU]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor sigmoid_backward_cpu(const at::Tensor& grad_output, const at::Tensor& output);
-#define OPFORGE_INSTANTIATE_sigmoid_backward_cpu \
-  template at::Tensor sigmoid_backward_cpu<float>(const at::Tensor& grad_output, const at::Tensor& output); \
-  template at::Tensor sigmoid_backward_cpu<double>(const at::Tensor& grad_output, const at::Tensor& output); \
-  template at::Tensor sigmoid_backward_cpu<c10::Half>(const at::Tensor& grad_output, const at::Tensor& output); \
-  template at::Tensor sigmoid_backward_cpu<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& output);
+void sigmoid_backward_cpu(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output);
 
-// sigmoid_backward [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_sigmoid_backward_cuda
-// to instantiate it for exactly the dtypes the schema declares.
+// sigmoid_backward [CUDA]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor sigmoid_backward_cuda(const at::Tensor& grad_output, const at::Tensor& output);
-#define OPFORGE_INSTANTIATE_sigmoid_backward_cuda \
-  template at::Tensor sigmoid_backward_cuda<float>(const at::Tensor& grad_output, const at::Tensor& output); \
-  template at::Tensor sigmoid_backward_cuda<double>(const at::Tensor& grad_output, const at::Tensor& output); \
-  template at::Tensor sigmoid_backward_cuda<c10::Half>(const at::Tensor& grad_output, const at::Tensor& output); \
-  template at::Tensor sigmoid_backward_cuda<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& output);
+void sigmoid_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output);
 
 namespace ops {
 // sigmoid_backward

@@ -16,30 +16,20 @@
 
 namespace opforge {
 
-// silu [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_silu_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// silu [CPU]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor silu_cpu(const at::Tensor& self);
-#define OPFORGE_INSTANTIATE_silu_cpu \
-  template at::Tensor silu_cpu<float>(const at::Tensor& self); \
-  template at::Tensor silu_cpu<double>(const at::Tensor& self); \
-  template at::Tensor silu_cpu<c10::Half>(const at::Tensor& self); \
-  template at::Tensor silu_cpu<c10::BFloat16>(const at::Tensor& self);
+void silu_cpu(const at::Tensor& out, const at::Tensor& self);
 
-// silu [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_silu_cuda
-// to instantiate it for exactly the dtypes the schema declares.
+// silu [CUDA]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor silu_cuda(const at::Tensor& self);
-#define OPFORGE_INSTANTIATE_silu_cuda \
-  template at::Tensor silu_cuda<float>(const at::Tensor& self); \
-  template at::Tensor silu_cuda<double>(const at::Tensor& self); \
-  template at::Tensor silu_cuda<c10::Half>(const at::Tensor& self); \
-  template at::Tensor silu_cuda<c10::BFloat16>(const at::Tensor& self);
+void silu_cuda(const at::Tensor& out, const at::Tensor& self);
 
 namespace ops {
 // silu
 at::Tensor silu(const at::Tensor& self);
+// silu.out
+at::Tensor& silu_out(const at::Tensor& self, at::Tensor& out);
+// silu_
+at::Tensor& silu_(at::Tensor& self);
 }  // namespace ops
 }  // namespace opforge

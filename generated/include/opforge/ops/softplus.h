@@ -16,27 +16,13 @@
 
 namespace opforge {
 
-// softplus [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_softplus_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// softplus [CPU]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor softplus_cpu(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold);
-#define OPFORGE_INSTANTIATE_softplus_cpu \
-  template at::Tensor softplus_cpu<float>(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold); \
-  template at::Tensor softplus_cpu<double>(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold); \
-  template at::Tensor softplus_cpu<c10::Half>(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold); \
-  template at::Tensor softplus_cpu<c10::BFloat16>(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold);
+void softplus_cpu(const at::Tensor& out, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold);
 
-// softplus [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_softplus_cuda
-// to instantiate it for exactly the dtypes the schema declares.
+// softplus [CUDA]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor softplus_cuda(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold);
-#define OPFORGE_INSTANTIATE_softplus_cuda \
-  template at::Tensor softplus_cuda<float>(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold); \
-  template at::Tensor softplus_cuda<double>(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold); \
-  template at::Tensor softplus_cuda<c10::Half>(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold); \
-  template at::Tensor softplus_cuda<c10::BFloat16>(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold);
+void softplus_cuda(const at::Tensor& out, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold);
 
 namespace ops {
 // softplus

@@ -16,30 +16,20 @@
 
 namespace opforge {
 
-// tanh [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_tanh_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// tanh [CPU]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor tanh_cpu(const at::Tensor& self);
-#define OPFORGE_INSTANTIATE_tanh_cpu \
-  template at::Tensor tanh_cpu<float>(const at::Tensor& self); \
-  template at::Tensor tanh_cpu<double>(const at::Tensor& self); \
-  template at::Tensor tanh_cpu<c10::Half>(const at::Tensor& self); \
-  template at::Tensor tanh_cpu<c10::BFloat16>(const at::Tensor& self);
+void tanh_cpu(const at::Tensor& out, const at::Tensor& self);
 
-// tanh [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_tanh_cuda
-// to instantiate it for exactly the dtypes the schema declares.
+// tanh [CUDA]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
-at::Tensor tanh_cuda(const at::Tensor& self);
-#define OPFORGE_INSTANTIATE_tanh_cuda \
-  template at::Tensor tanh_cuda<float>(const at::Tensor& self); \
-  template at::Tensor tanh_cuda<double>(const at::Tensor& self); \
-  template at::Tensor tanh_cuda<c10::Half>(const at::Tensor& self); \
-  template at::Tensor tanh_cuda<c10::BFloat16>(const at::Tensor& self);
+void tanh_cuda(const at::Tensor& out, const at::Tensor& self);
 
 namespace ops {
 // tanh
 at::Tensor tanh(const at::Tensor& self);
+// tanh.out
+at::Tensor& tanh_out(const at::Tensor& self, at::Tensor& out);
+// tanh_
+at::Tensor& tanh_(at::Tensor& self);
 }  // namespace ops
 }  // namespace opforge

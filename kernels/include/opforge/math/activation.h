@@ -1,5 +1,7 @@
 #pragma once
-// Scalar activation math shared by the CPU and CUDA kernels.
+// Scalar activation math shared by the CPU and CUDA kernels: the functors of
+// the `pointwise:` entries in schemas/activation.yaml (this header and
+// activation_ext.h, which it includes).
 #include <opforge/math/functions.h>
 #include <opforge/math/opmath.h>
 
@@ -19,7 +21,7 @@ struct relu_fn {
 };
 
 template <typename T>
-struct gelu_fn {
+struct gelu_erf_fn {
   using acc_t = opmath_t<T>;
   C10_HOST_DEVICE T operator()(T x) const {
     constexpr acc_t k_sqrt1_2 = acc_t(0.70710678118654752440);
@@ -50,7 +52,7 @@ struct relu_backward_fn {
 };
 
 template <typename T>
-struct gelu_backward_fn {
+struct gelu_erf_backward_fn {
   using acc_t = opmath_t<T>;
   C10_HOST_DEVICE T operator()(T grad, T x) const {
     constexpr acc_t k_sqrt1_2 = acc_t(0.70710678118654752440);
@@ -76,4 +78,24 @@ struct gelu_tanh_backward_fn {
   }
 };
 
+// gelu(approximate=...): `tanh_approximation` is one value per launch, so the
+// branch is uniform (GCC unswitches the CPU loops on it).
+template <typename T>
+struct gelu_fn {
+  bool tanh_approximation;
+  C10_HOST_DEVICE T operator()(T x) const {
+    return tanh_approximation ? gelu_tanh_fn<T>{}(x) : gelu_erf_fn<T>{}(x);
+  }
+};
+
+template <typename T>
+struct gelu_backward_fn {
+  bool tanh_approximation;
+  C10_HOST_DEVICE T operator()(T grad, T x) const {
+    return tanh_approximation ? gelu_tanh_backward_fn<T>{}(grad, x) : gelu_erf_backward_fn<T>{}(grad, x);
+  }
+};
+
 } // namespace opforge::math
+
+#include <opforge/math/activation_ext.h>

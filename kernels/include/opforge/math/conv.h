@@ -86,7 +86,7 @@ C10_HOST_DEVICE inline A activate(A v) {
   } else if constexpr (Act == conv_activation::hardswish) {
     return hardswish_fn<A>{}(v);
   } else if constexpr (Act == conv_activation::gelu) {
-    return gelu_fn<A>{}(v);
+    return gelu_erf_fn<A>{}(v);
   } else {
     return v;
   }

@@ -6,6 +6,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "bindings/arguments.h"
+#include <opforge/ops/clamp_to.h>
 #include <opforge/ops/crop.h>
 #include <opforge/ops/gather_stats.h>
 #include <opforge/ops/scale_add.h>
@@ -14,6 +15,43 @@
 namespace opforge::bindings {
 
 void register_ops(pybind11::module_& m) {
+  m.def(
+      "clamp_to",
+      [](const at::Tensor& self, pybind11::handle low, pybind11::handle high) -> at::Tensor {
+        const auto low_scalar = opforge::bindings::scalar(low, "opforge.clamp_to", "low");
+        const auto high_scalar = opforge::bindings::scalar(high, "opforge.clamp_to", "high");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::clamp_to(self, low_scalar, high_scalar);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("low"),
+      pybind11::arg("high")
+      );
+  m.def(
+      "clamp_to",
+      [](const at::Tensor& self, pybind11::handle low, pybind11::handle high, at::Tensor out) -> at::Tensor {
+        const auto low_scalar = opforge::bindings::scalar(low, "opforge.clamp_to", "low");
+        const auto high_scalar = opforge::bindings::scalar(high, "opforge.clamp_to", "high");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::clamp_to_out(self, low_scalar, high_scalar, out);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("low"),
+      pybind11::arg("high"),
+      pybind11::arg("out")
+      );
+  m.def(
+      "clamp_to_",
+      [](at::Tensor self, pybind11::handle low, pybind11::handle high) -> at::Tensor {
+        const auto low_scalar = opforge::bindings::scalar(low, "opforge.clamp_to_", "low");
+        const auto high_scalar = opforge::bindings::scalar(high, "opforge.clamp_to_", "high");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::clamp_to_(self, low_scalar, high_scalar);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("low"),
+      pybind11::arg("high")
+      );
   m.def(
       "crop",
       [](const at::Tensor& self, pybind11::handle size, pybind11::handle stride) -> at::Tensor {

@@ -2,6 +2,7 @@
 // opforge_cuda_sim::*: each op with a CUDA kernel, whose CPU kernel is that
 // CUDA entry point run by the CUDA simulator on CPU tensors (see Note [CUDA
 // simulation] in kernels/cuda/sim/runtime.cpp). Built into opforge._cuda_sim only.
+#include <opforge/ops/clamp_to.h>
 #include <opforge/ops/crop.h>
 #include <opforge/ops/gather_stats.h>
 #include <opforge/ops/scale_add.h>
@@ -12,6 +13,42 @@
 #include <torch/library.h>
 
 #include <opforge/checks.h>
+#include <opforge/pointwise/geometry.h>
+#include <kernels/cuda/host.h>
+#include <kernels/cuda/pointwise.cuh>
+#include <opforge/math/two_ops.h>
+
+namespace opforge {
+
+// The CUDA host code of clamp_to: the plan of opforge::math::clamp_to_fn, launched
+// on the current stream (generated/csrc/kernels/clamp_to.cu instantiates the launch).
+template <typename scalar_t>
+void clamp_to_cuda(const at::Tensor& out, const at::Tensor& self, const at::Scalar& low, const at::Scalar& high) {
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::clamp_to_fn<scalar_t>{low.to<opforge::math::opmath_t<scalar_t>>(), high.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+}
+
+}  // namespace opforge
+
+at::Tensor opforge::ops::clamp_to(const at::Tensor& self, const at::Scalar& low, const at::Scalar& high) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::clamp_to", "")
+      .typed<at::Tensor(const at::Tensor&, const at::Scalar&, const at::Scalar&)>();
+  return op.call(self, low, high);
+}
+
+at::Tensor& opforge::ops::clamp_to_out(const at::Tensor& self, const at::Scalar& low, const at::Scalar& high, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::clamp_to", "out")
+      .typed<at::Tensor&(const at::Tensor&, const at::Scalar&, const at::Scalar&, at::Tensor&)>();
+  return op.call(self, low, high, out);
+}
+
+at::Tensor& opforge::ops::clamp_to_(at::Tensor& self, const at::Scalar& low, const at::Scalar& high) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::clamp_to_", "")
+      .typed<at::Tensor&(at::Tensor&, const at::Scalar&, const at::Scalar&)>();
+  return op.call(self, low, high);
+}
 
 at::Tensor opforge::ops::crop(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride) {
   static const auto op = c10::Dispatcher::singleton()
@@ -50,10 +87,41 @@ at::Tensor opforge::ops::total(const at::Tensor& self, at::OptionalIntArrayRef d
 
 
 TORCH_LIBRARY(opforge_cuda_sim, m) {
+  m.def(R"schema(clamp_to(Tensor self, Scalar low, Scalar high) -> Tensor)schema");
   m.def(R"schema(scale_add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor)schema");
 }
 
 namespace {
+
+// The meta step of opforge.clamp_to, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> clamp_to_meta_step(const at::Tensor& self, const at::Scalar& low, const at::Scalar& high, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  dtype = self.scalar_type();
+  TORCH_CHECK(low.toDouble() <= high.toDouble(), kOp, ": ", "low (", low, ") must not exceed high (", high, ")");
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}});
+}
+
+
+at::Tensor clamp_to_cuda_simulated(const at::Tensor& self, const at::Scalar& low, const at::Scalar& high) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  at::ScalarType dtype;
+  const auto geometry = clamp_to_meta_step<int64_t>(self, low, high, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
+  if (out.numel() != 0) {
+    switch (dtype) {
+      case at::ScalarType::Float: opforge::clamp_to_cuda<float>(out, self, low, high); break;
+      case at::ScalarType::Double: opforge::clamp_to_cuda<double>(out, self, low, high); break;
+      case at::ScalarType::Half: opforge::clamp_to_cuda<c10::Half>(out, self, low, high); break;
+      case at::ScalarType::BFloat16: opforge::clamp_to_cuda<c10::BFloat16>(out, self, low, high); break;
+      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return out;
+}
 
 at::Tensor scale_add_Tensor_cuda_simulated(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.scale_add";
@@ -68,5 +136,6 @@ at::Tensor scale_add_Tensor_cuda_simulated(const at::Tensor& self, const at::Ten
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge_cuda_sim, CPU, m) {
+  m.impl("clamp_to", TORCH_FN(clamp_to_cuda_simulated));
   m.impl("scale_add.Tensor", TORCH_FN(scale_add_Tensor_cuda_simulated));
 }

@@ -21,16 +21,45 @@ from opforge import _C
 Number = Union[int, float, bool]
 _ops = torch.ops.opforge
 
-__all__ = ["crop", "gather_stats", "scale_add", "total", ]
+__all__ = ["clamp_to", "clamp_to_", "crop", "gather_stats", "scale_add", "total", ]
 
 # One row per operator overload, as declared in schemas/ (used by build_info and the tests).
 OP_TABLE: tuple[dict[str, Any], ...] = (
+    {'qualified': 'clamp_to', 'schema': 'clamp_to(Tensor self, Scalar low, Scalar high) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.clamp', 'family': 'two_ops', 'shape': 'like(self)', 'samples': [{'self': [3, 4], 'low': -1, 'high': 1}]},
+    {'qualified': 'clamp_to.out', 'schema': 'clamp_to.out(Tensor self, Scalar low, Scalar high, *, Tensor(a!) out) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.clamp', 'family': 'two_ops', 'shape': None, 'samples': [{'self': [3, 4], 'low': -1, 'high': 1}]},
+    {'qualified': 'clamp_to_', 'schema': 'clamp_to_(Tensor(a!) self, Scalar low, Scalar high) -> Tensor(a!)', 'keys': [], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.clamp', 'family': 'two_ops', 'shape': None, 'samples': [{'self': [3, 4], 'low': -1, 'high': 1}]},
     {'qualified': 'crop', 'schema': 'crop(Tensor self, int[2] size, int[2] stride=1) -> Tensor', 'keys': ['CPU'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.sum', 'family': 'two_ops', 'shape': 'sizes(self.size(0), (self.size(-1) - size[0]) // stride[0] + 1)', 'samples': []},
     {'qualified': 'crop.name', 'schema': 'crop.name(Tensor self, str size) -> Tensor', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.sum', 'family': 'two_ops', 'shape': None, 'samples': []},
     {'qualified': 'gather_stats', 'schema': 'gather_stats(Tensor table, Tensor index, Tensor(a!)? running, *, Generator? generator=None) -> (Tensor, Tensor)', 'keys': ['CPU'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'index': ['int64', 'int32']}, 'reference': 'torch.sum', 'family': 'two_ops', 'shape': 'gather_stats_meta', 'samples': []},
     {'qualified': 'scale_add.Tensor', 'schema': 'scale_add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'int64'], 'arg_dtypes': {}, 'reference': 'torch.add', 'family': 'two_ops', 'shape': 'broadcast(self, other)', 'samples': []},
     {'qualified': 'total', 'schema': "total(Tensor self, int[1]? dim=None, bool keepdim=False, *, str mode='sum') -> Tensor", 'keys': ['CPU'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.sum', 'family': 'two_ops', 'shape': 'reduce(self, dim, keepdim)', 'samples': []},
 )
+
+
+def clamp_to(self: Tensor, low: Number, high: Number, *, out: Tensor | None = None) -> Tensor:
+    """A pointwise op with scalar arguments, a check and both variants.
+
+    Schema: ``clamp_to(Tensor self, Scalar low, Scalar high) -> Tensor``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if out is not None:
+        if _compiling():
+            return _ops.clamp_to.out(self, low, high, out=out)
+        return _C.clamp_to(self, low, high, out)
+    if _compiling():
+        return _ops.clamp_to.default(self, low, high)
+    return _C.clamp_to(self, low, high)
+
+
+def clamp_to_(self: Tensor, low: Number, high: Number) -> Tensor:
+    """In-place variant of `opforge.clamp_to`: writes the result into `self`.
+
+    Schema: ``clamp_to_(Tensor(a!) self, Scalar low, Scalar high) -> Tensor(a!)``
+    Dtypes: float32, float64, float16, bfloat16.
+    """
+    if _compiling():
+        return _ops.clamp_to_.default(self, low, high)
+    return _C.clamp_to_(self, low, high)
 
 
 def crop(*args: Any, **kwargs: Any) -> Any:

@@ -8,6 +8,10 @@ from torch import Tensor
 Number = Union[int, float, bool]
 OP_TABLE: tuple[dict[str, Any], ...]
 
+def clamp_to(self: Tensor, low: Number, high: Number, *, out: Tensor | None = None) -> Tensor: ...
+
+def clamp_to_(self: Tensor, low: Number, high: Number) -> Tensor: ...
+
 @overload
 def crop(self: Tensor, size: int | Sequence[int], stride: int | Sequence[int] = 1) -> Tensor: ...
 @overload

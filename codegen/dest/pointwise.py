@@ -1,0 +1,274 @@
+"""Template contexts for pointwise ops (`pointwise:` entries), the structured form.
+
+One meta step per op (checks, result dtype, output geometry; over int64_t for the
+backend keys and c10::SymInt for Meta) and, on top of it, the functional, in-place
+and out= kernels of every key, their autograd and functionalization, and the kernel
+translation units (CPU, CUDA host code, CUDA device instantiations). See Note
+[Pointwise engine] in kernels/include/opforge/pointwise/geometry.h.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codegen import rules
+from codegen.api import cpp as cpp_api
+from codegen.dest import cpp
+from codegen.dest.common import sources
+from codegen.model import BaseTy, BaseType
+from codegen.opdecl import CPP_SCALAR, DTYPES, OpDecl
+
+Context = dict[str, Any]
+
+_NAMED = "opforge::pointwise::named_tensor"
+_MODE = "opforge::pointwise::write_mode::through_copy"
+
+
+def inputs(op: OpDecl) -> list[str]:
+    """The tensors the functor is applied to, in schema order (the functional op's)."""
+    return [a.name for a in op.schema.arguments.flat_non_out if a.type.is_tensor_like()]
+
+
+def _named(names: list[str]) -> str:
+    return "{" + ", ".join(f'{_NAMED}{{"{n}", {n}}}' for n in names) + "}"
+
+
+def _params(f: OpDecl) -> str:
+    return ", ".join(f"{t} {n}" for t, n in cpp_api.parameters(f.schema))
+
+
+def _args(f: OpDecl) -> str:
+    return ", ".join(a.name for a in f.schema.arguments.flat_non_out)
+
+
+def kernel_signature(f: OpDecl, key: str) -> str:
+    """`void relu_cpu(const at::Tensor& out, const at::Tensor& self)`: writes f(inputs) into out."""
+    return f"void {f.cpp_id}_{key.lower()}(const at::Tensor& out, {_params(f)})"
+
+
+def meta_step(f: OpDecl) -> Context:
+    """`<op>_meta_step<Int>(args..., dtype)`: every check, the result dtype, the output geometry."""
+    lines = cpp.dtype_checks(f, promoted_name="dtype")
+    if not isinstance(f.dtype_rule, rules.Promote):
+        ref = inputs(f)[0]
+        lines.append(f"dtype = {ref}.scalar_type();")
+    else:
+        # dtype_checks declared a local; hand it out.
+        lines[0] = lines[0].replace("const at::ScalarType dtype =", "dtype =")
+    lines += cpp.user_checks(f)
+    return {
+        "name": f"{f.cpp_id}_meta_step",
+        "params": _params(f),
+        "op_label": f"opforge.{f.name}",
+        "lines": lines,
+        "call": f"return opforge::pointwise::output_geometry<Int>(kOp, {_named(inputs(f))});",
+    }
+
+
+def _run(f: OpDecl, target: str, key: str) -> list[str]:
+    """The kernel for `dtype` writing into `target` (skipped when empty)."""
+    promoted = f.dtype_rule.args if isinstance(f.dtype_rule, rules.Promote) else ()
+    lines = [f"if ({target}.numel() != 0) {{"]
+    lines += [f"  const at::Tensor {n}_p = {n}.to(dtype);" for n in promoted]
+    names = [
+        f"{a.name}_p" if a.name in promoted else a.name for a in f.schema.arguments.flat_non_out
+    ]
+    args = ", ".join([target, *names])
+    lines.append("  switch (dtype) {")
+    for d in f.dtypes:
+        kernel = f"opforge::{f.cpp_id}_{key.lower()}<{CPP_SCALAR[d]}>"
+        lines.append(f"    case at::ScalarType::{DTYPES[d]}: {kernel}({args}); break;")
+    lines += ['    default: TORCH_CHECK(false, kOp, ": unreachable dtype");', "  }", "}"]
+    return lines
+
+
+def _step(f: OpDecl, size: str) -> list[str]:
+    return [
+        "at::ScalarType dtype;",
+        f"const auto geometry = {f.cpp_id}_meta_step<{size}>({_args(f)}, dtype);",
+    ]
+
+
+def _kernel_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> list[str]:
+    """The body of `op` (f itself, or its in-place / out= variant) on a backend key or Meta."""
+    backend = key != "Meta"
+    size = "int64_t" if backend else "c10::SymInt"
+    lines = cpp.device_checks(f, "CPU" if simulated else key, simulated=simulated)
+    if key == "CUDA" and not simulated:
+        lines += cpp.device_guard(f)
+    lines += _step(f, size)
+    ref = inputs(f)[0]
+    functional = f"opforge::ops::{f.api_name}({_args(f)})"
+    kind = op.generated_variant
+    if kind is None:
+        lines.append(
+            f"at::Tensor out = opforge::pointwise::empty_output(geometry, {ref}.options().dtype(dtype));"
+        )
+        target = "out"
+    elif kind == "inplace":
+        target = op.schema.arguments.positional[0].name
+        lines.append(
+            f'if (opforge::pointwise::check_inplace(kOp, "{target}", {target}, geometry, dtype) == {_MODE}) {{'
+        )
+        lines += [f"  return {target}.copy_({functional});", "}"]
+    else:
+        target = op.schema.arguments.out[0].name
+        lines.append(
+            f'if (opforge::pointwise::prepare_out(kOp, "{target}", {target}, geometry, dtype, {ref}.device()) == {_MODE}) {{'
+        )
+        lines += [f"  return {target}.copy_({functional});", "}"]
+    if backend:
+        if kind is not None:
+            lines.append(
+                f'opforge::pointwise::check_no_overlap(kOp, "{target}", {target}, {_named(inputs(f))});'
+            )
+        lines += _run(f, target, "CUDA" if simulated else key)
+    return [*lines, f"return {target};"]
+
+
+def _variant_autograd(op: OpDecl, f: OpDecl) -> list[str]:
+    """Autograd of an in-place / out= variant: differentiable through the functional op and
+    copy_ when a gradient is needed, else the kernel below autograd (and a version bump)."""
+    target = (
+        op.schema.arguments.positional[0].name
+        if op.generated_variant == "inplace"
+        else op.schema.arguments.out[0].name
+    )
+    names = inputs(f)
+    # The functional op gets a copy of the written tensor, so what it saves stays intact.
+    call_args = ", ".join(
+        f"{a.name}.clone()" if a.name == target else a.name for a in f.schema.arguments.flat_non_out
+    )
+    lines = [f"if (opforge::autograd::any_requires_grad({{{', '.join(names)}}})) {{"]
+    lines += ["  " + line for line in _step(f, "c10::SymInt")]
+    lines.append("  " + _write_check(op, f, target))
+    lines += [f"  return {target}.copy_(opforge::ops::{f.api_name}({call_args}));", "}"]
+    all_args = ", ".join(a.name for a in op.schema.arguments.flat_all)
+    lines += [
+        "{",
+        "  at::AutoDispatchBelowADInplaceOrView below_autograd;",
+        f"  opforge::ops::{op.api_name}({all_args});",
+        "}",
+        f"{target}.unsafeGetTensorImpl()->bump_version();",
+        f"return {target};",
+    ]
+    return lines
+
+
+def _write_check(op: OpDecl, f: OpDecl, target: str) -> str:
+    if op.generated_variant == "inplace":
+        return f'opforge::pointwise::check_inplace(kOp, "{target}", {target}, geometry, dtype);'
+    return f'opforge::pointwise::prepare_out(kOp, "{target}", {target}, geometry, dtype, {inputs(f)[0]}.device());'
+
+
+def _variant_functionalize(op: OpDecl, f: OpDecl) -> list[str]:
+    """Functionalization (torch.compile, torch.export) of a variant: the functional op, then copy_."""
+    target = (
+        op.schema.arguments.positional[0].name
+        if op.generated_variant == "inplace"
+        else op.schema.arguments.out[0].name
+    )
+    return [
+        *_step(f, "c10::SymInt"),
+        _write_check(op, f, target),
+        f"return {target}.copy_(opforge::ops::{f.api_name}({_args(f)}));",
+    ]
+
+
+def registration(op: OpDecl, f: OpDecl) -> tuple[list[Context], list[tuple[str, str]]]:
+    """Wrappers of a pointwise op or variant, and its (dispatch key, function) registrations."""
+    wrappers: list[Context] = []
+    impls: list[tuple[str, str]] = []
+    label = f"opforge.{op.name}"
+    for key in ("CPU", "CUDA", "Meta"):
+        fn = f"{op.cpp_id}_{key.lower()}_structured"
+        body = _kernel_body(op, f, key)
+        wrappers.append(
+            {
+                "key": key,
+                "signature": cpp_api.signature(op.schema, fn),
+                "op_label": label,
+                "lines": body[:-1],
+                "call": body[-1],
+            }
+        )
+        impls.append((key, fn))
+    if op.generated_variant is not None:
+        for key, body in (
+            ("Autograd", _variant_autograd(op, f)),
+            ("Functionalize", _variant_functionalize(op, f)),
+        ):
+            fn = f"{op.cpp_id}_{key.lower()}"
+            wrappers.append(
+                {
+                    "key": key,
+                    "signature": cpp_api.signature(op.schema, fn),
+                    "op_label": label,
+                    "lines": body[:-1],
+                    "call": body[-1],
+                }
+            )
+            impls.append((key, fn))
+    return wrappers, impls
+
+
+def simulated_wrapper(f: OpDecl) -> Context:
+    """The CUDA simulator's CPU kernel for f: the CUDA body on CPU tensors."""
+    fn = f"{f.cpp_id}_cuda_simulated"
+    body = _kernel_body(f, f, "CUDA", simulated=True)
+    return {
+        "signature": cpp_api.signature(f.schema, fn),
+        "op_label": f"opforge.{f.name}",
+        "lines": body[:-1],
+        "call": body[-1],
+        "fn": fn,
+    }
+
+
+def _functor(f: OpDecl) -> str:
+    """`opforge::math::leaky_relu_fn<scalar_t>{negative_slope.to<opmath>()}`."""
+    assert f.pointwise is not None
+    types = {a.name: a.type for a in f.schema.arguments.flat_non_out}
+    opmath = "opforge::math::opmath_t<scalar_t>"
+    args = []
+    for expr in f.pointwise.args:
+        t = types.get(expr)
+        if t == BaseType(BaseTy.Scalar):
+            args.append(f"{expr}.to<{opmath}>()")
+        elif t == BaseType(BaseTy.float):
+            args.append(f"static_cast<{opmath}>({expr})")
+        else:
+            args.append(expr)
+    return f"opforge::math::{f.pointwise.functor}<scalar_t>{{{', '.join(args)}}}"
+
+
+def kernel_unit(f: OpDecl) -> Context:
+    """The context of f's generated kernels: the CPU unit, the CUDA device unit, the CUDA host code."""
+    assert f.pointwise is not None
+    names = inputs(f)
+    return {
+        "sources": sources([f]),
+        "op": f.qualified,
+        "stem": f.file_stem,
+        "header": f.pointwise.header,
+        "functor_type": f"opforge::math::{f.pointwise.functor}",
+        "functor": _functor(f),
+        "n": len(names),
+        "plan": f"opforge::pointwise::make_plan<{len(names)}>(out, {{{', '.join('&' + n for n in names)}}})",
+        "cpu_signature": kernel_signature(f, "CPU"),
+        "cuda_signature": kernel_signature(f, "CUDA"),
+        "cpu_instances": [
+            kernel_signature(f, "CPU").replace("_cpu(", f"_cpu<{CPP_SCALAR[d]}>(") for d in f.dtypes
+        ],
+        "unit": f.cpp_id,
+        "scalars": [CPP_SCALAR[d] for d in f.dtypes],
+    }
+
+
+def unit_names(f: OpDecl) -> dict[str, str]:
+    """Generated path -> template, for f's kernel translation units (its CUDA host code
+    lives in the op's registration unit, see `registration`, and in the simulator's)."""
+    return {
+        f"csrc/kernels/{f.cpp_id}_cpu.cpp": "pointwise_cpu.cpp.j2",
+        f"csrc/kernels/{f.cpp_id}.cu": "pointwise.cu.j2",
+    }
