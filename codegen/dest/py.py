@@ -84,7 +84,7 @@ def wrappers(ops: Sequence[OpDecl]) -> Context:
         {
             "qualified": o.qualified,
             "schema": str(o.schema),
-            "keys": list(o.keys),
+            "keys": list(o.keys) or (["CPU", "CUDA"] if o.pointwise else []),
             "dtypes": list(o.dtypes),
             "arg_dtypes": {n: list(ds) for n, ds in o.arg_dtypes},
             "reference": o.reference,
