@@ -108,8 +108,60 @@ def _spp_ref(x: Tensor, levels: list[int], mode: str) -> Tensor:
     return torch.cat([F.adaptive_max_pool2d(x, n).flatten(1) for n in levels], 1)
 
 
+def _channels_last(*shape: int) -> Callable[[torch.device], list[Any]]:
+    return lambda d: [torch.randn(*shape, device=d).contiguous(memory_format=torch.channels_last)]
+
+
+def _two(*shape: int) -> Callable[[torch.device], list[Any]]:
+    return lambda d: [torch.randn(*shape, device=d), torch.randn(*shape, device=d)]
+
+
+def _out(fn: Fn) -> Fn:
+    """fn(x, out=buffer) with one buffer reused across calls."""
+    buffers: dict[tuple[Any, ...], Tensor] = {}
+
+    def run(x: Tensor) -> Any:
+        key = (x.shape, x.dtype, x.device)
+        if key not in buffers:
+            buffers[key] = torch.empty_like(x)
+        return fn(x, out=buffers[key])
+
+    return run
+
+
+def _variant_cases() -> list[Case]:
+    """Real in-place and out= kernels (no compute-then-copy) and channels_last layouts,
+    against ATen's op and against opforge's own functional op."""
+    return [
+        Case("relu_ (in-place)", str(ACT), _randn(*ACT), opforge.relu_, torch.relu_, 1.1, 0),
+        Case("relu_ vs opforge.relu", str(ACT), _randn(*ACT), opforge.relu_, opforge.relu, 1.0, 0),
+        Case("relu out=", str(ACT), _randn(*ACT), _out(opforge.relu), _out(torch.relu), 1.1, 0),
+        Case(
+            "relu out= vs opforge.relu",
+            str(ACT),
+            _randn(*ACT),
+            _out(opforge.relu),
+            opforge.relu,
+            1.0,
+            0,
+        ),
+        Case("add_ (in-place)", str(ACT), _two(*ACT), opforge.add_, torch.Tensor.add_, 1.1, 0),
+        Case("add_ vs opforge.add", str(ACT), _two(*ACT), opforge.add_, opforge.add, 1.0, 0),
+        Case("relu channels_last", str(ACT), _channels_last(*ACT), opforge.relu, torch.relu, 1.0),
+        Case(
+            "sigmoid channels_last",
+            str(ACT),
+            _channels_last(*ACT),
+            opforge.sigmoid,
+            torch.sigmoid,
+            1.1,
+        ),
+    ]
+
+
 def _cases() -> list[Case]:
     cases = [Case(n, str(ACT), _randn(*ACT), ours, aten, 1.1) for n, ours, aten in ELEMENTWISE]
+    cases += _variant_cases()
     prelu_in = _with(lambda d: torch.rand(64, device=d), shape=ACT)
     cases += [
         Case("prelu", str(ACT), prelu_in, opforge.prelu, F.prelu, 1.1, grad_inputs=2),

@@ -9,9 +9,20 @@ from typing import Any
 from codegen import rules
 from codegen.api import python
 from codegen.dest.common import dtype_description, sources
+from codegen.model import Argument, ListType, OptionalType
 from codegen.opdecl import OpDecl
 
 Context = dict[str, Any]
+
+
+def _ops_value(a: Argument) -> str:
+    """The torch.ops side of an argument: a single int for `int[N]`/`SymInt[N]` becomes N
+    copies (one for `int[]`), as the pybind11 path (and ATen's Python bindings) accept, which
+    torch.ops does not."""
+    t = a.type.elem if isinstance(a.type, OptionalType) else a.type
+    if isinstance(t, ListType) and str(t.elem) in ("int", "SymInt"):
+        return f"_expand({a.name}, {t.size or 1})"
+    return a.name
 
 
 def _call(op: OpDecl) -> tuple[str, str]:
@@ -20,7 +31,10 @@ def _call(op: OpDecl) -> tuple[str, str]:
     positional = [a.name for a in args.positional]
     keywords = [a.name for a in args.kwarg_only + args.out]
     pyb = ", ".join(positional + keywords)
-    ops = ", ".join(positional + [f"{k}={k}" for k in keywords])
+    ops = ", ".join(
+        [_ops_value(a) for a in args.positional]
+        + [f"{a.name}={_ops_value(a)}" for a in args.kwarg_only + args.out]
+    )
     return pyb, ops
 
 

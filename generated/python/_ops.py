@@ -21,6 +21,13 @@ from opforge import _C
 Number = Union[int, float, bool]
 _ops = torch.ops.opforge
 
+
+
+def _expand(value: Any, n: int) -> Any:
+    """A single int given for an `int[N]` argument: N copies of it."""
+    return [value] * n if isinstance(value, (int, torch.SymInt)) and not isinstance(value, bool) else value
+
+
 __all__ = ["adaptive_avg_pool2d", "adaptive_avg_pool2d_backward", "adaptive_max_pool2d", "adaptive_max_pool2d_backward", "adaptive_max_pool2d_with_indices", "add", "add_", "add_relu", "avg_pool2d", "avg_pool2d_backward", "batch_norm", "batch_norm_backward", "batch_norm_double_backward", "batch_norm_forward", "channel_shuffle", "conv2d", "conv2d_backward", "conv2d_bias_act", "conv2d_double_backward", "conv_transpose2d", "conv_transpose2d_backward", "dropout", "dropout_backward", "dropout_forward", "elu", "elu_", "elu_backward", "embedding", "embedding_backward", "fold_conv_bn", "gelu", "gelu_backward", "group_norm", "group_norm_backward", "group_norm_double_backward", "group_norm_forward", "hardsigmoid", "hardsigmoid_", "hardsigmoid_backward", "hardswish", "hardswish_", "hardswish_backward", "layer_norm", "layer_norm_backward", "layer_norm_double_backward", "layer_norm_forward", "leaky_relu", "leaky_relu_", "leaky_relu_backward", "linear", "linear_backward", "linear_double_backward", "local_response_norm", "local_response_norm_backward", "log_softmax", "log_softmax_backward", "max_pool2d", "max_pool2d_backward", "max_pool2d_with_indices", "prelu", "prelu_backward", "relu", "relu_", "relu_backward", "sigmoid", "sigmoid_", "sigmoid_backward", "silu", "silu_", "silu_backward", "softmax", "softmax_backward", "softplus", "softplus_backward", "spatial_pyramid_pool", "spatial_pyramid_pool_backward", "sum", "sum_backward", "tanh", "tanh_", "tanh_backward", ]
 
 # One row per operator overload, as declared in schemas/ (used by build_info and the tests).
@@ -126,7 +133,7 @@ def adaptive_avg_pool2d(self: Tensor, output_size: int | Sequence[int]) -> Tenso
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.adaptive_avg_pool2d.default(self, output_size)
+        return _ops.adaptive_avg_pool2d.default(self, _expand(output_size, 2))
     return _C.adaptive_avg_pool2d(self, output_size)
 
 
@@ -148,7 +155,7 @@ def adaptive_max_pool2d(self: Tensor, output_size: int | Sequence[int]) -> Tenso
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.adaptive_max_pool2d.default(self, output_size)
+        return _ops.adaptive_max_pool2d.default(self, _expand(output_size, 2))
     return _C.adaptive_max_pool2d(self, output_size)
 
 
@@ -170,7 +177,7 @@ def adaptive_max_pool2d_with_indices(self: Tensor, output_size: int | Sequence[i
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.adaptive_max_pool2d_with_indices.default(self, output_size)
+        return _ops.adaptive_max_pool2d_with_indices.default(self, _expand(output_size, 2))
     return _C.adaptive_max_pool2d_with_indices(self, output_size)
 
 
@@ -218,7 +225,7 @@ def avg_pool2d(self: Tensor, kernel_size: int | Sequence[int], stride: int | Seq
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.avg_pool2d.default(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+        return _ops.avg_pool2d.default(self, _expand(kernel_size, 2), _expand(stride, 2), _expand(padding, 2), ceil_mode, count_include_pad, divisor_override)
     return _C.avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
@@ -229,7 +236,7 @@ def avg_pool2d_backward(grad_output: Tensor, self: Tensor, kernel_size: int | Se
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.avg_pool2d_backward.default(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+        return _ops.avg_pool2d_backward.default(grad_output, self, _expand(kernel_size, 2), _expand(stride, 2), _expand(padding, 2), ceil_mode, count_include_pad, divisor_override)
     return _C.avg_pool2d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
@@ -310,7 +317,7 @@ def conv2d_backward(grad_output: Tensor, input: Tensor, weight: Tensor, stride: 
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.conv2d_backward.default(grad_output, input, weight, stride, padding, dilation, groups, output_mask)
+        return _ops.conv2d_backward.default(grad_output, input, weight, _expand(stride, 2), _expand(padding, 2), _expand(dilation, 2), groups, output_mask)
     return _C.conv2d_backward(grad_output, input, weight, stride, padding, dilation, groups, output_mask)
 
 
@@ -321,7 +328,7 @@ def conv2d_bias_act(input: Tensor, weight: Tensor, bias: Tensor | None = None, s
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.conv2d_bias_act.default(input, weight, bias, stride, padding, dilation, groups, activation)
+        return _ops.conv2d_bias_act.default(input, weight, bias, _expand(stride, 2), _expand(padding, 2), _expand(dilation, 2), groups, activation)
     return _C.conv2d_bias_act(input, weight, bias, stride, padding, dilation, groups, activation)
 
 
@@ -332,7 +339,7 @@ def conv2d_double_backward(grad_grad_input: Tensor | None, grad_grad_weight: Ten
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.conv2d_double_backward.default(grad_grad_input, grad_grad_weight, grad_grad_bias, grad_output, input, weight, stride, padding, dilation, groups, output_mask)
+        return _ops.conv2d_double_backward.default(grad_grad_input, grad_grad_weight, grad_grad_bias, grad_output, input, weight, _expand(stride, 2), _expand(padding, 2), _expand(dilation, 2), groups, output_mask)
     return _C.conv2d_double_backward(grad_grad_input, grad_grad_weight, grad_grad_bias, grad_output, input, weight, stride, padding, dilation, groups, output_mask)
 
 
@@ -343,7 +350,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.conv_transpose2d.default(input, weight, bias, stride, padding, output_padding, groups, dilation)
+        return _ops.conv_transpose2d.default(input, weight, bias, _expand(stride, 2), _expand(padding, 2), _expand(output_padding, 2), groups, _expand(dilation, 2))
     return _C.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)
 
 
@@ -354,7 +361,7 @@ def conv_transpose2d_backward(grad_output: Tensor, input: Tensor, weight: Tensor
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.conv_transpose2d_backward.default(grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask)
+        return _ops.conv_transpose2d_backward.default(grad_output, input, weight, _expand(stride, 2), _expand(padding, 2), _expand(output_padding, 2), groups, _expand(dilation, 2), output_mask)
     return _C.conv_transpose2d_backward(grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask)
 
 
@@ -608,7 +615,7 @@ def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Ten
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.layer_norm.default(input, normalized_shape, weight, bias, eps)
+        return _ops.layer_norm.default(input, _expand(normalized_shape, 1), weight, bias, eps)
     return _C.layer_norm(input, normalized_shape, weight, bias, eps)
 
 
@@ -619,7 +626,7 @@ def layer_norm_backward(grad_out: Tensor, input: Tensor, normalized_shape: int |
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.layer_norm_backward.default(grad_out, input, normalized_shape, mean, rstd, output_mask, weight, grad_mean, grad_rstd)
+        return _ops.layer_norm_backward.default(grad_out, input, _expand(normalized_shape, 1), mean, rstd, output_mask, weight, grad_mean, grad_rstd)
     return _C.layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, output_mask, weight, grad_mean, grad_rstd)
 
 
@@ -630,7 +637,7 @@ def layer_norm_double_backward(grad_grad_input: Tensor, grad_out: Tensor, input:
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.layer_norm_double_backward.default(grad_grad_input, grad_out, input, normalized_shape, mean, rstd, weight, grad_mean, grad_rstd, grad_grad_weight, grad_grad_bias)
+        return _ops.layer_norm_double_backward.default(grad_grad_input, grad_out, input, _expand(normalized_shape, 1), mean, rstd, weight, grad_mean, grad_rstd, grad_grad_weight, grad_grad_bias)
     return _C.layer_norm_double_backward(grad_grad_input, grad_out, input, normalized_shape, mean, rstd, weight, grad_mean, grad_rstd, grad_grad_weight, grad_grad_bias)
 
 
@@ -641,7 +648,7 @@ def layer_norm_forward(input: Tensor, normalized_shape: int | Sequence[int], wei
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.layer_norm_forward.default(input, normalized_shape, weight, bias, eps)
+        return _ops.layer_norm_forward.default(input, _expand(normalized_shape, 1), weight, bias, eps)
     return _C.layer_norm_forward(input, normalized_shape, weight, bias, eps)
 
 
@@ -766,7 +773,7 @@ def max_pool2d(self: Tensor, kernel_size: int | Sequence[int], stride: int | Seq
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.max_pool2d.default(self, kernel_size, stride, padding, dilation, ceil_mode)
+        return _ops.max_pool2d.default(self, _expand(kernel_size, 2), _expand(stride, 2), _expand(padding, 2), _expand(dilation, 2), ceil_mode)
     return _C.max_pool2d(self, kernel_size, stride, padding, dilation, ceil_mode)
 
 
@@ -777,7 +784,7 @@ def max_pool2d_backward(grad_output: Tensor, self: Tensor, indices: Tensor, kern
     Dtypes: float32, float64, float16, bfloat16; indices: int64.
     """
     if _compiling():
-        return _ops.max_pool2d_backward.default(grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode)
+        return _ops.max_pool2d_backward.default(grad_output, self, indices, _expand(kernel_size, 2), _expand(stride, 2), _expand(padding, 2), _expand(dilation, 2), ceil_mode)
     return _C.max_pool2d_backward(grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode)
 
 
@@ -788,7 +795,7 @@ def max_pool2d_with_indices(self: Tensor, kernel_size: int | Sequence[int], stri
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.max_pool2d_with_indices.default(self, kernel_size, stride, padding, dilation, ceil_mode)
+        return _ops.max_pool2d_with_indices.default(self, _expand(kernel_size, 2), _expand(stride, 2), _expand(padding, 2), _expand(dilation, 2), ceil_mode)
     return _C.max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)
 
 
@@ -976,7 +983,7 @@ def spatial_pyramid_pool(self: Tensor, levels: int | Sequence[int] = (4, 2, 1,),
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.spatial_pyramid_pool.default(self, levels, mode)
+        return _ops.spatial_pyramid_pool.default(self, _expand(levels, 1), mode)
     return _C.spatial_pyramid_pool(self, levels, mode)
 
 
@@ -987,7 +994,7 @@ def spatial_pyramid_pool_backward(grad_output: Tensor, self: Tensor, levels: int
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.spatial_pyramid_pool_backward.default(grad_output, self, levels, mode)
+        return _ops.spatial_pyramid_pool_backward.default(grad_output, self, _expand(levels, 1), mode)
     return _C.spatial_pyramid_pool_backward(grad_output, self, levels, mode)
 
 
@@ -998,7 +1005,7 @@ def sum(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = Fa
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.sum.default(self, dim, keepdim)
+        return _ops.sum.default(self, _expand(dim, 1), keepdim)
     return _C.sum(self, dim, keepdim)
 
 
@@ -1009,7 +1016,7 @@ def sum_backward(grad_output: Tensor, sizes: int | Sequence[int], dim: int | Seq
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.sum_backward.default(grad_output, sizes, dim, keepdim)
+        return _ops.sum_backward.default(grad_output, _expand(sizes, 1), _expand(dim, 1), keepdim)
     return _C.sum_backward(grad_output, sizes, dim, keepdim)
 
 

@@ -193,3 +193,37 @@ def test_cpu_and_cuda_agree(op: OpDecl, dtype: torch.dtype) -> None:
             equal_nan=True,  # samples carry NaN and inf on purpose
             msg=lambda m, label=call.label: f"{label}: {m}",
         )
+
+
+def _single_int_calls(op: OpDecl) -> list[opdb.Call]:
+    """Samples whose `int[N]` arguments hold N equal values, with those given as one int."""
+    sized = {a.name for a in op.schema.arguments.flat_non_out if "int[" in str(a.type).lower()}
+    found = []
+    for call in opdb.calls(op, torch.float32, "cpu", variants=False):
+        kwargs = dict(call.kwargs)
+        args = list(call.args)
+        changed = False
+        for i, name in enumerate(call.names):
+            v = args[i]
+            if name in sized and isinstance(v, list) and v and len(set(v)) == 1:
+                args[i], changed = v[0], True
+        for name, v in kwargs.items():
+            if name in sized and isinstance(v, list) and v and len(set(v)) == 1:
+                kwargs[name], changed = v[0], True
+        if changed:
+            found.append(opdb.Call(args, kwargs, call.label, call.names))
+    return found
+
+
+@pytest.mark.parametrize("op", [p for p in _op_params() if _single_int_calls(p.values[0])])
+def test_single_int_for_int_list_works_eagerly_and_compiled(op: OpDecl) -> None:
+    """The eager (pybind11) and compiled (torch.ops) paths accept the same arguments."""
+    torch._dynamo.reset()
+    fn = _opforge_fn(op)
+    compiled = torch.compile(lambda *a, **k: fn(*a, **k), fullgraph=True, backend="aot_eager")
+    for call in _single_int_calls(op)[:2]:
+        eager = fn(*call.args, **call.kwargs)
+        for e, c in zip(
+            opdb.outputs(eager), opdb.outputs(compiled(*call.args, **call.kwargs)), strict=True
+        ):
+            torch.testing.assert_close(c, e)

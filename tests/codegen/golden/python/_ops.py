@@ -21,6 +21,13 @@ from opforge import _C
 Number = Union[int, float, bool]
 _ops = torch.ops.opforge
 
+
+
+def _expand(value: Any, n: int) -> Any:
+    """A single int given for an `int[N]` argument: N copies of it."""
+    return [value] * n if isinstance(value, (int, torch.SymInt)) and not isinstance(value, bool) else value
+
+
 __all__ = ["clamp_to", "clamp_to_", "crop", "gather_stats", "scale_add", "total", ]
 
 # One row per operator overload, as declared in schemas/ (used by build_info and the tests).
@@ -106,5 +113,5 @@ def total(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = 
     Dtypes: float32, float64, float16, bfloat16.
     """
     if _compiling():
-        return _ops.total.default(self, dim, keepdim, mode=mode)
+        return _ops.total.default(self, _expand(dim, 1), keepdim, mode=mode)
     return _C.total(self, dim, keepdim, mode)
