@@ -89,17 +89,36 @@ class Derivative:
 
 
 @dataclass(frozen=True)
-class Pointwise:
-    """`pointwise: leaky_relu_fn(negative_slope)`: the op is y = f(tensor args...) elementwise,
-    with f = opforge::math::<functor><scalar_t>{args...} from the family's math header
-    (Note [Pointwise engine] in kernels/include/opforge/pointwise/geometry.h)."""
+class Functor:
+    """`leaky_relu_fn(negative_slope)`: opforge::math::leaky_relu_fn<scalar_t>{negative_slope}."""
 
-    functor: str
+    name: str
     args: tuple[str, ...]  # C++ expressions; a bare Scalar/float argument is converted to opmath_t
-    header: str  # e.g. opforge/math/activation.h
 
     def __str__(self) -> str:
-        return f"{self.functor}({', '.join(self.args)})"
+        return f"{self.name}({', '.join(self.args)})"
+
+
+@dataclass(frozen=True)
+class Pointwise:
+    """`pointwise: leaky_relu_fn(negative_slope)`: the op is y = f(tensor args...) elementwise,
+    with f a functor from the family's math header (Note [Pointwise engine] in
+    kernels/include/opforge/pointwise/geometry.h). `cond ? f(...) : g(...)` picks one of two
+    functors once per call (each gets its own vectorized loop, unlike a branch inside one)."""
+
+    functor: Functor
+    header: str  # e.g. opforge/math/activation.h
+    condition: str | None = None
+    otherwise: Functor | None = None
+
+    @property
+    def functors(self) -> tuple[Functor, ...]:
+        return (self.functor,) if self.otherwise is None else (self.functor, self.otherwise)
+
+    def __str__(self) -> str:
+        if self.otherwise is None:
+            return str(self.functor)
+        return f"{self.condition} ? {self.functor} : {self.otherwise}"
 
 
 @dataclass(frozen=True)

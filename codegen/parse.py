@@ -31,6 +31,7 @@ from codegen.opdecl import (
     VARIANT_KINDS,
     Check,
     Derivative,
+    Functor,
     OpDecl,
     Pointwise,
     Sample,
@@ -149,18 +150,13 @@ class _EntryParser:
         text = self.string("pointwise")
         if text is None:
             return None
-        m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\((.*)\)\s*", text, re.DOTALL)
-        if m is None:
-            self.err(
-                "pointwise",
-                f"pointwise '{text}' is not a functor call",
-                "e.g. pointwise: leaky_relu_fn(negative_slope), a struct in opforge::math",
-            )
+        condition, sep, choices = text.partition(" ? ")
+        first_text, colon, second_text = choices.partition(" : ")
+        if sep and not colon:
+            self.err("pointwise", f"pointwise '{text}' has '?' but no ' : ' alternative")
             return None
-        try:
-            fn_args = tuple(split_commas(m.group(2).strip()))
-        except SchemaError as e:
-            self.err("pointwise", f"bad functor arguments in '{text}': {e}")
+        functors = [self._functor(t, text) for t in ((first_text, second_text) if sep else (text,))]
+        if any(f is None for f in functors):
             return None
         tensors = [a for a in schema.arguments.flat_non_out if a.type.is_tensor_like()]
         plain = BaseType(BaseTy.Tensor)
@@ -179,14 +175,38 @@ class _EntryParser:
                 "declare in-place and out= overloads with 'variants: [inplace, out]'",
             )
             return None
-        for a in fn_args:
-            if a in {t.name for t in tensors}:
-                self.err(
-                    "pointwise",
-                    f"functor argument '{a}' is a tensor; the functor is applied to the tensor "
-                    "arguments element by element, its own arguments are the scalar ones",
-                )
-        return Pointwise(m.group(1), fn_args, f"opforge/math/{family}.h")
+        for f in functors:
+            assert f is not None
+            for a in f.args:
+                if a in {t.name for t in tensors}:
+                    self.err(
+                        "pointwise",
+                        f"functor argument '{a}' is a tensor; the functor is applied to the tensor "
+                        "arguments element by element, its own arguments are the scalar ones",
+                    )
+        first, *other = functors
+        assert first is not None
+        return Pointwise(
+            first,
+            f"opforge/math/{family}.h",
+            condition.strip() if sep else None,
+            other[0] if other else None,
+        )
+
+    def _functor(self, text: str, whole: str) -> Functor | None:
+        m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\((.*)\)\s*", text, re.DOTALL)
+        if m is None:
+            self.err(
+                "pointwise",
+                f"pointwise '{whole}' is not a functor call",
+                "e.g. pointwise: leaky_relu_fn(negative_slope), a struct in opforge::math",
+            )
+            return None
+        try:
+            return Functor(m.group(1), tuple(split_commas(m.group(2).strip())))
+        except SchemaError as e:
+            self.err("pointwise", f"bad functor arguments in '{whole}': {e}")
+            return None
 
     def _pointwise_implied(
         self,

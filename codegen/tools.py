@@ -80,13 +80,14 @@ def explain(ops: Sequence[OpDecl], name: str) -> str:
     for op in matches:
         out += [f"{op.qualified}: {op.schema}", f"  declared in   {op.loc}"]
         if op.pointwise is not None:
+            for fn in op.pointwise.functors:
+                out.append(
+                    f"  implement     struct opforge::math::{fn.name} "
+                    f"(template over T) in kernels/include/{op.pointwise.header}"
+                )
             out.append(
-                f"  implement     struct opforge::math::{op.pointwise.functor} "
-                f"(template over T) in kernels/include/{op.pointwise.header}"
-            )
-            out.append(
-                f"                used as {op.pointwise.functor}<scalar_t>{{{', '.join(op.pointwise.args)}}} "
-                "on the tensor arguments; kernels, Meta and variants are generated"
+                f"                applied as {op.pointwise} to the tensor arguments; "
+                "kernels, Meta and variants are generated"
             )
         for key, kernel in op.dispatch if op.pointwise is None else ():
             sig = cpp.signature(op.schema, kernel_name(kernel))

@@ -16,7 +16,7 @@ from codegen.api import cpp as cpp_api
 from codegen.dest import cpp
 from codegen.dest.common import sources
 from codegen.model import BaseTy, BaseType
-from codegen.opdecl import CPP_SCALAR, DTYPES, OpDecl
+from codegen.opdecl import CPP_SCALAR, DTYPES, Functor, OpDecl
 
 Context = dict[str, Any]
 
@@ -225,13 +225,12 @@ def simulated_wrapper(f: OpDecl) -> Context:
     }
 
 
-def _functor(f: OpDecl) -> str:
+def _functor(f: OpDecl, functor: Functor) -> str:
     """`opforge::math::leaky_relu_fn<scalar_t>{negative_slope.to<opmath>()}`."""
-    assert f.pointwise is not None
     types = {a.name: a.type for a in f.schema.arguments.flat_non_out}
     opmath = "opforge::math::opmath_t<scalar_t>"
     args = []
-    for expr in f.pointwise.args:
+    for expr in functor.args:
         t = types.get(expr)
         if t == BaseType(BaseTy.Scalar):
             args.append(f"{expr}.to<{opmath}>()")
@@ -239,28 +238,50 @@ def _functor(f: OpDecl) -> str:
             args.append(f"static_cast<{opmath}>({expr})")
         else:
             args.append(expr)
-    return f"opforge::math::{f.pointwise.functor}<scalar_t>{{{', '.join(args)}}}"
+    return f"opforge::math::{functor.name}<scalar_t>{{{', '.join(args)}}}"
+
+
+def _runs(f: OpDecl, run: str) -> list[str]:
+    """The body of a kernel: `run` (a call with `{functor}` and `plan`) for the entry's functor,
+    or for the one its condition picks."""
+    assert f.pointwise is not None
+    names = inputs(f)
+    plan = (
+        f"opforge::pointwise::make_plan<{len(names)}>(out, {{{', '.join('&' + n for n in names)}}})"
+    )
+    calls = [run.format(functor=_functor(f, fn)) for fn in f.pointwise.functors]
+    if len(calls) == 1:
+        return [run.format(functor=_functor(f, f.pointwise.functor)).replace("plan", plan, 1)]
+    return [
+        f"const auto plan = {plan};",
+        f"if ({f.pointwise.condition}) {{",
+        f"  {calls[0]}",
+        "} else {",
+        f"  {calls[1]}",
+        "}",
+    ]
 
 
 def kernel_unit(f: OpDecl) -> Context:
     """The context of f's generated kernels: the CPU unit, the CUDA device unit, the CUDA host code."""
     assert f.pointwise is not None
-    names = inputs(f)
+    cpu = "pointwise::run_cpu<scalar_t>(plan, {functor});"
+    cuda = "OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, {functor}, cuda::current_stream()));"
     return {
         "sources": sources([f]),
         "op": f.qualified,
         "stem": f.file_stem,
+        "unit": f.cpp_id,
         "header": f.pointwise.header,
-        "functor_type": f"opforge::math::{f.pointwise.functor}",
-        "functor": _functor(f),
-        "n": len(names),
-        "plan": f"opforge::pointwise::make_plan<{len(names)}>(out, {{{', '.join('&' + n for n in names)}}})",
+        "functor_types": [f"opforge::math::{fn.name}" for fn in f.pointwise.functors],
+        "n": len(inputs(f)),
         "cpu_signature": kernel_signature(f, "CPU"),
         "cuda_signature": kernel_signature(f, "CUDA"),
+        "cpu_body": _runs(f, cpu),
+        "cuda_body": _runs(f, cuda),
         "cpu_instances": [
             kernel_signature(f, "CPU").replace("_cpu(", f"_cpu<{CPP_SCALAR[d]}>(") for d in f.dtypes
         ],
-        "unit": f.cpp_id,
         "scalars": [CPP_SCALAR[d] for d in f.dtypes],
     }
 

@@ -116,18 +116,28 @@ void elu_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, con
   OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::elu_backward_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
 }
 
-// The CUDA host code of gelu: the plan of opforge::math::gelu_fn, launched
+// The CUDA host code of gelu: the plan of opforge::math::gelu_tanh_fn or opforge::math::gelu_erf_fn, launched
 // on the current stream (generated/csrc/kernels/gelu.cu instantiates the launch).
 template <typename scalar_t>
 void gelu_cuda(const at::Tensor& out, const at::Tensor& self, c10::string_view approximate) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::gelu_fn<scalar_t>{approximate == "tanh"}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  if (approximate == "tanh") {
+    OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::gelu_tanh_fn<scalar_t>{}, cuda::current_stream()));
+  } else {
+    OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::gelu_erf_fn<scalar_t>{}, cuda::current_stream()));
+  }
 }
 
-// The CUDA host code of gelu_backward: the plan of opforge::math::gelu_backward_fn, launched
+// The CUDA host code of gelu_backward: the plan of opforge::math::gelu_tanh_backward_fn or opforge::math::gelu_erf_backward_fn, launched
 // on the current stream (generated/csrc/kernels/gelu_backward.cu instantiates the launch).
 template <typename scalar_t>
 void gelu_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::gelu_backward_fn<scalar_t>{approximate == "tanh"}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&grad_output, &self});
+  if (approximate == "tanh") {
+    OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::gelu_tanh_backward_fn<scalar_t>{}, cuda::current_stream()));
+  } else {
+    OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::gelu_erf_backward_fn<scalar_t>{}, cuda::current_stream()));
+  }
 }
 
 // The CUDA host code of hardsigmoid: the plan of opforge::math::hardsigmoid_fn, launched

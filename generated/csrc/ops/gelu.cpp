@@ -22,11 +22,16 @@
 
 namespace opforge {
 
-// The CUDA host code of gelu: the plan of opforge::math::gelu_fn, launched
+// The CUDA host code of gelu: the plan of opforge::math::gelu_tanh_fn or opforge::math::gelu_erf_fn, launched
 // on the current stream (generated/csrc/kernels/gelu.cu instantiates the launch).
 template <typename scalar_t>
 void gelu_cuda(const at::Tensor& out, const at::Tensor& self, c10::string_view approximate) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::gelu_fn<scalar_t>{approximate == "tanh"}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  if (approximate == "tanh") {
+    OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::gelu_tanh_fn<scalar_t>{}, cuda::current_stream()));
+  } else {
+    OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::gelu_erf_fn<scalar_t>{}, cuda::current_stream()));
+  }
 }
 
 }  // namespace opforge

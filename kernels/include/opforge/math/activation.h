@@ -78,24 +78,6 @@ struct gelu_tanh_backward_fn {
   }
 };
 
-// gelu(approximate=...): `tanh_approximation` is one value per launch, so the
-// branch is uniform (GCC unswitches the CPU loops on it).
-template <typename T>
-struct gelu_fn {
-  bool tanh_approximation;
-  C10_HOST_DEVICE T operator()(T x) const {
-    return tanh_approximation ? gelu_tanh_fn<T>{}(x) : gelu_erf_fn<T>{}(x);
-  }
-};
-
-template <typename T>
-struct gelu_backward_fn {
-  bool tanh_approximation;
-  C10_HOST_DEVICE T operator()(T grad, T x) const {
-    return tanh_approximation ? gelu_tanh_backward_fn<T>{}(grad, x) : gelu_erf_backward_fn<T>{}(grad, x);
-  }
-};
-
 } // namespace opforge::math
 
 #include <opforge/math/activation_ext.h>

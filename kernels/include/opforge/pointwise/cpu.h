@@ -22,12 +22,30 @@ constexpr int64_t k_cpu_grain = 32768;
 namespace detail {
 
 // n elements of one row; strides of 0 (a broadcast input) or 1 take the fast loops.
+// flatten: f is called from several loops here, and GCC's inliner then gives up on a
+// functor as large as gelu's backward, leaving a call per element and no vectors.
 template <typename T, typename F, size_t... I>
-void cpu_row(T* y, const std::array<const T*, sizeof...(I)>& x, int64_t n, int64_t sy,
+[[gnu::flatten]] void cpu_row(T* y, const std::array<const T*, sizeof...(I)>& x, int64_t n, int64_t sy,
              const std::array<int64_t, sizeof...(I)>& sx, const F& f, std::index_sequence<I...>) {
   const F fn = f;  // local copies: they cannot alias y, so they stay in registers
   const std::array<const T*, sizeof...(I)> in = x;
   if (sy == 1 && ((sx[I] == 1) && ...)) {
+    // In place (y is the first input): read through y itself, or GCC's runtime
+    // alias check sees the overlap and takes its scalar loop.
+    if (y == in[0]) {
+      if constexpr (sizeof...(I) == 1) {
+        for (int64_t i = 0; i < n; ++i) {
+          y[i] = fn(y[i]);
+        }
+        return;
+      } else if constexpr (sizeof...(I) == 2) {
+        const T* b = in[1];
+        for (int64_t i = 0; i < n; ++i) {
+          y[i] = fn(y[i], b[i]);
+        }
+        return;
+      }
+    }
     for (int64_t i = 0; i < n; ++i) {
       y[i] = fn(in[I][i]...);
     }
