@@ -5,6 +5,8 @@ and torch.compile (Inductor) through the variants, and the checks on every key."
 
 from __future__ import annotations
 
+import time
+import warnings
 from typing import Any
 
 import pytest
@@ -31,8 +33,13 @@ def _layout(t: torch.Tensor, layout: str) -> torch.Tensor:
     return t.contiguous()
 
 
-def _call(op: OpDecl, layout: str, dtype: torch.dtype = torch.float64) -> opdb.Call:
-    """The op's first sample with every tensor [2, 3, 4, 5] in `layout`."""
+def _call(
+    op: OpDecl,
+    layout: str,
+    dtype: torch.dtype = torch.float64,
+    shape: tuple[int, ...] = (2, 3, 4, 5),
+) -> opdb.Call:
+    """The op's first sample with every tensor of `shape` in `layout`."""
     sample = op.samples[0]
     gen = torch.Generator().manual_seed(0)
     args: list[Any] = []
@@ -41,7 +48,7 @@ def _call(op: OpDecl, layout: str, dtype: torch.dtype = torch.float64) -> opdb.C
         value = sample.get(a.name)
         if a.type == opdb.TENSOR:
             spec = dict(value) if isinstance(value, dict) else {}
-            spec["shape"] = [2, 3, 4, 5]
+            spec["shape"] = list(shape)
             args.append(_layout(opdb.make_tensor(spec, dtype, "cpu", gen), layout))
         elif value is not None:
             kwargs[a.name] = value
@@ -216,3 +223,76 @@ def test_checks_run_on_every_key() -> None:
         opforge.add(i, i, alpha=0.5)
     with pytest.raises(RuntimeError, match=r"opforge\.add: alpha must be a number, not a boolean"):
         opforge.add(x, x, alpha=True)
+
+
+def _special_values(op: OpDecl, dtype: torch.dtype) -> torch.Tensor:
+    """Zeros of both signs, infinities, NaN, a denormal, the largest finite values, the
+    integers -3..3 (hardsigmoid's and relu's bounds) and the op's scalar arguments
+    (softplus's threshold, say), as one tensor."""
+    info = torch.finfo(dtype)
+    values = [
+        0.0,
+        -0.0,
+        float("inf"),
+        float("-inf"),
+        float("nan"),
+        info.tiny / 4,
+        info.max,
+        -info.max,
+    ]
+    values += [float(v) for v in range(-3, 4)] + [0.5, -0.5]
+    for value in op.samples[0].values:
+        if isinstance(value[1], (int, float)) and not isinstance(value[1], bool):
+            values += [float(value[1]), -float(value[1])]
+    return torch.tensor(values, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("op", _param_ops())
+def test_special_and_boundary_values_match_reference(op: OpDecl, dtype: torch.dtype) -> None:
+    kwargs = _call(op, "contiguous").kwargs
+    x = _special_values(op, dtype)
+    n_tensors = sum(a.type == opdb.TENSOR for a in op.schema.arguments.flat_non_out)
+    # Every special value against every other where the op takes two tensors (grad, x), but
+    # NaN as the second (the input of a backward op): ATen's gradients at a NaN input differ
+    # between its kernels (vectorized or not) and from opforge's here (relu_backward passes
+    # grad, elu_/hardswish_backward give NaN); not matched yet.
+    second = x[~x.isnan()]
+    args = (
+        [x]
+        if n_tensors == 1
+        else [x[:, None].expand(-1, second.numel()), second[None, :].expand(x.numel(), -1)]
+    )
+    with torch.no_grad():
+        got = _fn(op)(*args, **kwargs)
+        expected = opdb.reference(op)(*args, **kwargs)
+    torch.testing.assert_close(got, expected, equal_nan=True, atol=1e-6, rtol=1e-5)
+
+
+def _best_time(fn: Any, repeats: int = 5) -> float:
+    fn()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+@pytest.mark.parametrize("op", _param_ops())
+def test_flags_an_op_much_slower_than_its_reference(op: OpDecl) -> None:
+    """Not a timed assertion (these machines are noisy): a warning with the figure when the op
+    takes more than 3x its reference's time on a medium input, such as a functor that does
+    not vectorize. benchmarks/ops.py measures properly."""
+    call = _call(op, "contiguous", torch.float32, shape=(16, 64, 32, 32))
+    ours = _best_time(lambda: _fn(op)(*call.args, **call.kwargs))
+    ref = _best_time(lambda: opdb.reference(op)(*call.args, **call.kwargs))
+    ratio = ours / ref
+    if ratio > 3:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.warn(
+                f"opforge.{op.name} took {ratio:.1f}x the time of {op.reference} on 1M float32 "
+                "elements; see CONTRIBUTING.md (write the functor so the CPU loop vectorizes)",
+                stacklevel=1,
+            )
