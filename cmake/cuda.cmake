@@ -17,7 +17,7 @@ foreach(_arch IN LISTS _archs)
     list(APPEND CMAKE_CUDA_ARCHITECTURES "${_bare}-real")      # SASS only
   endif()
 endforeach()
-# torch 2.14 headers need C++20; CMake 3.25 could not do CUDA C++20 (TOOLCHAIN.md).
+# torch 2.14 headers need C++20, which CMake before 3.28 does not pass to nvcc.
 set(CMAKE_CUDA_STANDARD 20)
 set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)  # torch uses the shared cudart

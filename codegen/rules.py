@@ -1,6 +1,6 @@
 """The `shape:` and `dtype:` rule languages that yield an op's Meta (fake) kernel.
 
-Shape rules (see Note [Shape rules] in README's add-an-op section):
+Shape rules (README.md, "Entry fields", says the same for users):
   like(x)                 output has x's sizes
   broadcast(a, b, ...)    broadcast of the inputs' sizes
   same(a, b, ...)         the inputs must all have one shape (checked), which the output takes

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import re
+from pathlib import Path
 
 from codegen import formulas
-from codegen.diagnostics import Diagnostics, did_you_mean
+from codegen.diagnostics import Diagnostics, Location, did_you_mean
 from codegen.opdecl import BACKEND_KEYS, OpDecl
 
 # Identifiers a formula may use besides the op's arguments (see README, `derivatives`).
@@ -126,4 +128,73 @@ def validate_references(ops: list[OpDecl], diags: Diagnostics) -> None:
                 op.loc_of("reference"),
                 f"reference '{op.reference}' of '{op.qualified}' cannot be imported: {e}",
                 "name an importable function, e.g. torch.nn.functional.relu",
+            )
+
+
+# Where the repository's own prose lives (generated/ is checked through its templates).
+_CITING = ("kernels", "codegen", "bindings", "opforge", "cmake", "scripts", "schemas", "tests",
+           "benchmarks")  # fmt: skip
+_CITING_FILES = ("README.md", "CONTRIBUTING.md", "CMakeLists.txt", "Makefile", "requirements.txt",
+                 "pyproject.toml")  # fmt: skip
+_SUFFIXES = {
+    ".h",
+    ".cpp",
+    ".cu",
+    ".cuh",
+    ".py",
+    ".j2",
+    ".md",
+    ".cmake",
+    ".txt",
+    ".toml",
+    ".yaml",
+    ".sh",
+}
+_NOTE = re.compile(r"Note \[([^\]]+)\]")
+_DOC = re.compile(r"\b([A-Z][A-Z0-9_]*\.md)\b")
+
+
+def _prose_files(root: Path) -> list[Path]:
+    files = [root / f for f in _CITING_FILES if (root / f).is_file()]
+    for d in _CITING:
+        if (root / d).is_dir():
+            files += [
+                p
+                for p in sorted((root / d).rglob("*"))
+                if p.is_file() and p.suffix in _SUFFIXES and "fixtures" not in p.parts
+            ]
+    return files
+
+
+def validate_citations(root: Path, diags: Diagnostics) -> None:
+    """Every cited Note is written somewhere (its name in brackets followed by a colon, a `~~~`
+    underline or a Markdown heading), and every Markdown document cited is in the repository:
+    a clone has nothing else."""
+    defined: set[str] = set()
+    cited: list[tuple[str, Location]] = []
+    docs = {p.name for p in root.rglob("*.md") if ".venv" not in p.parts}
+    for path in _prose_files(root):
+        lines = path.read_text(errors="replace").splitlines()
+        rel = str(path.relative_to(root))
+        for i, line in enumerate(lines):
+            for m in _NOTE.finditer(line):
+                after = line[m.end() :]
+                underlined = i + 1 < len(lines) and lines[i + 1].lstrip("/#* ").startswith("~~~")
+                if after.startswith(":") or underlined or line.lstrip().startswith("#"):
+                    defined.add(m.group(1))
+                else:
+                    cited.append((m.group(1), Location(rel, i + 1)))
+            for m in _DOC.finditer(line):
+                if m.group(1) not in docs:
+                    diags.error(
+                        Location(rel, i + 1),
+                        f"cites {m.group(1)}, which is not in the repository",
+                        "say what matters here, or move it into README.md / CONTRIBUTING.md",
+                    )
+    for name, loc in cited:
+        if name not in defined:
+            diags.error(
+                loc,
+                f"cites the Note '{name}', which no file defines",
+                "write it where the code is (`// Note [Name]: ...`), or cite an existing one",
             )

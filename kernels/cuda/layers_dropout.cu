@@ -12,7 +12,8 @@ namespace {
 
 // at::cuda::philox::unpack without std::tuple (std::get is a host function to
 // nvcc unless --expt-relaxed-constexpr): under graph capture the seed and the
-// base offset are read from device memory. See Note [CUDA Graph-safe RNG states].
+// base offset are read from device memory (torch's ATen/cuda/PhiloxUtils.cuh, whose
+// unpack this mirrors).
 __device__ inline void unpack_philox(const at::PhiloxCudaState& s, uint64_t& seed, uint64_t& offset) {
   if (s.captured_) {
     seed = static_cast<uint64_t>(*s.seed_.ptr);

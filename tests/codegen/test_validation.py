@@ -459,3 +459,19 @@ def test_sample_missing_a_required_scalar(
 ) -> None:
     text = POINTWISE.replace("Scalar scale=1", "Scalar scale") + "  samples:\n    - {self: [2]}\n"
     assert_error(tmp_path, capsys, text, "sample gives no value for required argument 'scale'")
+
+
+def test_cited_notes_and_documents_must_exist(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "kernels").mkdir()
+    note, doc = "Note ", "DESIGN" + ".md"  # spelled apart: this file is scanned too
+    (tmp_path / "kernels" / "a.cpp").write_text(
+        f"// {note}[Defined here]: why.\n// see {note}[Defined here]\n// see {note}[Nowhere]\n"
+        f"// details in {doc}\n"
+    )
+    rc, err = check(tmp_path, capsys, ops=GOOD)
+    assert rc == 1
+    assert "kernels/a.cpp:3: error: cites the Note 'Nowhere', which no file defines" in err
+    assert f"kernels/a.cpp:4: error: cites {doc}, which is not in the repository" in err
+    assert "Defined here" not in err

@@ -18,6 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def checkout(tmp_path: Path) -> Path:
     for sub in ("schemas", "kernels", "generated"):
         shutil.copytree(ROOT / sub, tmp_path / sub)
+    for doc in ("README.md", "CONTRIBUTING.md"):  # the Notes the kernels cite
+        shutil.copy(ROOT / doc, tmp_path / doc)
     return tmp_path
 
 

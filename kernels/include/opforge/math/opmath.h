@@ -1,6 +1,6 @@
 #pragma once
 // Compute types shared by CPU and CUDA kernels. Kept free of ATen so .cu files
-// can include it without paying for torch headers (see DESIGN.md section 4).
+// can include it without paying for torch headers (README.md, "CUDA kernels without a GPU").
 #include <c10/macros/Macros.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
