@@ -198,3 +198,27 @@ def validate_citations(root: Path, diags: Diagnostics) -> None:
                 f"cites the Note '{name}', which no file defines",
                 "write it where the code is (`// Note [Name]: ...`), or cite an existing one",
             )
+
+
+def validate_instantiations(ops: list[OpDecl], root: Path, diags: Diagnostics) -> None:
+    """A hand-written template kernel (`name<scalar_t>`) is instantiated somewhere under
+    kernels/ with its generated OPFORGE_INSTANTIATE_<name> macro, or the link fails late."""
+    kernels = root / "kernels"
+    if not kernels.is_dir():
+        return
+    text = "\n".join(
+        p.read_text(errors="replace")
+        for p in sorted(kernels.rglob("*"))
+        if p.is_file() and p.suffix in {".cpp", ".cu", ".h", ".cuh"}
+    )
+    for op in ops:
+        if op.pointwise is not None:
+            continue  # generated kernels, instantiated by the generator
+        for key, kernel in op.dispatch:
+            name = kernel.removesuffix("<scalar_t>")
+            if kernel.endswith("<scalar_t>") and f"OPFORGE_INSTANTIATE_{name}" not in text:
+                diags.error(
+                    op.loc_of("dispatch"),
+                    f"template kernel '{kernel}' ({key}) of '{op.qualified}' is never instantiated",
+                    f"end its kernel file in kernels/ with OPFORGE_INSTANTIATE_{name}",
+                )

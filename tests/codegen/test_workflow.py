@@ -102,3 +102,14 @@ def test_explain_works_while_another_entry_is_broken(
     assert main(["explain", "gelu", "--schemas", str(checkout / "schemas")]) == 0
     captured = capsys.readouterr()
     assert "gelu_erf_fn" in captured.out and "activation.yaml" in captured.err
+
+
+def test_check_finds_a_template_kernel_never_instantiated(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = checkout / "kernels/cpu/softmax.cpp"
+    source.write_text(source.read_text().replace("OPFORGE_INSTANTIATE_softmax_cpu", ""))
+    args = ["--schemas", str(checkout / "schemas"), "--out", str(checkout / "generated")]
+    assert main(["check", *args]) == 1
+    err = capsys.readouterr().err
+    assert "template kernel 'softmax_cpu<scalar_t>' (CPU) of 'softmax' is never instantiated" in err
