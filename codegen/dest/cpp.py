@@ -290,6 +290,13 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
     api = []
     meta_steps: list[Context] = []
     cuda_kernels: list[Context] = []
+
+    def add_autograd(op: OpDecl) -> None:
+        if _needs_autograd_kernel(op):
+            ag = autograd(op, index.api)
+            autograds.append(ag)
+            impls.setdefault("Autograd", []).append({"qualified": op.qualified, "fn": ag["kernel"]})
+
     for op in ops:
         api.append(_api(op))
         label = f"opforge.{op.name}"
@@ -302,12 +309,8 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
             wrappers += pw_wrappers
             for key, fn in pw_impls:
                 impls.setdefault(key, []).append({"qualified": op.qualified, "fn": fn})
-            if op.variant_of is None and _needs_autograd_kernel(op):
-                ag = autograd(op, index.api)
-                autograds.append(ag)
-                impls.setdefault("Autograd", []).append(
-                    {"qualified": op.qualified, "fn": ag["kernel"]}
-                )
+            if op.variant_of is None:
+                add_autograd(op)
             continue
         if op.variant_of is not None:
             fn = f"{op.cpp_id}_composite"
@@ -357,15 +360,13 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
                     "op_label": label,
                     "lines": _same_device_checks(op)
                     + _same_shape_checks(op)
-                    + _same_dtype_checks(op),
+                    + _same_dtype_checks(op)
+                    + user_checks(op),
                     "call": meta_call,
                 }
             )
             impls.setdefault("Meta", []).append({"qualified": op.qualified, "fn": target})
-        if _needs_autograd_kernel(op):
-            ag = autograd(op, index.api)
-            autograds.append(ag)
-            impls.setdefault("Autograd", []).append({"qualified": op.qualified, "fn": ag["kernel"]})
+        add_autograd(op)
     blocks = [{"key": k, "cuda": k == "CUDA", "impls": v} for k, v in sorted(impls.items())]
     return {
         "sources": sources(ops),
@@ -427,10 +428,10 @@ def cuda_sim(ops: Sequence[OpDecl]) -> Context:
         if op.pointwise is not None:
             steps.append(pointwise.meta_step(op))
             cuda_kernels.append(pointwise.kernel_unit(op))
-            w = pointwise.simulated_wrapper(op)
+            ws = pointwise.simulated_wrappers(op)
             defs.append({"schema": str(op.schema)})
-            wrappers.append(w)
-            impls.append({"qualified": op.qualified, "fn": w["fn"]})
+            wrappers += ws
+            impls.append({"qualified": op.qualified, "fn": ws[-1]["fn"]})
             continue
         kernel = dict(op.dispatch)["CUDA"]
         lines, renames = _checks(op, "CUDA", simulated=True)

@@ -65,21 +65,47 @@ def meta_step(f: OpDecl) -> Context:
     }
 
 
-def _run(f: OpDecl, target: str, key: str) -> list[str]:
-    """The kernel for `dtype` writing into `target` (skipped when empty)."""
+def _run_name(f: OpDecl, key: str) -> str:
+    return f"{f.cpp_id}_{key.lower()}_run"
+
+
+def run_function(f: OpDecl, key: str) -> Context:
+    """`<op>_<key>_run(out, args..., dtype)`: the kernel for `dtype` writing into `out`
+    (skipped when empty); shared by the functional, in-place and out= kernels of the key."""
     promoted = f.dtype_rule.args if isinstance(f.dtype_rule, rules.Promote) else ()
-    lines = [f"if ({target}.numel() != 0) {{"]
-    lines += [f"  const at::Tensor {n}_p = {n}.to(dtype);" for n in promoted]
+    lines = ["if (out.numel() == 0) {", "  return;", "}"]
+    lines += [f"const at::Tensor {n}_p = {n}.to(dtype);" for n in promoted]
     names = [
         f"{a.name}_p" if a.name in promoted else a.name for a in f.schema.arguments.flat_non_out
     ]
-    args = ", ".join([target, *names])
-    lines.append("  switch (dtype) {")
+    args = ", ".join(["out", *names])
+    lines.append("switch (dtype) {")
     for d in f.dtypes:
         kernel = f"opforge::{f.cpp_id}_{key.lower()}<{CPP_SCALAR[d]}>"
-        lines.append(f"    case at::ScalarType::{DTYPES[d]}: {kernel}({args}); break;")
-    lines += ['    default: TORCH_CHECK(false, kOp, ": unreachable dtype");', "  }", "}"]
-    return lines
+        lines.append(f"  case at::ScalarType::{DTYPES[d]}: {kernel}({args}); break;")
+    lines.append('  default: TORCH_CHECK(false, kOp, ": unreachable dtype");')
+    signature = (
+        f"void {_run_name(f, key)}(const at::Tensor& out, {_params(f)}, at::ScalarType dtype)"
+    )
+    return _wrapper(key, signature, f"opforge.{f.name}", [*lines, "}"])
+
+
+def _wrapper(key: str, signature: str, label: str, body: list[str]) -> Context:
+    """A generated function: its key (CUDA ones are compiled with CUDA only), signature and
+    body, whose last line the template writes apart."""
+    return {
+        "key": key,
+        "signature": signature,
+        "op_label": label,
+        "lines": body[:-1],
+        "call": body[-1],
+    }
+
+
+def _target(op: OpDecl) -> str:
+    """The tensor a variant writes into: `self` in place, `out` for out=."""
+    args = op.schema.arguments
+    return args.positional[0].name if op.generated_variant == "inplace" else args.out[0].name
 
 
 def _step(f: OpDecl, size: str) -> list[str]:
@@ -106,13 +132,13 @@ def _kernel_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> li
         )
         target = "out"
     elif kind == "inplace":
-        target = op.schema.arguments.positional[0].name
+        target = _target(op)
         lines.append(
             f'if (opforge::pointwise::check_inplace(kOp, "{target}", {target}, geometry, dtype) == {_MODE}) {{'
         )
         lines += [f"  return {target}.copy_({functional});", "}"]
     else:
-        target = op.schema.arguments.out[0].name
+        target = _target(op)
         lines.append(
             f'if (opforge::pointwise::prepare_out(kOp, "{target}", {target}, geometry, dtype, {ref}.device()) == {_MODE}) {{'
         )
@@ -122,18 +148,14 @@ def _kernel_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> li
             lines.append(
                 f'opforge::pointwise::check_no_overlap(kOp, "{target}", {target}, {_named(inputs(f))});'
             )
-        lines += _run(f, target, "CUDA" if simulated else key)
+        lines.append(f"{_run_name(f, 'CUDA' if simulated else key)}({target}, {_args(f)}, dtype);")
     return [*lines, f"return {target};"]
 
 
 def _variant_autograd(op: OpDecl, f: OpDecl) -> list[str]:
     """Autograd of an in-place / out= variant: differentiable through the functional op and
     copy_ when a gradient is needed, else the kernel below autograd (and a version bump)."""
-    target = (
-        op.schema.arguments.positional[0].name
-        if op.generated_variant == "inplace"
-        else op.schema.arguments.out[0].name
-    )
+    target = _target(op)
     names = inputs(f)
     # The functional op gets a copy of the written tensor, so what it saves stays intact.
     call_args = ", ".join(
@@ -163,11 +185,7 @@ def _write_check(op: OpDecl, f: OpDecl, target: str) -> str:
 
 def _variant_functionalize(op: OpDecl, f: OpDecl) -> list[str]:
     """Functionalization (torch.compile, torch.export) of a variant: the functional op, then copy_."""
-    target = (
-        op.schema.arguments.positional[0].name
-        if op.generated_variant == "inplace"
-        else op.schema.arguments.out[0].name
-    )
+    target = _target(op)
     return [
         *_step(f, "c10::SymInt"),
         _write_check(op, f, target),
@@ -176,53 +194,35 @@ def _variant_functionalize(op: OpDecl, f: OpDecl) -> list[str]:
 
 
 def registration(op: OpDecl, f: OpDecl) -> tuple[list[Context], list[tuple[str, str]]]:
-    """Wrappers of a pointwise op or variant, and its (dispatch key, function) registrations."""
-    wrappers: list[Context] = []
-    impls: list[tuple[str, str]] = []
+    """Functions of a pointwise op or variant, and its (dispatch key, function) registrations;
+    the functional op also brings the run functions its variants share."""
     label = f"opforge.{op.name}"
-    for key in ("CPU", "CUDA", "Meta"):
-        fn = f"{op.cpp_id}_{key.lower()}_structured"
-        body = _kernel_body(op, f, key)
-        wrappers.append(
-            {
-                "key": key,
-                "signature": cpp_api.signature(op.schema, fn),
-                "op_label": label,
-                "lines": body[:-1],
-                "call": body[-1],
-            }
-        )
-        impls.append((key, fn))
+    wrappers = [run_function(f, key) for key in ("CPU", "CUDA")] if op.variant_of is None else []
+    impls: list[tuple[str, str]] = []
+    bodies = [
+        (key, f"{op.cpp_id}_{key.lower()}_structured", _kernel_body(op, f, key))
+        for key in ("CPU", "CUDA", "Meta")
+    ]
     if op.generated_variant is not None:
-        for key, body in (
-            ("Autograd", _variant_autograd(op, f)),
-            ("Functionalize", _variant_functionalize(op, f)),
-        ):
-            fn = f"{op.cpp_id}_{key.lower()}"
-            wrappers.append(
-                {
-                    "key": key,
-                    "signature": cpp_api.signature(op.schema, fn),
-                    "op_label": label,
-                    "lines": body[:-1],
-                    "call": body[-1],
-                }
-            )
-            impls.append((key, fn))
+        bodies += [
+            ("Autograd", f"{op.cpp_id}_autograd", _variant_autograd(op, f)),
+            ("Functionalize", f"{op.cpp_id}_functionalize", _variant_functionalize(op, f)),
+        ]
+    for key, fn, body in bodies:
+        wrappers.append(_wrapper(key, cpp_api.signature(op.schema, fn), label, body))
+        impls.append((key, fn))
     return wrappers, impls
 
 
-def simulated_wrapper(f: OpDecl) -> Context:
-    """The CUDA simulator's CPU kernel for f: the CUDA body on CPU tensors."""
+def simulated_wrappers(f: OpDecl) -> list[Context]:
+    """The CUDA simulator's CPU kernel for f (the CUDA body on CPU tensors), after its run
+    function; the kernel comes last."""
     fn = f"{f.cpp_id}_cuda_simulated"
     body = _kernel_body(f, f, "CUDA", simulated=True)
-    return {
-        "signature": cpp_api.signature(f.schema, fn),
-        "op_label": f"opforge.{f.name}",
-        "lines": body[:-1],
-        "call": body[-1],
-        "fn": fn,
-    }
+    return [
+        run_function(f, "CUDA"),
+        {**_wrapper("CUDA", cpp_api.signature(f.schema, fn), f"opforge.{f.name}", body), "fn": fn},
+    ]
 
 
 def _functor(f: OpDecl, functor: Functor) -> str:
@@ -251,7 +251,7 @@ def _runs(f: OpDecl, run: str) -> list[str]:
     )
     calls = [run.format(functor=_functor(f, fn)) for fn in f.pointwise.functors]
     if len(calls) == 1:
-        return [run.format(functor=_functor(f, f.pointwise.functor)).replace("plan", plan, 1)]
+        return [f"const auto plan = {plan};", calls[0]]
     return [
         f"const auto plan = {plan};",
         f"if ({f.pointwise.condition}) {{",

@@ -92,28 +92,32 @@ namespace opforge {
 // on the current stream (generated/csrc/kernels/add_Tensor.cu instantiates the launch).
 template <typename scalar_t>
 void add_Tensor_cuda(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&self, &other}), opforge::math::add_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&self, &other});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::add_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
 }
 
 // The CUDA host code of add_relu: the plan of opforge::math::add_relu_fn, launched
 // on the current stream (generated/csrc/kernels/add_relu.cu instantiates the launch).
 template <typename scalar_t>
 void add_relu_cuda(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&self, &other}), opforge::math::add_relu_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&self, &other});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::add_relu_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
 }
 
 // The CUDA host code of elu: the plan of opforge::math::elu_fn, launched
 // on the current stream (generated/csrc/kernels/elu.cu instantiates the launch).
 template <typename scalar_t>
 void elu_cuda(const at::Tensor& out, const at::Tensor& self, const at::Scalar& alpha) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::elu_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::elu_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
 }
 
 // The CUDA host code of elu_backward: the plan of opforge::math::elu_backward_fn, launched
 // on the current stream (generated/csrc/kernels/elu_backward.cu instantiates the launch).
 template <typename scalar_t>
 void elu_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& alpha) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::elu_backward_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&grad_output, &self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::elu_backward_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
 }
 
 // The CUDA host code of gelu: the plan of opforge::math::gelu_tanh_fn or opforge::math::gelu_erf_fn, launched
@@ -144,112 +148,128 @@ void gelu_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, co
 // on the current stream (generated/csrc/kernels/hardsigmoid.cu instantiates the launch).
 template <typename scalar_t>
 void hardsigmoid_cuda(const at::Tensor& out, const at::Tensor& self) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::hardsigmoid_fn<scalar_t>{}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::hardsigmoid_fn<scalar_t>{}, cuda::current_stream()));
 }
 
 // The CUDA host code of hardsigmoid_backward: the plan of opforge::math::hardsigmoid_backward_fn, launched
 // on the current stream (generated/csrc/kernels/hardsigmoid_backward.cu instantiates the launch).
 template <typename scalar_t>
 void hardsigmoid_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::hardsigmoid_backward_fn<scalar_t>{}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&grad_output, &self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::hardsigmoid_backward_fn<scalar_t>{}, cuda::current_stream()));
 }
 
 // The CUDA host code of hardswish: the plan of opforge::math::hardswish_fn, launched
 // on the current stream (generated/csrc/kernels/hardswish.cu instantiates the launch).
 template <typename scalar_t>
 void hardswish_cuda(const at::Tensor& out, const at::Tensor& self) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::hardswish_fn<scalar_t>{}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::hardswish_fn<scalar_t>{}, cuda::current_stream()));
 }
 
 // The CUDA host code of hardswish_backward: the plan of opforge::math::hardswish_backward_fn, launched
 // on the current stream (generated/csrc/kernels/hardswish_backward.cu instantiates the launch).
 template <typename scalar_t>
 void hardswish_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::hardswish_backward_fn<scalar_t>{}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&grad_output, &self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::hardswish_backward_fn<scalar_t>{}, cuda::current_stream()));
 }
 
 // The CUDA host code of leaky_relu: the plan of opforge::math::leaky_relu_fn, launched
 // on the current stream (generated/csrc/kernels/leaky_relu.cu instantiates the launch).
 template <typename scalar_t>
 void leaky_relu_cuda(const at::Tensor& out, const at::Tensor& self, const at::Scalar& negative_slope) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::leaky_relu_fn<scalar_t>{negative_slope.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::leaky_relu_fn<scalar_t>{negative_slope.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
 }
 
 // The CUDA host code of leaky_relu_backward: the plan of opforge::math::leaky_relu_backward_fn, launched
 // on the current stream (generated/csrc/kernels/leaky_relu_backward.cu instantiates the launch).
 template <typename scalar_t>
 void leaky_relu_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& negative_slope) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::leaky_relu_backward_fn<scalar_t>{negative_slope.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&grad_output, &self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::leaky_relu_backward_fn<scalar_t>{negative_slope.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
 }
 
 // The CUDA host code of relu: the plan of opforge::math::relu_fn, launched
 // on the current stream (generated/csrc/kernels/relu.cu instantiates the launch).
 template <typename scalar_t>
 void relu_cuda(const at::Tensor& out, const at::Tensor& self) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::relu_fn<scalar_t>{}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::relu_fn<scalar_t>{}, cuda::current_stream()));
 }
 
 // The CUDA host code of relu_backward: the plan of opforge::math::relu_backward_fn, launched
 // on the current stream (generated/csrc/kernels/relu_backward.cu instantiates the launch).
 template <typename scalar_t>
 void relu_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &output}), opforge::math::relu_backward_fn<scalar_t>{}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&grad_output, &output});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::relu_backward_fn<scalar_t>{}, cuda::current_stream()));
 }
 
 // The CUDA host code of sigmoid: the plan of opforge::math::sigmoid_fn, launched
 // on the current stream (generated/csrc/kernels/sigmoid.cu instantiates the launch).
 template <typename scalar_t>
 void sigmoid_cuda(const at::Tensor& out, const at::Tensor& self) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::sigmoid_fn<scalar_t>{}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::sigmoid_fn<scalar_t>{}, cuda::current_stream()));
 }
 
 // The CUDA host code of sigmoid_backward: the plan of opforge::math::sigmoid_backward_fn, launched
 // on the current stream (generated/csrc/kernels/sigmoid_backward.cu instantiates the launch).
 template <typename scalar_t>
 void sigmoid_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &output}), opforge::math::sigmoid_backward_fn<scalar_t>{}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&grad_output, &output});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::sigmoid_backward_fn<scalar_t>{}, cuda::current_stream()));
 }
 
 // The CUDA host code of silu: the plan of opforge::math::silu_fn, launched
 // on the current stream (generated/csrc/kernels/silu.cu instantiates the launch).
 template <typename scalar_t>
 void silu_cuda(const at::Tensor& out, const at::Tensor& self) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::silu_fn<scalar_t>{}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::silu_fn<scalar_t>{}, cuda::current_stream()));
 }
 
 // The CUDA host code of silu_backward: the plan of opforge::math::silu_backward_fn, launched
 // on the current stream (generated/csrc/kernels/silu_backward.cu instantiates the launch).
 template <typename scalar_t>
 void silu_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::silu_backward_fn<scalar_t>{}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&grad_output, &self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::silu_backward_fn<scalar_t>{}, cuda::current_stream()));
 }
 
 // The CUDA host code of softplus: the plan of opforge::math::softplus_fn, launched
 // on the current stream (generated/csrc/kernels/softplus.cu instantiates the launch).
 template <typename scalar_t>
 void softplus_cuda(const at::Tensor& out, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::softplus_fn<scalar_t>{beta.to<opforge::math::opmath_t<scalar_t>>(), threshold.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::softplus_fn<scalar_t>{beta.to<opforge::math::opmath_t<scalar_t>>(), threshold.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
 }
 
 // The CUDA host code of softplus_backward: the plan of opforge::math::softplus_backward_fn, launched
 // on the current stream (generated/csrc/kernels/softplus_backward.cu instantiates the launch).
 template <typename scalar_t>
 void softplus_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::softplus_backward_fn<scalar_t>{beta.to<opforge::math::opmath_t<scalar_t>>(), threshold.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&grad_output, &self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::softplus_backward_fn<scalar_t>{beta.to<opforge::math::opmath_t<scalar_t>>(), threshold.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
 }
 
 // The CUDA host code of tanh: the plan of opforge::math::tanh_fn, launched
 // on the current stream (generated/csrc/kernels/tanh.cu instantiates the launch).
 template <typename scalar_t>
 void tanh_cuda(const at::Tensor& out, const at::Tensor& self) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::tanh_fn<scalar_t>{}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::tanh_fn<scalar_t>{}, cuda::current_stream()));
 }
 
 // The CUDA host code of tanh_backward: the plan of opforge::math::tanh_backward_fn, launched
 // on the current stream (generated/csrc/kernels/tanh_backward.cu instantiates the launch).
 template <typename scalar_t>
 void tanh_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &output}), opforge::math::tanh_backward_fn<scalar_t>{}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&grad_output, &output});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::tanh_backward_fn<scalar_t>{}, cuda::current_stream()));
 }
 
 }  // namespace opforge
@@ -1268,6 +1288,23 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_cuda_simulat
   TORCH_CHECK(false, kOp, ": unreachable dtype");
 }
 
+void add_Tensor_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add";
+  if (out.numel() == 0) {
+    return;
+  }
+  const at::Tensor self_p = self.to(dtype);
+  const at::Tensor other_p = other.to(dtype);
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::add_Tensor_cuda<float>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Double: opforge::add_Tensor_cuda<double>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Half: opforge::add_Tensor_cuda<c10::Half>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::BFloat16: opforge::add_Tensor_cuda<c10::BFloat16>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Long: opforge::add_Tensor_cuda<int64_t>(out, self_p, other_p, alpha); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+
 at::Tensor add_Tensor_cuda_simulated(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
@@ -1275,19 +1312,24 @@ at::Tensor add_Tensor_cuda_simulated(const at::Tensor& self, const at::Tensor& o
   at::ScalarType dtype;
   const auto geometry = add_Tensor_meta_step<int64_t>(self, other, alpha, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    const at::Tensor self_p = self.to(dtype);
-    const at::Tensor other_p = other.to(dtype);
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::add_Tensor_cuda<float>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Double: opforge::add_Tensor_cuda<double>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Half: opforge::add_Tensor_cuda<c10::Half>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::BFloat16: opforge::add_Tensor_cuda<c10::BFloat16>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Long: opforge::add_Tensor_cuda<int64_t>(out, self_p, other_p, alpha); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  add_Tensor_cuda_run(out, self, other, alpha, dtype);
   return out;
+}
+
+void add_relu_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add_relu";
+  if (out.numel() == 0) {
+    return;
+  }
+  const at::Tensor self_p = self.to(dtype);
+  const at::Tensor other_p = other.to(dtype);
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::add_relu_cuda<float>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Double: opforge::add_relu_cuda<double>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Half: opforge::add_relu_cuda<c10::Half>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::BFloat16: opforge::add_relu_cuda<c10::BFloat16>(out, self_p, other_p, alpha); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
 }
 
 at::Tensor add_relu_cuda_simulated(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
@@ -1297,17 +1339,7 @@ at::Tensor add_relu_cuda_simulated(const at::Tensor& self, const at::Tensor& oth
   at::ScalarType dtype;
   const auto geometry = add_relu_meta_step<int64_t>(self, other, alpha, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    const at::Tensor self_p = self.to(dtype);
-    const at::Tensor other_p = other.to(dtype);
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::add_relu_cuda<float>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Double: opforge::add_relu_cuda<double>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Half: opforge::add_relu_cuda<c10::Half>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::BFloat16: opforge::add_relu_cuda<c10::BFloat16>(out, self_p, other_p, alpha); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  add_relu_cuda_run(out, self, other, alpha, dtype);
   return out;
 }
 
@@ -1538,22 +1570,42 @@ std::tuple<at::Tensor, at::Tensor> dropout_forward_cuda_simulated(const at::Tens
   TORCH_CHECK(false, kOp, ": unreachable dtype");
 }
 
+void elu_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& alpha, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::elu_cuda<float>(out, self, alpha); break;
+    case at::ScalarType::Double: opforge::elu_cuda<double>(out, self, alpha); break;
+    case at::ScalarType::Half: opforge::elu_cuda<c10::Half>(out, self, alpha); break;
+    case at::ScalarType::BFloat16: opforge::elu_cuda<c10::BFloat16>(out, self, alpha); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+
 at::Tensor elu_cuda_simulated(const at::Tensor& self, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   at::ScalarType dtype;
   const auto geometry = elu_meta_step<int64_t>(self, alpha, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::elu_cuda<float>(out, self, alpha); break;
-      case at::ScalarType::Double: opforge::elu_cuda<double>(out, self, alpha); break;
-      case at::ScalarType::Half: opforge::elu_cuda<c10::Half>(out, self, alpha); break;
-      case at::ScalarType::BFloat16: opforge::elu_cuda<c10::BFloat16>(out, self, alpha); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  elu_cuda_run(out, self, alpha, dtype);
   return out;
+}
+
+void elu_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& alpha, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.elu_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::elu_backward_cuda<float>(out, grad_output, self, alpha); break;
+    case at::ScalarType::Double: opforge::elu_backward_cuda<double>(out, grad_output, self, alpha); break;
+    case at::ScalarType::Half: opforge::elu_backward_cuda<c10::Half>(out, grad_output, self, alpha); break;
+    case at::ScalarType::BFloat16: opforge::elu_backward_cuda<c10::BFloat16>(out, grad_output, self, alpha); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
 }
 
 at::Tensor elu_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& alpha) {
@@ -1563,15 +1615,7 @@ at::Tensor elu_backward_cuda_simulated(const at::Tensor& grad_output, const at::
   at::ScalarType dtype;
   const auto geometry = elu_backward_meta_step<int64_t>(grad_output, self, alpha, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::elu_backward_cuda<float>(out, grad_output, self, alpha); break;
-      case at::ScalarType::Double: opforge::elu_backward_cuda<double>(out, grad_output, self, alpha); break;
-      case at::ScalarType::Half: opforge::elu_backward_cuda<c10::Half>(out, grad_output, self, alpha); break;
-      case at::ScalarType::BFloat16: opforge::elu_backward_cuda<c10::BFloat16>(out, grad_output, self, alpha); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  elu_backward_cuda_run(out, grad_output, self, alpha, dtype);
   return out;
 }
 
@@ -1636,22 +1680,42 @@ std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cuda_simulated(const at::Tensor&
   TORCH_CHECK(false, kOp, ": unreachable dtype");
 }
 
+void gelu_cuda_run(const at::Tensor& out, const at::Tensor& self, c10::string_view approximate, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.gelu";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::gelu_cuda<float>(out, self, approximate); break;
+    case at::ScalarType::Double: opforge::gelu_cuda<double>(out, self, approximate); break;
+    case at::ScalarType::Half: opforge::gelu_cuda<c10::Half>(out, self, approximate); break;
+    case at::ScalarType::BFloat16: opforge::gelu_cuda<c10::BFloat16>(out, self, approximate); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+
 at::Tensor gelu_cuda_simulated(const at::Tensor& self, c10::string_view approximate) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   at::ScalarType dtype;
   const auto geometry = gelu_meta_step<int64_t>(self, approximate, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::gelu_cuda<float>(out, self, approximate); break;
-      case at::ScalarType::Double: opforge::gelu_cuda<double>(out, self, approximate); break;
-      case at::ScalarType::Half: opforge::gelu_cuda<c10::Half>(out, self, approximate); break;
-      case at::ScalarType::BFloat16: opforge::gelu_cuda<c10::BFloat16>(out, self, approximate); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  gelu_cuda_run(out, self, approximate, dtype);
   return out;
+}
+
+void gelu_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.gelu_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::gelu_backward_cuda<float>(out, grad_output, self, approximate); break;
+    case at::ScalarType::Double: opforge::gelu_backward_cuda<double>(out, grad_output, self, approximate); break;
+    case at::ScalarType::Half: opforge::gelu_backward_cuda<c10::Half>(out, grad_output, self, approximate); break;
+    case at::ScalarType::BFloat16: opforge::gelu_backward_cuda<c10::BFloat16>(out, grad_output, self, approximate); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
 }
 
 at::Tensor gelu_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
@@ -1661,15 +1725,7 @@ at::Tensor gelu_backward_cuda_simulated(const at::Tensor& grad_output, const at:
   at::ScalarType dtype;
   const auto geometry = gelu_backward_meta_step<int64_t>(grad_output, self, approximate, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::gelu_backward_cuda<float>(out, grad_output, self, approximate); break;
-      case at::ScalarType::Double: opforge::gelu_backward_cuda<double>(out, grad_output, self, approximate); break;
-      case at::ScalarType::Half: opforge::gelu_backward_cuda<c10::Half>(out, grad_output, self, approximate); break;
-      case at::ScalarType::BFloat16: opforge::gelu_backward_cuda<c10::BFloat16>(out, grad_output, self, approximate); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  gelu_backward_cuda_run(out, grad_output, self, approximate, dtype);
   return out;
 }
 
@@ -1725,22 +1781,42 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cuda_simulated
   TORCH_CHECK(false, kOp, ": unreachable dtype");
 }
 
+void hardsigmoid_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.hardsigmoid";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::hardsigmoid_cuda<float>(out, self); break;
+    case at::ScalarType::Double: opforge::hardsigmoid_cuda<double>(out, self); break;
+    case at::ScalarType::Half: opforge::hardsigmoid_cuda<c10::Half>(out, self); break;
+    case at::ScalarType::BFloat16: opforge::hardsigmoid_cuda<c10::BFloat16>(out, self); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+
 at::Tensor hardsigmoid_cuda_simulated(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardsigmoid";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   at::ScalarType dtype;
   const auto geometry = hardsigmoid_meta_step<int64_t>(self, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::hardsigmoid_cuda<float>(out, self); break;
-      case at::ScalarType::Double: opforge::hardsigmoid_cuda<double>(out, self); break;
-      case at::ScalarType::Half: opforge::hardsigmoid_cuda<c10::Half>(out, self); break;
-      case at::ScalarType::BFloat16: opforge::hardsigmoid_cuda<c10::BFloat16>(out, self); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  hardsigmoid_cuda_run(out, self, dtype);
   return out;
+}
+
+void hardsigmoid_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.hardsigmoid_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::hardsigmoid_backward_cuda<float>(out, grad_output, self); break;
+    case at::ScalarType::Double: opforge::hardsigmoid_backward_cuda<double>(out, grad_output, self); break;
+    case at::ScalarType::Half: opforge::hardsigmoid_backward_cuda<c10::Half>(out, grad_output, self); break;
+    case at::ScalarType::BFloat16: opforge::hardsigmoid_backward_cuda<c10::BFloat16>(out, grad_output, self); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
 }
 
 at::Tensor hardsigmoid_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self) {
@@ -1750,16 +1826,22 @@ at::Tensor hardsigmoid_backward_cuda_simulated(const at::Tensor& grad_output, co
   at::ScalarType dtype;
   const auto geometry = hardsigmoid_backward_meta_step<int64_t>(grad_output, self, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::hardsigmoid_backward_cuda<float>(out, grad_output, self); break;
-      case at::ScalarType::Double: opforge::hardsigmoid_backward_cuda<double>(out, grad_output, self); break;
-      case at::ScalarType::Half: opforge::hardsigmoid_backward_cuda<c10::Half>(out, grad_output, self); break;
-      case at::ScalarType::BFloat16: opforge::hardsigmoid_backward_cuda<c10::BFloat16>(out, grad_output, self); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  hardsigmoid_backward_cuda_run(out, grad_output, self, dtype);
   return out;
+}
+
+void hardswish_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::hardswish_cuda<float>(out, self); break;
+    case at::ScalarType::Double: opforge::hardswish_cuda<double>(out, self); break;
+    case at::ScalarType::Half: opforge::hardswish_cuda<c10::Half>(out, self); break;
+    case at::ScalarType::BFloat16: opforge::hardswish_cuda<c10::BFloat16>(out, self); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
 }
 
 at::Tensor hardswish_cuda_simulated(const at::Tensor& self) {
@@ -1768,16 +1850,22 @@ at::Tensor hardswish_cuda_simulated(const at::Tensor& self) {
   at::ScalarType dtype;
   const auto geometry = hardswish_meta_step<int64_t>(self, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::hardswish_cuda<float>(out, self); break;
-      case at::ScalarType::Double: opforge::hardswish_cuda<double>(out, self); break;
-      case at::ScalarType::Half: opforge::hardswish_cuda<c10::Half>(out, self); break;
-      case at::ScalarType::BFloat16: opforge::hardswish_cuda<c10::BFloat16>(out, self); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  hardswish_cuda_run(out, self, dtype);
   return out;
+}
+
+void hardswish_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::hardswish_backward_cuda<float>(out, grad_output, self); break;
+    case at::ScalarType::Double: opforge::hardswish_backward_cuda<double>(out, grad_output, self); break;
+    case at::ScalarType::Half: opforge::hardswish_backward_cuda<c10::Half>(out, grad_output, self); break;
+    case at::ScalarType::BFloat16: opforge::hardswish_backward_cuda<c10::BFloat16>(out, grad_output, self); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
 }
 
 at::Tensor hardswish_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self) {
@@ -1787,15 +1875,7 @@ at::Tensor hardswish_backward_cuda_simulated(const at::Tensor& grad_output, cons
   at::ScalarType dtype;
   const auto geometry = hardswish_backward_meta_step<int64_t>(grad_output, self, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::hardswish_backward_cuda<float>(out, grad_output, self); break;
-      case at::ScalarType::Double: opforge::hardswish_backward_cuda<double>(out, grad_output, self); break;
-      case at::ScalarType::Half: opforge::hardswish_backward_cuda<c10::Half>(out, grad_output, self); break;
-      case at::ScalarType::BFloat16: opforge::hardswish_backward_cuda<c10::BFloat16>(out, grad_output, self); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  hardswish_backward_cuda_run(out, grad_output, self, dtype);
   return out;
 }
 
@@ -1851,22 +1931,42 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cuda_simulated
   TORCH_CHECK(false, kOp, ": unreachable dtype");
 }
 
+void leaky_relu_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& negative_slope, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::leaky_relu_cuda<float>(out, self, negative_slope); break;
+    case at::ScalarType::Double: opforge::leaky_relu_cuda<double>(out, self, negative_slope); break;
+    case at::ScalarType::Half: opforge::leaky_relu_cuda<c10::Half>(out, self, negative_slope); break;
+    case at::ScalarType::BFloat16: opforge::leaky_relu_cuda<c10::BFloat16>(out, self, negative_slope); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+
 at::Tensor leaky_relu_cuda_simulated(const at::Tensor& self, const at::Scalar& negative_slope) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   at::ScalarType dtype;
   const auto geometry = leaky_relu_meta_step<int64_t>(self, negative_slope, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::leaky_relu_cuda<float>(out, self, negative_slope); break;
-      case at::ScalarType::Double: opforge::leaky_relu_cuda<double>(out, self, negative_slope); break;
-      case at::ScalarType::Half: opforge::leaky_relu_cuda<c10::Half>(out, self, negative_slope); break;
-      case at::ScalarType::BFloat16: opforge::leaky_relu_cuda<c10::BFloat16>(out, self, negative_slope); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  leaky_relu_cuda_run(out, self, negative_slope, dtype);
   return out;
+}
+
+void leaky_relu_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& negative_slope, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::leaky_relu_backward_cuda<float>(out, grad_output, self, negative_slope); break;
+    case at::ScalarType::Double: opforge::leaky_relu_backward_cuda<double>(out, grad_output, self, negative_slope); break;
+    case at::ScalarType::Half: opforge::leaky_relu_backward_cuda<c10::Half>(out, grad_output, self, negative_slope); break;
+    case at::ScalarType::BFloat16: opforge::leaky_relu_backward_cuda<c10::BFloat16>(out, grad_output, self, negative_slope); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
 }
 
 at::Tensor leaky_relu_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& negative_slope) {
@@ -1876,15 +1976,7 @@ at::Tensor leaky_relu_backward_cuda_simulated(const at::Tensor& grad_output, con
   at::ScalarType dtype;
   const auto geometry = leaky_relu_backward_meta_step<int64_t>(grad_output, self, negative_slope, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::leaky_relu_backward_cuda<float>(out, grad_output, self, negative_slope); break;
-      case at::ScalarType::Double: opforge::leaky_relu_backward_cuda<double>(out, grad_output, self, negative_slope); break;
-      case at::ScalarType::Half: opforge::leaky_relu_backward_cuda<c10::Half>(out, grad_output, self, negative_slope); break;
-      case at::ScalarType::BFloat16: opforge::leaky_relu_backward_cuda<c10::BFloat16>(out, grad_output, self, negative_slope); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  leaky_relu_backward_cuda_run(out, grad_output, self, negative_slope, dtype);
   return out;
 }
 
@@ -2047,22 +2139,42 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda_simulated(const at::Tenso
   TORCH_CHECK(false, kOp, ": unreachable dtype");
 }
 
+void relu_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::relu_cuda<float>(out, self); break;
+    case at::ScalarType::Double: opforge::relu_cuda<double>(out, self); break;
+    case at::ScalarType::Half: opforge::relu_cuda<c10::Half>(out, self); break;
+    case at::ScalarType::BFloat16: opforge::relu_cuda<c10::BFloat16>(out, self); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+
 at::Tensor relu_cuda_simulated(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   at::ScalarType dtype;
   const auto geometry = relu_meta_step<int64_t>(self, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::relu_cuda<float>(out, self); break;
-      case at::ScalarType::Double: opforge::relu_cuda<double>(out, self); break;
-      case at::ScalarType::Half: opforge::relu_cuda<c10::Half>(out, self); break;
-      case at::ScalarType::BFloat16: opforge::relu_cuda<c10::BFloat16>(out, self); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  relu_cuda_run(out, self, dtype);
   return out;
+}
+
+void relu_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.relu_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::relu_backward_cuda<float>(out, grad_output, output); break;
+    case at::ScalarType::Double: opforge::relu_backward_cuda<double>(out, grad_output, output); break;
+    case at::ScalarType::Half: opforge::relu_backward_cuda<c10::Half>(out, grad_output, output); break;
+    case at::ScalarType::BFloat16: opforge::relu_backward_cuda<c10::BFloat16>(out, grad_output, output); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
 }
 
 at::Tensor relu_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& output) {
@@ -2072,16 +2184,22 @@ at::Tensor relu_backward_cuda_simulated(const at::Tensor& grad_output, const at:
   at::ScalarType dtype;
   const auto geometry = relu_backward_meta_step<int64_t>(grad_output, output, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::relu_backward_cuda<float>(out, grad_output, output); break;
-      case at::ScalarType::Double: opforge::relu_backward_cuda<double>(out, grad_output, output); break;
-      case at::ScalarType::Half: opforge::relu_backward_cuda<c10::Half>(out, grad_output, output); break;
-      case at::ScalarType::BFloat16: opforge::relu_backward_cuda<c10::BFloat16>(out, grad_output, output); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  relu_backward_cuda_run(out, grad_output, output, dtype);
   return out;
+}
+
+void sigmoid_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::sigmoid_cuda<float>(out, self); break;
+    case at::ScalarType::Double: opforge::sigmoid_cuda<double>(out, self); break;
+    case at::ScalarType::Half: opforge::sigmoid_cuda<c10::Half>(out, self); break;
+    case at::ScalarType::BFloat16: opforge::sigmoid_cuda<c10::BFloat16>(out, self); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
 }
 
 at::Tensor sigmoid_cuda_simulated(const at::Tensor& self) {
@@ -2090,16 +2208,22 @@ at::Tensor sigmoid_cuda_simulated(const at::Tensor& self) {
   at::ScalarType dtype;
   const auto geometry = sigmoid_meta_step<int64_t>(self, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::sigmoid_cuda<float>(out, self); break;
-      case at::ScalarType::Double: opforge::sigmoid_cuda<double>(out, self); break;
-      case at::ScalarType::Half: opforge::sigmoid_cuda<c10::Half>(out, self); break;
-      case at::ScalarType::BFloat16: opforge::sigmoid_cuda<c10::BFloat16>(out, self); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  sigmoid_cuda_run(out, self, dtype);
   return out;
+}
+
+void sigmoid_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::sigmoid_backward_cuda<float>(out, grad_output, output); break;
+    case at::ScalarType::Double: opforge::sigmoid_backward_cuda<double>(out, grad_output, output); break;
+    case at::ScalarType::Half: opforge::sigmoid_backward_cuda<c10::Half>(out, grad_output, output); break;
+    case at::ScalarType::BFloat16: opforge::sigmoid_backward_cuda<c10::BFloat16>(out, grad_output, output); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
 }
 
 at::Tensor sigmoid_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& output) {
@@ -2109,16 +2233,22 @@ at::Tensor sigmoid_backward_cuda_simulated(const at::Tensor& grad_output, const 
   at::ScalarType dtype;
   const auto geometry = sigmoid_backward_meta_step<int64_t>(grad_output, output, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::sigmoid_backward_cuda<float>(out, grad_output, output); break;
-      case at::ScalarType::Double: opforge::sigmoid_backward_cuda<double>(out, grad_output, output); break;
-      case at::ScalarType::Half: opforge::sigmoid_backward_cuda<c10::Half>(out, grad_output, output); break;
-      case at::ScalarType::BFloat16: opforge::sigmoid_backward_cuda<c10::BFloat16>(out, grad_output, output); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  sigmoid_backward_cuda_run(out, grad_output, output, dtype);
   return out;
+}
+
+void silu_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.silu";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::silu_cuda<float>(out, self); break;
+    case at::ScalarType::Double: opforge::silu_cuda<double>(out, self); break;
+    case at::ScalarType::Half: opforge::silu_cuda<c10::Half>(out, self); break;
+    case at::ScalarType::BFloat16: opforge::silu_cuda<c10::BFloat16>(out, self); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
 }
 
 at::Tensor silu_cuda_simulated(const at::Tensor& self) {
@@ -2127,16 +2257,22 @@ at::Tensor silu_cuda_simulated(const at::Tensor& self) {
   at::ScalarType dtype;
   const auto geometry = silu_meta_step<int64_t>(self, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::silu_cuda<float>(out, self); break;
-      case at::ScalarType::Double: opforge::silu_cuda<double>(out, self); break;
-      case at::ScalarType::Half: opforge::silu_cuda<c10::Half>(out, self); break;
-      case at::ScalarType::BFloat16: opforge::silu_cuda<c10::BFloat16>(out, self); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  silu_cuda_run(out, self, dtype);
   return out;
+}
+
+void silu_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.silu_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::silu_backward_cuda<float>(out, grad_output, self); break;
+    case at::ScalarType::Double: opforge::silu_backward_cuda<double>(out, grad_output, self); break;
+    case at::ScalarType::Half: opforge::silu_backward_cuda<c10::Half>(out, grad_output, self); break;
+    case at::ScalarType::BFloat16: opforge::silu_backward_cuda<c10::BFloat16>(out, grad_output, self); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
 }
 
 at::Tensor silu_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self) {
@@ -2146,15 +2282,7 @@ at::Tensor silu_backward_cuda_simulated(const at::Tensor& grad_output, const at:
   at::ScalarType dtype;
   const auto geometry = silu_backward_meta_step<int64_t>(grad_output, self, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::silu_backward_cuda<float>(out, grad_output, self); break;
-      case at::ScalarType::Double: opforge::silu_backward_cuda<double>(out, grad_output, self); break;
-      case at::ScalarType::Half: opforge::silu_backward_cuda<c10::Half>(out, grad_output, self); break;
-      case at::ScalarType::BFloat16: opforge::silu_backward_cuda<c10::BFloat16>(out, grad_output, self); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  silu_backward_cuda_run(out, grad_output, self, dtype);
   return out;
 }
 
@@ -2190,22 +2318,42 @@ at::Tensor softmax_backward_cuda_simulated(const at::Tensor& grad_output, const 
   TORCH_CHECK(false, kOp, ": unreachable dtype");
 }
 
+void softplus_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::softplus_cuda<float>(out, self, beta, threshold); break;
+    case at::ScalarType::Double: opforge::softplus_cuda<double>(out, self, beta, threshold); break;
+    case at::ScalarType::Half: opforge::softplus_cuda<c10::Half>(out, self, beta, threshold); break;
+    case at::ScalarType::BFloat16: opforge::softplus_cuda<c10::BFloat16>(out, self, beta, threshold); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+
 at::Tensor softplus_cuda_simulated(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   at::ScalarType dtype;
   const auto geometry = softplus_meta_step<int64_t>(self, beta, threshold, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::softplus_cuda<float>(out, self, beta, threshold); break;
-      case at::ScalarType::Double: opforge::softplus_cuda<double>(out, self, beta, threshold); break;
-      case at::ScalarType::Half: opforge::softplus_cuda<c10::Half>(out, self, beta, threshold); break;
-      case at::ScalarType::BFloat16: opforge::softplus_cuda<c10::BFloat16>(out, self, beta, threshold); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  softplus_cuda_run(out, self, beta, threshold, dtype);
   return out;
+}
+
+void softplus_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.softplus_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::softplus_backward_cuda<float>(out, grad_output, self, beta, threshold); break;
+    case at::ScalarType::Double: opforge::softplus_backward_cuda<double>(out, grad_output, self, beta, threshold); break;
+    case at::ScalarType::Half: opforge::softplus_backward_cuda<c10::Half>(out, grad_output, self, beta, threshold); break;
+    case at::ScalarType::BFloat16: opforge::softplus_backward_cuda<c10::BFloat16>(out, grad_output, self, beta, threshold); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
 }
 
 at::Tensor softplus_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
@@ -2215,15 +2363,7 @@ at::Tensor softplus_backward_cuda_simulated(const at::Tensor& grad_output, const
   at::ScalarType dtype;
   const auto geometry = softplus_backward_meta_step<int64_t>(grad_output, self, beta, threshold, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::softplus_backward_cuda<float>(out, grad_output, self, beta, threshold); break;
-      case at::ScalarType::Double: opforge::softplus_backward_cuda<double>(out, grad_output, self, beta, threshold); break;
-      case at::ScalarType::Half: opforge::softplus_backward_cuda<c10::Half>(out, grad_output, self, beta, threshold); break;
-      case at::ScalarType::BFloat16: opforge::softplus_backward_cuda<c10::BFloat16>(out, grad_output, self, beta, threshold); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  softplus_backward_cuda_run(out, grad_output, self, beta, threshold, dtype);
   return out;
 }
 
@@ -2272,22 +2412,42 @@ at::Tensor sum_cuda_simulated(const at::Tensor& self, at::OptionalIntArrayRef di
   TORCH_CHECK(false, kOp, ": unreachable dtype");
 }
 
+void tanh_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::tanh_cuda<float>(out, self); break;
+    case at::ScalarType::Double: opforge::tanh_cuda<double>(out, self); break;
+    case at::ScalarType::Half: opforge::tanh_cuda<c10::Half>(out, self); break;
+    case at::ScalarType::BFloat16: opforge::tanh_cuda<c10::BFloat16>(out, self); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+
 at::Tensor tanh_cuda_simulated(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   at::ScalarType dtype;
   const auto geometry = tanh_meta_step<int64_t>(self, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::tanh_cuda<float>(out, self); break;
-      case at::ScalarType::Double: opforge::tanh_cuda<double>(out, self); break;
-      case at::ScalarType::Half: opforge::tanh_cuda<c10::Half>(out, self); break;
-      case at::ScalarType::BFloat16: opforge::tanh_cuda<c10::BFloat16>(out, self); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  tanh_cuda_run(out, self, dtype);
   return out;
+}
+
+void tanh_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.tanh_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::tanh_backward_cuda<float>(out, grad_output, output); break;
+    case at::ScalarType::Double: opforge::tanh_backward_cuda<double>(out, grad_output, output); break;
+    case at::ScalarType::Half: opforge::tanh_backward_cuda<c10::Half>(out, grad_output, output); break;
+    case at::ScalarType::BFloat16: opforge::tanh_backward_cuda<c10::BFloat16>(out, grad_output, output); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
 }
 
 at::Tensor tanh_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& output) {
@@ -2297,15 +2457,7 @@ at::Tensor tanh_backward_cuda_simulated(const at::Tensor& grad_output, const at:
   at::ScalarType dtype;
   const auto geometry = tanh_backward_meta_step<int64_t>(grad_output, output, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::tanh_backward_cuda<float>(out, grad_output, output); break;
-      case at::ScalarType::Double: opforge::tanh_backward_cuda<double>(out, grad_output, output); break;
-      case at::ScalarType::Half: opforge::tanh_backward_cuda<c10::Half>(out, grad_output, output); break;
-      case at::ScalarType::BFloat16: opforge::tanh_backward_cuda<c10::BFloat16>(out, grad_output, output); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  tanh_backward_cuda_run(out, grad_output, output, dtype);
   return out;
 }
 }  // namespace

@@ -11,7 +11,8 @@ namespace opforge {
 
 template <typename scalar_t>
 void add_relu_cpu(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  pointwise::run_cpu<scalar_t>(opforge::pointwise::make_plan<2>(out, {&self, &other}), opforge::math::add_relu_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()});
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&self, &other});
+  pointwise::run_cpu<scalar_t>(plan, opforge::math::add_relu_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()});
 }
 
 template void add_relu_cpu<float>(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);

@@ -11,7 +11,8 @@ namespace opforge {
 
 template <typename scalar_t>
 void elu_cpu(const at::Tensor& out, const at::Tensor& self, const at::Scalar& alpha) {
-  pointwise::run_cpu<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::elu_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()});
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  pointwise::run_cpu<scalar_t>(plan, opforge::math::elu_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()});
 }
 
 template void elu_cpu<float>(const at::Tensor& out, const at::Tensor& self, const at::Scalar& alpha);

@@ -11,7 +11,8 @@ namespace opforge {
 
 template <typename scalar_t>
 void hardsigmoid_backward_cpu(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self) {
-  pointwise::run_cpu<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::hardsigmoid_backward_fn<scalar_t>{});
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&grad_output, &self});
+  pointwise::run_cpu<scalar_t>(plan, opforge::math::hardsigmoid_backward_fn<scalar_t>{});
 }
 
 template void hardsigmoid_backward_cpu<float>(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self);

@@ -11,7 +11,8 @@ namespace opforge {
 
 template <typename scalar_t>
 void leaky_relu_backward_cpu(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& negative_slope) {
-  pointwise::run_cpu<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::leaky_relu_backward_fn<scalar_t>{negative_slope.to<opforge::math::opmath_t<scalar_t>>()});
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&grad_output, &self});
+  pointwise::run_cpu<scalar_t>(plan, opforge::math::leaky_relu_backward_fn<scalar_t>{negative_slope.to<opforge::math::opmath_t<scalar_t>>()});
 }
 
 template void leaky_relu_backward_cpu<float>(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& negative_slope);

@@ -11,7 +11,8 @@ namespace opforge {
 
 template <typename scalar_t>
 void leaky_relu_cpu(const at::Tensor& out, const at::Tensor& self, const at::Scalar& negative_slope) {
-  pointwise::run_cpu<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::leaky_relu_fn<scalar_t>{negative_slope.to<opforge::math::opmath_t<scalar_t>>()});
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  pointwise::run_cpu<scalar_t>(plan, opforge::math::leaky_relu_fn<scalar_t>{negative_slope.to<opforge::math::opmath_t<scalar_t>>()});
 }
 
 template void leaky_relu_cpu<float>(const at::Tensor& out, const at::Tensor& self, const at::Scalar& negative_slope);

@@ -11,7 +11,8 @@ namespace opforge {
 
 template <typename scalar_t>
 void relu_cpu(const at::Tensor& out, const at::Tensor& self) {
-  pointwise::run_cpu<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::relu_fn<scalar_t>{});
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  pointwise::run_cpu<scalar_t>(plan, opforge::math::relu_fn<scalar_t>{});
 }
 
 template void relu_cpu<float>(const at::Tensor& out, const at::Tensor& self);

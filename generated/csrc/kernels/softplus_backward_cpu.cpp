@@ -11,7 +11,8 @@ namespace opforge {
 
 template <typename scalar_t>
 void softplus_backward_cpu(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
-  pointwise::run_cpu<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::softplus_backward_fn<scalar_t>{beta.to<opforge::math::opmath_t<scalar_t>>(), threshold.to<opforge::math::opmath_t<scalar_t>>()});
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&grad_output, &self});
+  pointwise::run_cpu<scalar_t>(plan, opforge::math::softplus_backward_fn<scalar_t>{beta.to<opforge::math::opmath_t<scalar_t>>(), threshold.to<opforge::math::opmath_t<scalar_t>>()});
 }
 
 template void softplus_backward_cpu<float>(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold);

@@ -25,7 +25,8 @@ namespace opforge {
 // on the current stream (generated/csrc/kernels/add_Tensor.cu instantiates the launch).
 template <typename scalar_t>
 void add_Tensor_cuda(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&self, &other}), opforge::math::add_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&self, &other});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::add_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
 }
 
 }  // namespace opforge
@@ -68,6 +69,42 @@ opforge::pointwise::geometry<Int> add_Tensor_meta_step(const at::Tensor& self, c
 }
 
 
+void add_Tensor_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add";
+  if (out.numel() == 0) {
+    return;
+  }
+  const at::Tensor self_p = self.to(dtype);
+  const at::Tensor other_p = other.to(dtype);
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::add_Tensor_cpu<float>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Double: opforge::add_Tensor_cpu<double>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Half: opforge::add_Tensor_cpu<c10::Half>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::BFloat16: opforge::add_Tensor_cpu<c10::BFloat16>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Long: opforge::add_Tensor_cpu<int64_t>(out, self_p, other_p, alpha); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#ifdef OPFORGE_WITH_CUDA
+
+void add_Tensor_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add";
+  if (out.numel() == 0) {
+    return;
+  }
+  const at::Tensor self_p = self.to(dtype);
+  const at::Tensor other_p = other.to(dtype);
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::add_Tensor_cuda<float>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Double: opforge::add_Tensor_cuda<double>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Half: opforge::add_Tensor_cuda<c10::Half>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::BFloat16: opforge::add_Tensor_cuda<c10::BFloat16>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Long: opforge::add_Tensor_cuda<int64_t>(out, self_p, other_p, alpha); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#endif  // OPFORGE_WITH_CUDA
+
 at::Tensor add_Tensor_cpu_structured(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
@@ -75,18 +112,7 @@ at::Tensor add_Tensor_cpu_structured(const at::Tensor& self, const at::Tensor& o
   at::ScalarType dtype;
   const auto geometry = add_Tensor_meta_step<int64_t>(self, other, alpha, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    const at::Tensor self_p = self.to(dtype);
-    const at::Tensor other_p = other.to(dtype);
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::add_Tensor_cpu<float>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Double: opforge::add_Tensor_cpu<double>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Half: opforge::add_Tensor_cpu<c10::Half>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::BFloat16: opforge::add_Tensor_cpu<c10::BFloat16>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Long: opforge::add_Tensor_cpu<int64_t>(out, self_p, other_p, alpha); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  add_Tensor_cpu_run(out, self, other, alpha, dtype);
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -99,18 +125,7 @@ at::Tensor add_Tensor_cuda_structured(const at::Tensor& self, const at::Tensor& 
   at::ScalarType dtype;
   const auto geometry = add_Tensor_meta_step<int64_t>(self, other, alpha, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    const at::Tensor self_p = self.to(dtype);
-    const at::Tensor other_p = other.to(dtype);
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::add_Tensor_cuda<float>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Double: opforge::add_Tensor_cuda<double>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Half: opforge::add_Tensor_cuda<c10::Half>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::BFloat16: opforge::add_Tensor_cuda<c10::BFloat16>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Long: opforge::add_Tensor_cuda<int64_t>(out, self_p, other_p, alpha); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  add_Tensor_cuda_run(out, self, other, alpha, dtype);
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA
@@ -134,18 +149,7 @@ at::Tensor& add_out_cpu_structured(const at::Tensor& self, const at::Tensor& oth
     return out.copy_(opforge::ops::add(self, other, alpha));
   }
   opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}});
-  if (out.numel() != 0) {
-    const at::Tensor self_p = self.to(dtype);
-    const at::Tensor other_p = other.to(dtype);
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::add_Tensor_cpu<float>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Double: opforge::add_Tensor_cpu<double>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Half: opforge::add_Tensor_cpu<c10::Half>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::BFloat16: opforge::add_Tensor_cpu<c10::BFloat16>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Long: opforge::add_Tensor_cpu<int64_t>(out, self_p, other_p, alpha); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  add_Tensor_cpu_run(out, self, other, alpha, dtype);
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -161,18 +165,7 @@ at::Tensor& add_out_cuda_structured(const at::Tensor& self, const at::Tensor& ot
     return out.copy_(opforge::ops::add(self, other, alpha));
   }
   opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}});
-  if (out.numel() != 0) {
-    const at::Tensor self_p = self.to(dtype);
-    const at::Tensor other_p = other.to(dtype);
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::add_Tensor_cuda<float>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Double: opforge::add_Tensor_cuda<double>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Half: opforge::add_Tensor_cuda<c10::Half>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::BFloat16: opforge::add_Tensor_cuda<c10::BFloat16>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Long: opforge::add_Tensor_cuda<int64_t>(out, self_p, other_p, alpha); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  add_Tensor_cuda_run(out, self, other, alpha, dtype);
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA
@@ -222,18 +215,7 @@ at::Tensor& add__Tensor_cpu_structured(at::Tensor& self, const at::Tensor& other
     return self.copy_(opforge::ops::add(self, other, alpha));
   }
   opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}});
-  if (self.numel() != 0) {
-    const at::Tensor self_p = self.to(dtype);
-    const at::Tensor other_p = other.to(dtype);
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::add_Tensor_cpu<float>(self, self_p, other_p, alpha); break;
-      case at::ScalarType::Double: opforge::add_Tensor_cpu<double>(self, self_p, other_p, alpha); break;
-      case at::ScalarType::Half: opforge::add_Tensor_cpu<c10::Half>(self, self_p, other_p, alpha); break;
-      case at::ScalarType::BFloat16: opforge::add_Tensor_cpu<c10::BFloat16>(self, self_p, other_p, alpha); break;
-      case at::ScalarType::Long: opforge::add_Tensor_cpu<int64_t>(self, self_p, other_p, alpha); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  add_Tensor_cpu_run(self, self, other, alpha, dtype);
   return self;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -249,18 +231,7 @@ at::Tensor& add__Tensor_cuda_structured(at::Tensor& self, const at::Tensor& othe
     return self.copy_(opforge::ops::add(self, other, alpha));
   }
   opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}});
-  if (self.numel() != 0) {
-    const at::Tensor self_p = self.to(dtype);
-    const at::Tensor other_p = other.to(dtype);
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::add_Tensor_cuda<float>(self, self_p, other_p, alpha); break;
-      case at::ScalarType::Double: opforge::add_Tensor_cuda<double>(self, self_p, other_p, alpha); break;
-      case at::ScalarType::Half: opforge::add_Tensor_cuda<c10::Half>(self, self_p, other_p, alpha); break;
-      case at::ScalarType::BFloat16: opforge::add_Tensor_cuda<c10::BFloat16>(self, self_p, other_p, alpha); break;
-      case at::ScalarType::Long: opforge::add_Tensor_cuda<int64_t>(self, self_p, other_p, alpha); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  add_Tensor_cuda_run(self, self, other, alpha, dtype);
   return self;
 }
 #endif  // OPFORGE_WITH_CUDA

@@ -26,7 +26,8 @@ namespace opforge {
 // on the current stream (generated/csrc/kernels/add_relu.cu instantiates the launch).
 template <typename scalar_t>
 void add_relu_cuda(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&self, &other}), opforge::math::add_relu_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&self, &other});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::add_relu_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
 }
 
 }  // namespace opforge
@@ -53,6 +54,40 @@ opforge::pointwise::geometry<Int> add_relu_meta_step(const at::Tensor& self, con
 }
 
 
+void add_relu_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add_relu";
+  if (out.numel() == 0) {
+    return;
+  }
+  const at::Tensor self_p = self.to(dtype);
+  const at::Tensor other_p = other.to(dtype);
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::add_relu_cpu<float>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Double: opforge::add_relu_cpu<double>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Half: opforge::add_relu_cpu<c10::Half>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::BFloat16: opforge::add_relu_cpu<c10::BFloat16>(out, self_p, other_p, alpha); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#ifdef OPFORGE_WITH_CUDA
+
+void add_relu_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.add_relu";
+  if (out.numel() == 0) {
+    return;
+  }
+  const at::Tensor self_p = self.to(dtype);
+  const at::Tensor other_p = other.to(dtype);
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::add_relu_cuda<float>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Double: opforge::add_relu_cuda<double>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Half: opforge::add_relu_cuda<c10::Half>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::BFloat16: opforge::add_relu_cuda<c10::BFloat16>(out, self_p, other_p, alpha); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#endif  // OPFORGE_WITH_CUDA
+
 at::Tensor add_relu_cpu_structured(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add_relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
@@ -60,17 +95,7 @@ at::Tensor add_relu_cpu_structured(const at::Tensor& self, const at::Tensor& oth
   at::ScalarType dtype;
   const auto geometry = add_relu_meta_step<int64_t>(self, other, alpha, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    const at::Tensor self_p = self.to(dtype);
-    const at::Tensor other_p = other.to(dtype);
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::add_relu_cpu<float>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Double: opforge::add_relu_cpu<double>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Half: opforge::add_relu_cpu<c10::Half>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::BFloat16: opforge::add_relu_cpu<c10::BFloat16>(out, self_p, other_p, alpha); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  add_relu_cpu_run(out, self, other, alpha, dtype);
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -83,17 +108,7 @@ at::Tensor add_relu_cuda_structured(const at::Tensor& self, const at::Tensor& ot
   at::ScalarType dtype;
   const auto geometry = add_relu_meta_step<int64_t>(self, other, alpha, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    const at::Tensor self_p = self.to(dtype);
-    const at::Tensor other_p = other.to(dtype);
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::add_relu_cuda<float>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Double: opforge::add_relu_cuda<double>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::Half: opforge::add_relu_cuda<c10::Half>(out, self_p, other_p, alpha); break;
-      case at::ScalarType::BFloat16: opforge::add_relu_cuda<c10::BFloat16>(out, self_p, other_p, alpha); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  add_relu_cuda_run(out, self, other, alpha, dtype);
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA

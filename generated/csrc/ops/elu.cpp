@@ -26,7 +26,8 @@ namespace opforge {
 // on the current stream (generated/csrc/kernels/elu.cu instantiates the launch).
 template <typename scalar_t>
 void elu_cuda(const at::Tensor& out, const at::Tensor& self, const at::Scalar& alpha) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::elu_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::elu_fn<scalar_t>{alpha.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
 }
 
 }  // namespace opforge
@@ -66,21 +67,43 @@ opforge::pointwise::geometry<Int> elu_meta_step(const at::Tensor& self, const at
 }
 
 
+void elu_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& alpha, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::elu_cpu<float>(out, self, alpha); break;
+    case at::ScalarType::Double: opforge::elu_cpu<double>(out, self, alpha); break;
+    case at::ScalarType::Half: opforge::elu_cpu<c10::Half>(out, self, alpha); break;
+    case at::ScalarType::BFloat16: opforge::elu_cpu<c10::BFloat16>(out, self, alpha); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#ifdef OPFORGE_WITH_CUDA
+
+void elu_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& alpha, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::elu_cuda<float>(out, self, alpha); break;
+    case at::ScalarType::Double: opforge::elu_cuda<double>(out, self, alpha); break;
+    case at::ScalarType::Half: opforge::elu_cuda<c10::Half>(out, self, alpha); break;
+    case at::ScalarType::BFloat16: opforge::elu_cuda<c10::BFloat16>(out, self, alpha); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#endif  // OPFORGE_WITH_CUDA
+
 at::Tensor elu_cpu_structured(const at::Tensor& self, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   at::ScalarType dtype;
   const auto geometry = elu_meta_step<int64_t>(self, alpha, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::elu_cpu<float>(out, self, alpha); break;
-      case at::ScalarType::Double: opforge::elu_cpu<double>(out, self, alpha); break;
-      case at::ScalarType::Half: opforge::elu_cpu<c10::Half>(out, self, alpha); break;
-      case at::ScalarType::BFloat16: opforge::elu_cpu<c10::BFloat16>(out, self, alpha); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  elu_cpu_run(out, self, alpha, dtype);
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -92,15 +115,7 @@ at::Tensor elu_cuda_structured(const at::Tensor& self, const at::Scalar& alpha) 
   at::ScalarType dtype;
   const auto geometry = elu_meta_step<int64_t>(self, alpha, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::elu_cuda<float>(out, self, alpha); break;
-      case at::ScalarType::Double: opforge::elu_cuda<double>(out, self, alpha); break;
-      case at::ScalarType::Half: opforge::elu_cuda<c10::Half>(out, self, alpha); break;
-      case at::ScalarType::BFloat16: opforge::elu_cuda<c10::BFloat16>(out, self, alpha); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  elu_cuda_run(out, self, alpha, dtype);
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA
@@ -122,15 +137,7 @@ at::Tensor& elu_out_cpu_structured(const at::Tensor& self, const at::Scalar& alp
     return out.copy_(opforge::ops::elu(self, alpha));
   }
   opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::elu_cpu<float>(out, self, alpha); break;
-      case at::ScalarType::Double: opforge::elu_cpu<double>(out, self, alpha); break;
-      case at::ScalarType::Half: opforge::elu_cpu<c10::Half>(out, self, alpha); break;
-      case at::ScalarType::BFloat16: opforge::elu_cpu<c10::BFloat16>(out, self, alpha); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  elu_cpu_run(out, self, alpha, dtype);
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -145,15 +152,7 @@ at::Tensor& elu_out_cuda_structured(const at::Tensor& self, const at::Scalar& al
     return out.copy_(opforge::ops::elu(self, alpha));
   }
   opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::elu_cuda<float>(out, self, alpha); break;
-      case at::ScalarType::Double: opforge::elu_cuda<double>(out, self, alpha); break;
-      case at::ScalarType::Half: opforge::elu_cuda<c10::Half>(out, self, alpha); break;
-      case at::ScalarType::BFloat16: opforge::elu_cuda<c10::BFloat16>(out, self, alpha); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  elu_cuda_run(out, self, alpha, dtype);
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA
@@ -201,15 +200,7 @@ at::Tensor& elu__cpu_structured(at::Tensor& self, const at::Scalar& alpha) {
     return self.copy_(opforge::ops::elu(self, alpha));
   }
   opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  if (self.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::elu_cpu<float>(self, self, alpha); break;
-      case at::ScalarType::Double: opforge::elu_cpu<double>(self, self, alpha); break;
-      case at::ScalarType::Half: opforge::elu_cpu<c10::Half>(self, self, alpha); break;
-      case at::ScalarType::BFloat16: opforge::elu_cpu<c10::BFloat16>(self, self, alpha); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  elu_cpu_run(self, self, alpha, dtype);
   return self;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -224,15 +215,7 @@ at::Tensor& elu__cuda_structured(at::Tensor& self, const at::Scalar& alpha) {
     return self.copy_(opforge::ops::elu(self, alpha));
   }
   opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  if (self.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::elu_cuda<float>(self, self, alpha); break;
-      case at::ScalarType::Double: opforge::elu_cuda<double>(self, self, alpha); break;
-      case at::ScalarType::Half: opforge::elu_cuda<c10::Half>(self, self, alpha); break;
-      case at::ScalarType::BFloat16: opforge::elu_cuda<c10::BFloat16>(self, self, alpha); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  elu_cuda_run(self, self, alpha, dtype);
   return self;
 }
 #endif  // OPFORGE_WITH_CUDA

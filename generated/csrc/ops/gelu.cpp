@@ -58,21 +58,43 @@ opforge::pointwise::geometry<Int> gelu_meta_step(const at::Tensor& self, c10::st
 }
 
 
+void gelu_cpu_run(const at::Tensor& out, const at::Tensor& self, c10::string_view approximate, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.gelu";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::gelu_cpu<float>(out, self, approximate); break;
+    case at::ScalarType::Double: opforge::gelu_cpu<double>(out, self, approximate); break;
+    case at::ScalarType::Half: opforge::gelu_cpu<c10::Half>(out, self, approximate); break;
+    case at::ScalarType::BFloat16: opforge::gelu_cpu<c10::BFloat16>(out, self, approximate); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#ifdef OPFORGE_WITH_CUDA
+
+void gelu_cuda_run(const at::Tensor& out, const at::Tensor& self, c10::string_view approximate, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.gelu";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::gelu_cuda<float>(out, self, approximate); break;
+    case at::ScalarType::Double: opforge::gelu_cuda<double>(out, self, approximate); break;
+    case at::ScalarType::Half: opforge::gelu_cuda<c10::Half>(out, self, approximate); break;
+    case at::ScalarType::BFloat16: opforge::gelu_cuda<c10::BFloat16>(out, self, approximate); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#endif  // OPFORGE_WITH_CUDA
+
 at::Tensor gelu_cpu_structured(const at::Tensor& self, c10::string_view approximate) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   at::ScalarType dtype;
   const auto geometry = gelu_meta_step<int64_t>(self, approximate, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::gelu_cpu<float>(out, self, approximate); break;
-      case at::ScalarType::Double: opforge::gelu_cpu<double>(out, self, approximate); break;
-      case at::ScalarType::Half: opforge::gelu_cpu<c10::Half>(out, self, approximate); break;
-      case at::ScalarType::BFloat16: opforge::gelu_cpu<c10::BFloat16>(out, self, approximate); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  gelu_cpu_run(out, self, approximate, dtype);
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -84,15 +106,7 @@ at::Tensor gelu_cuda_structured(const at::Tensor& self, c10::string_view approxi
   at::ScalarType dtype;
   const auto geometry = gelu_meta_step<int64_t>(self, approximate, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::gelu_cuda<float>(out, self, approximate); break;
-      case at::ScalarType::Double: opforge::gelu_cuda<double>(out, self, approximate); break;
-      case at::ScalarType::Half: opforge::gelu_cuda<c10::Half>(out, self, approximate); break;
-      case at::ScalarType::BFloat16: opforge::gelu_cuda<c10::BFloat16>(out, self, approximate); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  gelu_cuda_run(out, self, approximate, dtype);
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA

@@ -59,6 +59,36 @@ opforge::pointwise::geometry<Int> gelu_backward_meta_step(const at::Tensor& grad
 }
 
 
+void gelu_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.gelu_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::gelu_backward_cpu<float>(out, grad_output, self, approximate); break;
+    case at::ScalarType::Double: opforge::gelu_backward_cpu<double>(out, grad_output, self, approximate); break;
+    case at::ScalarType::Half: opforge::gelu_backward_cpu<c10::Half>(out, grad_output, self, approximate); break;
+    case at::ScalarType::BFloat16: opforge::gelu_backward_cpu<c10::BFloat16>(out, grad_output, self, approximate); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#ifdef OPFORGE_WITH_CUDA
+
+void gelu_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.gelu_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::gelu_backward_cuda<float>(out, grad_output, self, approximate); break;
+    case at::ScalarType::Double: opforge::gelu_backward_cuda<double>(out, grad_output, self, approximate); break;
+    case at::ScalarType::Half: opforge::gelu_backward_cuda<c10::Half>(out, grad_output, self, approximate); break;
+    case at::ScalarType::BFloat16: opforge::gelu_backward_cuda<c10::BFloat16>(out, grad_output, self, approximate); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#endif  // OPFORGE_WITH_CUDA
+
 at::Tensor gelu_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
@@ -66,15 +96,7 @@ at::Tensor gelu_backward_cpu_structured(const at::Tensor& grad_output, const at:
   at::ScalarType dtype;
   const auto geometry = gelu_backward_meta_step<int64_t>(grad_output, self, approximate, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::gelu_backward_cpu<float>(out, grad_output, self, approximate); break;
-      case at::ScalarType::Double: opforge::gelu_backward_cpu<double>(out, grad_output, self, approximate); break;
-      case at::ScalarType::Half: opforge::gelu_backward_cpu<c10::Half>(out, grad_output, self, approximate); break;
-      case at::ScalarType::BFloat16: opforge::gelu_backward_cpu<c10::BFloat16>(out, grad_output, self, approximate); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  gelu_backward_cpu_run(out, grad_output, self, approximate, dtype);
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -87,15 +109,7 @@ at::Tensor gelu_backward_cuda_structured(const at::Tensor& grad_output, const at
   at::ScalarType dtype;
   const auto geometry = gelu_backward_meta_step<int64_t>(grad_output, self, approximate, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::gelu_backward_cuda<float>(out, grad_output, self, approximate); break;
-      case at::ScalarType::Double: opforge::gelu_backward_cuda<double>(out, grad_output, self, approximate); break;
-      case at::ScalarType::Half: opforge::gelu_backward_cuda<c10::Half>(out, grad_output, self, approximate); break;
-      case at::ScalarType::BFloat16: opforge::gelu_backward_cuda<c10::BFloat16>(out, grad_output, self, approximate); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  gelu_backward_cuda_run(out, grad_output, self, approximate, dtype);
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA

@@ -25,7 +25,8 @@ namespace opforge {
 // on the current stream (generated/csrc/kernels/hardsigmoid_backward.cu instantiates the launch).
 template <typename scalar_t>
 void hardsigmoid_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::hardsigmoid_backward_fn<scalar_t>{}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&grad_output, &self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::hardsigmoid_backward_fn<scalar_t>{}, cuda::current_stream()));
 }
 
 }  // namespace opforge
@@ -53,6 +54,36 @@ opforge::pointwise::geometry<Int> hardsigmoid_backward_meta_step(const at::Tenso
 }
 
 
+void hardsigmoid_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.hardsigmoid_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::hardsigmoid_backward_cpu<float>(out, grad_output, self); break;
+    case at::ScalarType::Double: opforge::hardsigmoid_backward_cpu<double>(out, grad_output, self); break;
+    case at::ScalarType::Half: opforge::hardsigmoid_backward_cpu<c10::Half>(out, grad_output, self); break;
+    case at::ScalarType::BFloat16: opforge::hardsigmoid_backward_cpu<c10::BFloat16>(out, grad_output, self); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#ifdef OPFORGE_WITH_CUDA
+
+void hardsigmoid_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.hardsigmoid_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::hardsigmoid_backward_cuda<float>(out, grad_output, self); break;
+    case at::ScalarType::Double: opforge::hardsigmoid_backward_cuda<double>(out, grad_output, self); break;
+    case at::ScalarType::Half: opforge::hardsigmoid_backward_cuda<c10::Half>(out, grad_output, self); break;
+    case at::ScalarType::BFloat16: opforge::hardsigmoid_backward_cuda<c10::BFloat16>(out, grad_output, self); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#endif  // OPFORGE_WITH_CUDA
+
 at::Tensor hardsigmoid_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardsigmoid_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
@@ -60,15 +91,7 @@ at::Tensor hardsigmoid_backward_cpu_structured(const at::Tensor& grad_output, co
   at::ScalarType dtype;
   const auto geometry = hardsigmoid_backward_meta_step<int64_t>(grad_output, self, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::hardsigmoid_backward_cpu<float>(out, grad_output, self); break;
-      case at::ScalarType::Double: opforge::hardsigmoid_backward_cpu<double>(out, grad_output, self); break;
-      case at::ScalarType::Half: opforge::hardsigmoid_backward_cpu<c10::Half>(out, grad_output, self); break;
-      case at::ScalarType::BFloat16: opforge::hardsigmoid_backward_cpu<c10::BFloat16>(out, grad_output, self); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  hardsigmoid_backward_cpu_run(out, grad_output, self, dtype);
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -81,15 +104,7 @@ at::Tensor hardsigmoid_backward_cuda_structured(const at::Tensor& grad_output, c
   at::ScalarType dtype;
   const auto geometry = hardsigmoid_backward_meta_step<int64_t>(grad_output, self, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::hardsigmoid_backward_cuda<float>(out, grad_output, self); break;
-      case at::ScalarType::Double: opforge::hardsigmoid_backward_cuda<double>(out, grad_output, self); break;
-      case at::ScalarType::Half: opforge::hardsigmoid_backward_cuda<c10::Half>(out, grad_output, self); break;
-      case at::ScalarType::BFloat16: opforge::hardsigmoid_backward_cuda<c10::BFloat16>(out, grad_output, self); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  hardsigmoid_backward_cuda_run(out, grad_output, self, dtype);
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA

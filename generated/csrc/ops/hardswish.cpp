@@ -26,7 +26,8 @@ namespace opforge {
 // on the current stream (generated/csrc/kernels/hardswish.cu instantiates the launch).
 template <typename scalar_t>
 void hardswish_cuda(const at::Tensor& out, const at::Tensor& self) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::hardswish_fn<scalar_t>{}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::hardswish_fn<scalar_t>{}, cuda::current_stream()));
 }
 
 }  // namespace opforge
@@ -66,21 +67,43 @@ opforge::pointwise::geometry<Int> hardswish_meta_step(const at::Tensor& self, at
 }
 
 
+void hardswish_cpu_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::hardswish_cpu<float>(out, self); break;
+    case at::ScalarType::Double: opforge::hardswish_cpu<double>(out, self); break;
+    case at::ScalarType::Half: opforge::hardswish_cpu<c10::Half>(out, self); break;
+    case at::ScalarType::BFloat16: opforge::hardswish_cpu<c10::BFloat16>(out, self); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#ifdef OPFORGE_WITH_CUDA
+
+void hardswish_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::hardswish_cuda<float>(out, self); break;
+    case at::ScalarType::Double: opforge::hardswish_cuda<double>(out, self); break;
+    case at::ScalarType::Half: opforge::hardswish_cuda<c10::Half>(out, self); break;
+    case at::ScalarType::BFloat16: opforge::hardswish_cuda<c10::BFloat16>(out, self); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#endif  // OPFORGE_WITH_CUDA
+
 at::Tensor hardswish_cpu_structured(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   at::ScalarType dtype;
   const auto geometry = hardswish_meta_step<int64_t>(self, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::hardswish_cpu<float>(out, self); break;
-      case at::ScalarType::Double: opforge::hardswish_cpu<double>(out, self); break;
-      case at::ScalarType::Half: opforge::hardswish_cpu<c10::Half>(out, self); break;
-      case at::ScalarType::BFloat16: opforge::hardswish_cpu<c10::BFloat16>(out, self); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  hardswish_cpu_run(out, self, dtype);
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -92,15 +115,7 @@ at::Tensor hardswish_cuda_structured(const at::Tensor& self) {
   at::ScalarType dtype;
   const auto geometry = hardswish_meta_step<int64_t>(self, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::hardswish_cuda<float>(out, self); break;
-      case at::ScalarType::Double: opforge::hardswish_cuda<double>(out, self); break;
-      case at::ScalarType::Half: opforge::hardswish_cuda<c10::Half>(out, self); break;
-      case at::ScalarType::BFloat16: opforge::hardswish_cuda<c10::BFloat16>(out, self); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  hardswish_cuda_run(out, self, dtype);
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA
@@ -122,15 +137,7 @@ at::Tensor& hardswish_out_cpu_structured(const at::Tensor& self, at::Tensor& out
     return out.copy_(opforge::ops::hardswish(self));
   }
   opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::hardswish_cpu<float>(out, self); break;
-      case at::ScalarType::Double: opforge::hardswish_cpu<double>(out, self); break;
-      case at::ScalarType::Half: opforge::hardswish_cpu<c10::Half>(out, self); break;
-      case at::ScalarType::BFloat16: opforge::hardswish_cpu<c10::BFloat16>(out, self); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  hardswish_cpu_run(out, self, dtype);
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -145,15 +152,7 @@ at::Tensor& hardswish_out_cuda_structured(const at::Tensor& self, at::Tensor& ou
     return out.copy_(opforge::ops::hardswish(self));
   }
   opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::hardswish_cuda<float>(out, self); break;
-      case at::ScalarType::Double: opforge::hardswish_cuda<double>(out, self); break;
-      case at::ScalarType::Half: opforge::hardswish_cuda<c10::Half>(out, self); break;
-      case at::ScalarType::BFloat16: opforge::hardswish_cuda<c10::BFloat16>(out, self); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  hardswish_cuda_run(out, self, dtype);
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA
@@ -201,15 +200,7 @@ at::Tensor& hardswish__cpu_structured(at::Tensor& self) {
     return self.copy_(opforge::ops::hardswish(self));
   }
   opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  if (self.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::hardswish_cpu<float>(self, self); break;
-      case at::ScalarType::Double: opforge::hardswish_cpu<double>(self, self); break;
-      case at::ScalarType::Half: opforge::hardswish_cpu<c10::Half>(self, self); break;
-      case at::ScalarType::BFloat16: opforge::hardswish_cpu<c10::BFloat16>(self, self); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  hardswish_cpu_run(self, self, dtype);
   return self;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -224,15 +215,7 @@ at::Tensor& hardswish__cuda_structured(at::Tensor& self) {
     return self.copy_(opforge::ops::hardswish(self));
   }
   opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  if (self.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::hardswish_cuda<float>(self, self); break;
-      case at::ScalarType::Double: opforge::hardswish_cuda<double>(self, self); break;
-      case at::ScalarType::Half: opforge::hardswish_cuda<c10::Half>(self, self); break;
-      case at::ScalarType::BFloat16: opforge::hardswish_cuda<c10::BFloat16>(self, self); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  hardswish_cuda_run(self, self, dtype);
   return self;
 }
 #endif  // OPFORGE_WITH_CUDA

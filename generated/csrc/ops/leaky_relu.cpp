@@ -26,7 +26,8 @@ namespace opforge {
 // on the current stream (generated/csrc/kernels/leaky_relu.cu instantiates the launch).
 template <typename scalar_t>
 void leaky_relu_cuda(const at::Tensor& out, const at::Tensor& self, const at::Scalar& negative_slope) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::leaky_relu_fn<scalar_t>{negative_slope.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::leaky_relu_fn<scalar_t>{negative_slope.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
 }
 
 }  // namespace opforge
@@ -66,21 +67,43 @@ opforge::pointwise::geometry<Int> leaky_relu_meta_step(const at::Tensor& self, c
 }
 
 
+void leaky_relu_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& negative_slope, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::leaky_relu_cpu<float>(out, self, negative_slope); break;
+    case at::ScalarType::Double: opforge::leaky_relu_cpu<double>(out, self, negative_slope); break;
+    case at::ScalarType::Half: opforge::leaky_relu_cpu<c10::Half>(out, self, negative_slope); break;
+    case at::ScalarType::BFloat16: opforge::leaky_relu_cpu<c10::BFloat16>(out, self, negative_slope); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#ifdef OPFORGE_WITH_CUDA
+
+void leaky_relu_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& negative_slope, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::leaky_relu_cuda<float>(out, self, negative_slope); break;
+    case at::ScalarType::Double: opforge::leaky_relu_cuda<double>(out, self, negative_slope); break;
+    case at::ScalarType::Half: opforge::leaky_relu_cuda<c10::Half>(out, self, negative_slope); break;
+    case at::ScalarType::BFloat16: opforge::leaky_relu_cuda<c10::BFloat16>(out, self, negative_slope); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#endif  // OPFORGE_WITH_CUDA
+
 at::Tensor leaky_relu_cpu_structured(const at::Tensor& self, const at::Scalar& negative_slope) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   at::ScalarType dtype;
   const auto geometry = leaky_relu_meta_step<int64_t>(self, negative_slope, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::leaky_relu_cpu<float>(out, self, negative_slope); break;
-      case at::ScalarType::Double: opforge::leaky_relu_cpu<double>(out, self, negative_slope); break;
-      case at::ScalarType::Half: opforge::leaky_relu_cpu<c10::Half>(out, self, negative_slope); break;
-      case at::ScalarType::BFloat16: opforge::leaky_relu_cpu<c10::BFloat16>(out, self, negative_slope); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  leaky_relu_cpu_run(out, self, negative_slope, dtype);
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -92,15 +115,7 @@ at::Tensor leaky_relu_cuda_structured(const at::Tensor& self, const at::Scalar& 
   at::ScalarType dtype;
   const auto geometry = leaky_relu_meta_step<int64_t>(self, negative_slope, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::leaky_relu_cuda<float>(out, self, negative_slope); break;
-      case at::ScalarType::Double: opforge::leaky_relu_cuda<double>(out, self, negative_slope); break;
-      case at::ScalarType::Half: opforge::leaky_relu_cuda<c10::Half>(out, self, negative_slope); break;
-      case at::ScalarType::BFloat16: opforge::leaky_relu_cuda<c10::BFloat16>(out, self, negative_slope); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  leaky_relu_cuda_run(out, self, negative_slope, dtype);
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA
@@ -122,15 +137,7 @@ at::Tensor& leaky_relu_out_cpu_structured(const at::Tensor& self, const at::Scal
     return out.copy_(opforge::ops::leaky_relu(self, negative_slope));
   }
   opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::leaky_relu_cpu<float>(out, self, negative_slope); break;
-      case at::ScalarType::Double: opforge::leaky_relu_cpu<double>(out, self, negative_slope); break;
-      case at::ScalarType::Half: opforge::leaky_relu_cpu<c10::Half>(out, self, negative_slope); break;
-      case at::ScalarType::BFloat16: opforge::leaky_relu_cpu<c10::BFloat16>(out, self, negative_slope); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  leaky_relu_cpu_run(out, self, negative_slope, dtype);
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -145,15 +152,7 @@ at::Tensor& leaky_relu_out_cuda_structured(const at::Tensor& self, const at::Sca
     return out.copy_(opforge::ops::leaky_relu(self, negative_slope));
   }
   opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::leaky_relu_cuda<float>(out, self, negative_slope); break;
-      case at::ScalarType::Double: opforge::leaky_relu_cuda<double>(out, self, negative_slope); break;
-      case at::ScalarType::Half: opforge::leaky_relu_cuda<c10::Half>(out, self, negative_slope); break;
-      case at::ScalarType::BFloat16: opforge::leaky_relu_cuda<c10::BFloat16>(out, self, negative_slope); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  leaky_relu_cuda_run(out, self, negative_slope, dtype);
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA
@@ -201,15 +200,7 @@ at::Tensor& leaky_relu__cpu_structured(at::Tensor& self, const at::Scalar& negat
     return self.copy_(opforge::ops::leaky_relu(self, negative_slope));
   }
   opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  if (self.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::leaky_relu_cpu<float>(self, self, negative_slope); break;
-      case at::ScalarType::Double: opforge::leaky_relu_cpu<double>(self, self, negative_slope); break;
-      case at::ScalarType::Half: opforge::leaky_relu_cpu<c10::Half>(self, self, negative_slope); break;
-      case at::ScalarType::BFloat16: opforge::leaky_relu_cpu<c10::BFloat16>(self, self, negative_slope); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  leaky_relu_cpu_run(self, self, negative_slope, dtype);
   return self;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -224,15 +215,7 @@ at::Tensor& leaky_relu__cuda_structured(at::Tensor& self, const at::Scalar& nega
     return self.copy_(opforge::ops::leaky_relu(self, negative_slope));
   }
   opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  if (self.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::leaky_relu_cuda<float>(self, self, negative_slope); break;
-      case at::ScalarType::Double: opforge::leaky_relu_cuda<double>(self, self, negative_slope); break;
-      case at::ScalarType::Half: opforge::leaky_relu_cuda<c10::Half>(self, self, negative_slope); break;
-      case at::ScalarType::BFloat16: opforge::leaky_relu_cuda<c10::BFloat16>(self, self, negative_slope); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  leaky_relu_cuda_run(self, self, negative_slope, dtype);
   return self;
 }
 #endif  // OPFORGE_WITH_CUDA

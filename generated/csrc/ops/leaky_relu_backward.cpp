@@ -25,7 +25,8 @@ namespace opforge {
 // on the current stream (generated/csrc/kernels/leaky_relu_backward.cu instantiates the launch).
 template <typename scalar_t>
 void leaky_relu_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& negative_slope) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::leaky_relu_backward_fn<scalar_t>{negative_slope.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&grad_output, &self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::leaky_relu_backward_fn<scalar_t>{negative_slope.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
 }
 
 }  // namespace opforge
@@ -53,6 +54,36 @@ opforge::pointwise::geometry<Int> leaky_relu_backward_meta_step(const at::Tensor
 }
 
 
+void leaky_relu_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& negative_slope, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::leaky_relu_backward_cpu<float>(out, grad_output, self, negative_slope); break;
+    case at::ScalarType::Double: opforge::leaky_relu_backward_cpu<double>(out, grad_output, self, negative_slope); break;
+    case at::ScalarType::Half: opforge::leaky_relu_backward_cpu<c10::Half>(out, grad_output, self, negative_slope); break;
+    case at::ScalarType::BFloat16: opforge::leaky_relu_backward_cpu<c10::BFloat16>(out, grad_output, self, negative_slope); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#ifdef OPFORGE_WITH_CUDA
+
+void leaky_relu_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& negative_slope, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::leaky_relu_backward_cuda<float>(out, grad_output, self, negative_slope); break;
+    case at::ScalarType::Double: opforge::leaky_relu_backward_cuda<double>(out, grad_output, self, negative_slope); break;
+    case at::ScalarType::Half: opforge::leaky_relu_backward_cuda<c10::Half>(out, grad_output, self, negative_slope); break;
+    case at::ScalarType::BFloat16: opforge::leaky_relu_backward_cuda<c10::BFloat16>(out, grad_output, self, negative_slope); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#endif  // OPFORGE_WITH_CUDA
+
 at::Tensor leaky_relu_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& negative_slope) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
@@ -60,15 +91,7 @@ at::Tensor leaky_relu_backward_cpu_structured(const at::Tensor& grad_output, con
   at::ScalarType dtype;
   const auto geometry = leaky_relu_backward_meta_step<int64_t>(grad_output, self, negative_slope, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::leaky_relu_backward_cpu<float>(out, grad_output, self, negative_slope); break;
-      case at::ScalarType::Double: opforge::leaky_relu_backward_cpu<double>(out, grad_output, self, negative_slope); break;
-      case at::ScalarType::Half: opforge::leaky_relu_backward_cpu<c10::Half>(out, grad_output, self, negative_slope); break;
-      case at::ScalarType::BFloat16: opforge::leaky_relu_backward_cpu<c10::BFloat16>(out, grad_output, self, negative_slope); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  leaky_relu_backward_cpu_run(out, grad_output, self, negative_slope, dtype);
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -81,15 +104,7 @@ at::Tensor leaky_relu_backward_cuda_structured(const at::Tensor& grad_output, co
   at::ScalarType dtype;
   const auto geometry = leaky_relu_backward_meta_step<int64_t>(grad_output, self, negative_slope, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::leaky_relu_backward_cuda<float>(out, grad_output, self, negative_slope); break;
-      case at::ScalarType::Double: opforge::leaky_relu_backward_cuda<double>(out, grad_output, self, negative_slope); break;
-      case at::ScalarType::Half: opforge::leaky_relu_backward_cuda<c10::Half>(out, grad_output, self, negative_slope); break;
-      case at::ScalarType::BFloat16: opforge::leaky_relu_backward_cuda<c10::BFloat16>(out, grad_output, self, negative_slope); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  leaky_relu_backward_cuda_run(out, grad_output, self, negative_slope, dtype);
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA

@@ -25,7 +25,8 @@ namespace opforge {
 // on the current stream (generated/csrc/kernels/relu_backward.cu instantiates the launch).
 template <typename scalar_t>
 void relu_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &output}), opforge::math::relu_backward_fn<scalar_t>{}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&grad_output, &output});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::relu_backward_fn<scalar_t>{}, cuda::current_stream()));
 }
 
 }  // namespace opforge
@@ -53,6 +54,36 @@ opforge::pointwise::geometry<Int> relu_backward_meta_step(const at::Tensor& grad
 }
 
 
+void relu_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.relu_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::relu_backward_cpu<float>(out, grad_output, output); break;
+    case at::ScalarType::Double: opforge::relu_backward_cpu<double>(out, grad_output, output); break;
+    case at::ScalarType::Half: opforge::relu_backward_cpu<c10::Half>(out, grad_output, output); break;
+    case at::ScalarType::BFloat16: opforge::relu_backward_cpu<c10::BFloat16>(out, grad_output, output); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#ifdef OPFORGE_WITH_CUDA
+
+void relu_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.relu_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::relu_backward_cuda<float>(out, grad_output, output); break;
+    case at::ScalarType::Double: opforge::relu_backward_cuda<double>(out, grad_output, output); break;
+    case at::ScalarType::Half: opforge::relu_backward_cuda<c10::Half>(out, grad_output, output); break;
+    case at::ScalarType::BFloat16: opforge::relu_backward_cuda<c10::BFloat16>(out, grad_output, output); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#endif  // OPFORGE_WITH_CUDA
+
 at::Tensor relu_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& output) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
@@ -60,15 +91,7 @@ at::Tensor relu_backward_cpu_structured(const at::Tensor& grad_output, const at:
   at::ScalarType dtype;
   const auto geometry = relu_backward_meta_step<int64_t>(grad_output, output, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::relu_backward_cpu<float>(out, grad_output, output); break;
-      case at::ScalarType::Double: opforge::relu_backward_cpu<double>(out, grad_output, output); break;
-      case at::ScalarType::Half: opforge::relu_backward_cpu<c10::Half>(out, grad_output, output); break;
-      case at::ScalarType::BFloat16: opforge::relu_backward_cpu<c10::BFloat16>(out, grad_output, output); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  relu_backward_cpu_run(out, grad_output, output, dtype);
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -81,15 +104,7 @@ at::Tensor relu_backward_cuda_structured(const at::Tensor& grad_output, const at
   at::ScalarType dtype;
   const auto geometry = relu_backward_meta_step<int64_t>(grad_output, output, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::relu_backward_cuda<float>(out, grad_output, output); break;
-      case at::ScalarType::Double: opforge::relu_backward_cuda<double>(out, grad_output, output); break;
-      case at::ScalarType::Half: opforge::relu_backward_cuda<c10::Half>(out, grad_output, output); break;
-      case at::ScalarType::BFloat16: opforge::relu_backward_cuda<c10::BFloat16>(out, grad_output, output); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  relu_backward_cuda_run(out, grad_output, output, dtype);
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA

@@ -25,7 +25,8 @@ namespace opforge {
 // on the current stream (generated/csrc/kernels/sigmoid_backward.cu instantiates the launch).
 template <typename scalar_t>
 void sigmoid_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &output}), opforge::math::sigmoid_backward_fn<scalar_t>{}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&grad_output, &output});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::sigmoid_backward_fn<scalar_t>{}, cuda::current_stream()));
 }
 
 }  // namespace opforge
@@ -53,6 +54,36 @@ opforge::pointwise::geometry<Int> sigmoid_backward_meta_step(const at::Tensor& g
 }
 
 
+void sigmoid_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::sigmoid_backward_cpu<float>(out, grad_output, output); break;
+    case at::ScalarType::Double: opforge::sigmoid_backward_cpu<double>(out, grad_output, output); break;
+    case at::ScalarType::Half: opforge::sigmoid_backward_cpu<c10::Half>(out, grad_output, output); break;
+    case at::ScalarType::BFloat16: opforge::sigmoid_backward_cpu<c10::BFloat16>(out, grad_output, output); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#ifdef OPFORGE_WITH_CUDA
+
+void sigmoid_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::sigmoid_backward_cuda<float>(out, grad_output, output); break;
+    case at::ScalarType::Double: opforge::sigmoid_backward_cuda<double>(out, grad_output, output); break;
+    case at::ScalarType::Half: opforge::sigmoid_backward_cuda<c10::Half>(out, grad_output, output); break;
+    case at::ScalarType::BFloat16: opforge::sigmoid_backward_cuda<c10::BFloat16>(out, grad_output, output); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#endif  // OPFORGE_WITH_CUDA
+
 at::Tensor sigmoid_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& output) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
@@ -60,15 +91,7 @@ at::Tensor sigmoid_backward_cpu_structured(const at::Tensor& grad_output, const 
   at::ScalarType dtype;
   const auto geometry = sigmoid_backward_meta_step<int64_t>(grad_output, output, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::sigmoid_backward_cpu<float>(out, grad_output, output); break;
-      case at::ScalarType::Double: opforge::sigmoid_backward_cpu<double>(out, grad_output, output); break;
-      case at::ScalarType::Half: opforge::sigmoid_backward_cpu<c10::Half>(out, grad_output, output); break;
-      case at::ScalarType::BFloat16: opforge::sigmoid_backward_cpu<c10::BFloat16>(out, grad_output, output); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  sigmoid_backward_cpu_run(out, grad_output, output, dtype);
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -81,15 +104,7 @@ at::Tensor sigmoid_backward_cuda_structured(const at::Tensor& grad_output, const
   at::ScalarType dtype;
   const auto geometry = sigmoid_backward_meta_step<int64_t>(grad_output, output, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::sigmoid_backward_cuda<float>(out, grad_output, output); break;
-      case at::ScalarType::Double: opforge::sigmoid_backward_cuda<double>(out, grad_output, output); break;
-      case at::ScalarType::Half: opforge::sigmoid_backward_cuda<c10::Half>(out, grad_output, output); break;
-      case at::ScalarType::BFloat16: opforge::sigmoid_backward_cuda<c10::BFloat16>(out, grad_output, output); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  sigmoid_backward_cuda_run(out, grad_output, output, dtype);
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA

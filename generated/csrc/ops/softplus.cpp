@@ -26,7 +26,8 @@ namespace opforge {
 // on the current stream (generated/csrc/kernels/softplus.cu instantiates the launch).
 template <typename scalar_t>
 void softplus_cuda(const at::Tensor& out, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::softplus_fn<scalar_t>{beta.to<opforge::math::opmath_t<scalar_t>>(), threshold.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::softplus_fn<scalar_t>{beta.to<opforge::math::opmath_t<scalar_t>>(), threshold.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
 }
 
 }  // namespace opforge
@@ -52,21 +53,43 @@ opforge::pointwise::geometry<Int> softplus_meta_step(const at::Tensor& self, con
 }
 
 
+void softplus_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::softplus_cpu<float>(out, self, beta, threshold); break;
+    case at::ScalarType::Double: opforge::softplus_cpu<double>(out, self, beta, threshold); break;
+    case at::ScalarType::Half: opforge::softplus_cpu<c10::Half>(out, self, beta, threshold); break;
+    case at::ScalarType::BFloat16: opforge::softplus_cpu<c10::BFloat16>(out, self, beta, threshold); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#ifdef OPFORGE_WITH_CUDA
+
+void softplus_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::softplus_cuda<float>(out, self, beta, threshold); break;
+    case at::ScalarType::Double: opforge::softplus_cuda<double>(out, self, beta, threshold); break;
+    case at::ScalarType::Half: opforge::softplus_cuda<c10::Half>(out, self, beta, threshold); break;
+    case at::ScalarType::BFloat16: opforge::softplus_cuda<c10::BFloat16>(out, self, beta, threshold); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#endif  // OPFORGE_WITH_CUDA
+
 at::Tensor softplus_cpu_structured(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   at::ScalarType dtype;
   const auto geometry = softplus_meta_step<int64_t>(self, beta, threshold, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::softplus_cpu<float>(out, self, beta, threshold); break;
-      case at::ScalarType::Double: opforge::softplus_cpu<double>(out, self, beta, threshold); break;
-      case at::ScalarType::Half: opforge::softplus_cpu<c10::Half>(out, self, beta, threshold); break;
-      case at::ScalarType::BFloat16: opforge::softplus_cpu<c10::BFloat16>(out, self, beta, threshold); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  softplus_cpu_run(out, self, beta, threshold, dtype);
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -78,15 +101,7 @@ at::Tensor softplus_cuda_structured(const at::Tensor& self, const at::Scalar& be
   at::ScalarType dtype;
   const auto geometry = softplus_meta_step<int64_t>(self, beta, threshold, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::softplus_cuda<float>(out, self, beta, threshold); break;
-      case at::ScalarType::Double: opforge::softplus_cuda<double>(out, self, beta, threshold); break;
-      case at::ScalarType::Half: opforge::softplus_cuda<c10::Half>(out, self, beta, threshold); break;
-      case at::ScalarType::BFloat16: opforge::softplus_cuda<c10::BFloat16>(out, self, beta, threshold); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  softplus_cuda_run(out, self, beta, threshold, dtype);
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA

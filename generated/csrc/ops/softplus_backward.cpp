@@ -25,7 +25,8 @@ namespace opforge {
 // on the current stream (generated/csrc/kernels/softplus_backward.cu instantiates the launch).
 template <typename scalar_t>
 void softplus_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<2>(out, {&grad_output, &self}), opforge::math::softplus_backward_fn<scalar_t>{beta.to<opforge::math::opmath_t<scalar_t>>(), threshold.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<2>(out, {&grad_output, &self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::softplus_backward_fn<scalar_t>{beta.to<opforge::math::opmath_t<scalar_t>>(), threshold.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
 }
 
 }  // namespace opforge
@@ -53,6 +54,36 @@ opforge::pointwise::geometry<Int> softplus_backward_meta_step(const at::Tensor& 
 }
 
 
+void softplus_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.softplus_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::softplus_backward_cpu<float>(out, grad_output, self, beta, threshold); break;
+    case at::ScalarType::Double: opforge::softplus_backward_cpu<double>(out, grad_output, self, beta, threshold); break;
+    case at::ScalarType::Half: opforge::softplus_backward_cpu<c10::Half>(out, grad_output, self, beta, threshold); break;
+    case at::ScalarType::BFloat16: opforge::softplus_backward_cpu<c10::BFloat16>(out, grad_output, self, beta, threshold); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#ifdef OPFORGE_WITH_CUDA
+
+void softplus_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.softplus_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::softplus_backward_cuda<float>(out, grad_output, self, beta, threshold); break;
+    case at::ScalarType::Double: opforge::softplus_backward_cuda<double>(out, grad_output, self, beta, threshold); break;
+    case at::ScalarType::Half: opforge::softplus_backward_cuda<c10::Half>(out, grad_output, self, beta, threshold); break;
+    case at::ScalarType::BFloat16: opforge::softplus_backward_cuda<c10::BFloat16>(out, grad_output, self, beta, threshold); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#endif  // OPFORGE_WITH_CUDA
+
 at::Tensor softplus_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
@@ -60,15 +91,7 @@ at::Tensor softplus_backward_cpu_structured(const at::Tensor& grad_output, const
   at::ScalarType dtype;
   const auto geometry = softplus_backward_meta_step<int64_t>(grad_output, self, beta, threshold, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::softplus_backward_cpu<float>(out, grad_output, self, beta, threshold); break;
-      case at::ScalarType::Double: opforge::softplus_backward_cpu<double>(out, grad_output, self, beta, threshold); break;
-      case at::ScalarType::Half: opforge::softplus_backward_cpu<c10::Half>(out, grad_output, self, beta, threshold); break;
-      case at::ScalarType::BFloat16: opforge::softplus_backward_cpu<c10::BFloat16>(out, grad_output, self, beta, threshold); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  softplus_backward_cpu_run(out, grad_output, self, beta, threshold, dtype);
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -81,15 +104,7 @@ at::Tensor softplus_backward_cuda_structured(const at::Tensor& grad_output, cons
   at::ScalarType dtype;
   const auto geometry = softplus_backward_meta_step<int64_t>(grad_output, self, beta, threshold, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::softplus_backward_cuda<float>(out, grad_output, self, beta, threshold); break;
-      case at::ScalarType::Double: opforge::softplus_backward_cuda<double>(out, grad_output, self, beta, threshold); break;
-      case at::ScalarType::Half: opforge::softplus_backward_cuda<c10::Half>(out, grad_output, self, beta, threshold); break;
-      case at::ScalarType::BFloat16: opforge::softplus_backward_cuda<c10::BFloat16>(out, grad_output, self, beta, threshold); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  softplus_backward_cuda_run(out, grad_output, self, beta, threshold, dtype);
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA

@@ -24,7 +24,8 @@ namespace opforge {
 // on the current stream (generated/csrc/kernels/clamp_to.cu instantiates the launch).
 template <typename scalar_t>
 void clamp_to_cuda(const at::Tensor& out, const at::Tensor& self, const at::Scalar& low, const at::Scalar& high) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::clamp_to_fn<scalar_t>{low.to<opforge::math::opmath_t<scalar_t>>(), high.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::clamp_to_fn<scalar_t>{low.to<opforge::math::opmath_t<scalar_t>>(), high.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
 }
 
 }  // namespace opforge
@@ -105,21 +106,27 @@ opforge::pointwise::geometry<Int> clamp_to_meta_step(const at::Tensor& self, con
 }
 
 
+void clamp_to_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& low, const at::Scalar& high, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::clamp_to_cuda<float>(out, self, low, high); break;
+    case at::ScalarType::Double: opforge::clamp_to_cuda<double>(out, self, low, high); break;
+    case at::ScalarType::Half: opforge::clamp_to_cuda<c10::Half>(out, self, low, high); break;
+    case at::ScalarType::BFloat16: opforge::clamp_to_cuda<c10::BFloat16>(out, self, low, high); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+
 at::Tensor clamp_to_cuda_simulated(const at::Tensor& self, const at::Scalar& low, const at::Scalar& high) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   at::ScalarType dtype;
   const auto geometry = clamp_to_meta_step<int64_t>(self, low, high, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::clamp_to_cuda<float>(out, self, low, high); break;
-      case at::ScalarType::Double: opforge::clamp_to_cuda<double>(out, self, low, high); break;
-      case at::ScalarType::Half: opforge::clamp_to_cuda<c10::Half>(out, self, low, high); break;
-      case at::ScalarType::BFloat16: opforge::clamp_to_cuda<c10::BFloat16>(out, self, low, high); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  clamp_to_cuda_run(out, self, low, high, dtype);
   return out;
 }
 

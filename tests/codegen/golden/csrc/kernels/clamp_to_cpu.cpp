@@ -11,7 +11,8 @@ namespace opforge {
 
 template <typename scalar_t>
 void clamp_to_cpu(const at::Tensor& out, const at::Tensor& self, const at::Scalar& low, const at::Scalar& high) {
-  pointwise::run_cpu<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::clamp_to_fn<scalar_t>{low.to<opforge::math::opmath_t<scalar_t>>(), high.to<opforge::math::opmath_t<scalar_t>>()});
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  pointwise::run_cpu<scalar_t>(plan, opforge::math::clamp_to_fn<scalar_t>{low.to<opforge::math::opmath_t<scalar_t>>(), high.to<opforge::math::opmath_t<scalar_t>>()});
 }
 
 template void clamp_to_cpu<float>(const at::Tensor& out, const at::Tensor& self, const at::Scalar& low, const at::Scalar& high);

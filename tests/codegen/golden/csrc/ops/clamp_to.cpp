@@ -25,7 +25,8 @@ namespace opforge {
 // on the current stream (generated/csrc/kernels/clamp_to.cu instantiates the launch).
 template <typename scalar_t>
 void clamp_to_cuda(const at::Tensor& out, const at::Tensor& self, const at::Scalar& low, const at::Scalar& high) {
-  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(opforge::pointwise::make_plan<1>(out, {&self}), opforge::math::clamp_to_fn<scalar_t>{low.to<opforge::math::opmath_t<scalar_t>>(), high.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
+  const auto plan = opforge::pointwise::make_plan<1>(out, {&self});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::clamp_to_fn<scalar_t>{low.to<opforge::math::opmath_t<scalar_t>>(), high.to<opforge::math::opmath_t<scalar_t>>()}, cuda::current_stream()));
 }
 
 }  // namespace opforge
@@ -66,21 +67,43 @@ opforge::pointwise::geometry<Int> clamp_to_meta_step(const at::Tensor& self, con
 }
 
 
+void clamp_to_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& low, const at::Scalar& high, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::clamp_to_cpu<float>(out, self, low, high); break;
+    case at::ScalarType::Double: opforge::clamp_to_cpu<double>(out, self, low, high); break;
+    case at::ScalarType::Half: opforge::clamp_to_cpu<c10::Half>(out, self, low, high); break;
+    case at::ScalarType::BFloat16: opforge::clamp_to_cpu<c10::BFloat16>(out, self, low, high); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#ifdef OPFORGE_WITH_CUDA
+
+void clamp_to_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& low, const at::Scalar& high, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to";
+  if (out.numel() == 0) {
+    return;
+  }
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::clamp_to_cuda<float>(out, self, low, high); break;
+    case at::ScalarType::Double: opforge::clamp_to_cuda<double>(out, self, low, high); break;
+    case at::ScalarType::Half: opforge::clamp_to_cuda<c10::Half>(out, self, low, high); break;
+    case at::ScalarType::BFloat16: opforge::clamp_to_cuda<c10::BFloat16>(out, self, low, high); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+#endif  // OPFORGE_WITH_CUDA
+
 at::Tensor clamp_to_cpu_structured(const at::Tensor& self, const at::Scalar& low, const at::Scalar& high) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   at::ScalarType dtype;
   const auto geometry = clamp_to_meta_step<int64_t>(self, low, high, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::clamp_to_cpu<float>(out, self, low, high); break;
-      case at::ScalarType::Double: opforge::clamp_to_cpu<double>(out, self, low, high); break;
-      case at::ScalarType::Half: opforge::clamp_to_cpu<c10::Half>(out, self, low, high); break;
-      case at::ScalarType::BFloat16: opforge::clamp_to_cpu<c10::BFloat16>(out, self, low, high); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  clamp_to_cpu_run(out, self, low, high, dtype);
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -92,15 +115,7 @@ at::Tensor clamp_to_cuda_structured(const at::Tensor& self, const at::Scalar& lo
   at::ScalarType dtype;
   const auto geometry = clamp_to_meta_step<int64_t>(self, low, high, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::clamp_to_cuda<float>(out, self, low, high); break;
-      case at::ScalarType::Double: opforge::clamp_to_cuda<double>(out, self, low, high); break;
-      case at::ScalarType::Half: opforge::clamp_to_cuda<c10::Half>(out, self, low, high); break;
-      case at::ScalarType::BFloat16: opforge::clamp_to_cuda<c10::BFloat16>(out, self, low, high); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  clamp_to_cuda_run(out, self, low, high, dtype);
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA
@@ -122,15 +137,7 @@ at::Tensor& clamp_to_out_cpu_structured(const at::Tensor& self, const at::Scalar
     return out.copy_(opforge::ops::clamp_to(self, low, high));
   }
   opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::clamp_to_cpu<float>(out, self, low, high); break;
-      case at::ScalarType::Double: opforge::clamp_to_cpu<double>(out, self, low, high); break;
-      case at::ScalarType::Half: opforge::clamp_to_cpu<c10::Half>(out, self, low, high); break;
-      case at::ScalarType::BFloat16: opforge::clamp_to_cpu<c10::BFloat16>(out, self, low, high); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  clamp_to_cpu_run(out, self, low, high, dtype);
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -145,15 +152,7 @@ at::Tensor& clamp_to_out_cuda_structured(const at::Tensor& self, const at::Scala
     return out.copy_(opforge::ops::clamp_to(self, low, high));
   }
   opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  if (out.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::clamp_to_cuda<float>(out, self, low, high); break;
-      case at::ScalarType::Double: opforge::clamp_to_cuda<double>(out, self, low, high); break;
-      case at::ScalarType::Half: opforge::clamp_to_cuda<c10::Half>(out, self, low, high); break;
-      case at::ScalarType::BFloat16: opforge::clamp_to_cuda<c10::BFloat16>(out, self, low, high); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  clamp_to_cuda_run(out, self, low, high, dtype);
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA
@@ -201,15 +200,7 @@ at::Tensor& clamp_to__cpu_structured(at::Tensor& self, const at::Scalar& low, co
     return self.copy_(opforge::ops::clamp_to(self, low, high));
   }
   opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  if (self.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::clamp_to_cpu<float>(self, self, low, high); break;
-      case at::ScalarType::Double: opforge::clamp_to_cpu<double>(self, self, low, high); break;
-      case at::ScalarType::Half: opforge::clamp_to_cpu<c10::Half>(self, self, low, high); break;
-      case at::ScalarType::BFloat16: opforge::clamp_to_cpu<c10::BFloat16>(self, self, low, high); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  clamp_to_cpu_run(self, self, low, high, dtype);
   return self;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -224,15 +215,7 @@ at::Tensor& clamp_to__cuda_structured(at::Tensor& self, const at::Scalar& low, c
     return self.copy_(opforge::ops::clamp_to(self, low, high));
   }
   opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  if (self.numel() != 0) {
-    switch (dtype) {
-      case at::ScalarType::Float: opforge::clamp_to_cuda<float>(self, self, low, high); break;
-      case at::ScalarType::Double: opforge::clamp_to_cuda<double>(self, self, low, high); break;
-      case at::ScalarType::Half: opforge::clamp_to_cuda<c10::Half>(self, self, low, high); break;
-      case at::ScalarType::BFloat16: opforge::clamp_to_cuda<c10::BFloat16>(self, self, low, high); break;
-      default: TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
-  }
+  clamp_to_cuda_run(self, self, low, high, dtype);
   return self;
 }
 #endif  // OPFORGE_WITH_CUDA
