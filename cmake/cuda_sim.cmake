@@ -5,6 +5,9 @@
 # Its symbols stay private (pybind11 modules are built with hidden
 # visibility), so _C's real CUDA entry points of the same names do not clash.
 file(GLOB _sim_device_sources CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/kernels/cuda/*.cu")
+if(OPFORGE_STRUCTURED_KERNEL_FILES)
+  list(REMOVE_ITEM _sim_device_sources ${OPFORGE_STRUCTURED_KERNEL_FILES})
+endif()
 # The entry points, and the meta functions and composites they share with the CPU side.
 file(GLOB _sim_entry_sources CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/kernels/cuda/*.cpp"
   "${CMAKE_SOURCE_DIR}/kernels/meta/*.cpp" "${CMAKE_SOURCE_DIR}/kernels/composite/*.cpp")
@@ -12,7 +15,7 @@ set(_sim_wrappers)
 foreach(_cu IN LISTS _sim_device_sources OPFORGE_GENERATED_CUDA_DEVICE_SOURCES)
   get_filename_component(_name "${_cu}" NAME)
   get_filename_component(_dir "${_cu}" DIRECTORY)
-  get_filename_component(_dir "${_dir}" NAME)  # kernels/cuda/x.cu and generated/csrc/kernels/x.cu apart
+  get_filename_component(_dir "${_dir}" NAME)  # kernels/cuda/x.cu and generated/csrc/*/x.cu apart
   set(_wrapper "${CMAKE_BINARY_DIR}/cuda_sim/${_dir}/${_name}.cpp")
   file(CONFIGURE OUTPUT "${_wrapper}" CONTENT "#include \"${_cu}\"\n" @ONLY)
   list(APPEND _sim_wrappers "${_wrapper}")

@@ -10,7 +10,7 @@ from typing import Any
 
 import jinja2
 
-from codegen.dest import cpp, pointwise, py
+from codegen.dest import cpp, pointwise, py, structured
 from codegen.opdecl import OpDecl
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -52,6 +52,8 @@ def render_all(ops: Sequence[OpDecl]) -> dict[str, str]:
             unit = pointwise.kernel_unit(op)
             for path, template in pointwise.unit_names(op).items():
                 files[path] = _render(template, unit)
+    for path, unit in structured.units(ops).items():
+        files[path] = _render("structured_kernels.j2", unit)
     whole: list[tuple[str, str, Callable[[Sequence[OpDecl]], dict[str, Any]]]] = [
         ("csrc/library.cpp", "library.cpp.j2", cpp.library),
         ("csrc/bindings.cpp", "bindings.cpp.j2", cpp.bindings),

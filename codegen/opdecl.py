@@ -74,6 +74,7 @@ ENTRY_FIELDS = (
     "variants",
     "pointwise",
     "checks",
+    "structured",
 )
 VARIANT_KINDS = ("inplace", "out")
 
@@ -122,6 +123,18 @@ class Pointwise:
 
 
 @dataclass(frozen=True)
+class Structured:
+    """`structured: {meta: softmax_meta, plan: dim_split}`: a meta function (checks and
+    outputs, over SymInt and int64_t) and the plan its kernels take with the data pointers
+    (Note [Structured ops] in kernels/include/opforge/structured.h)."""
+
+    meta: str  # opforge::<meta><Int>, in kernels/include/opforge/meta/<family>.h
+    plan: str  # a C++ type in namespace opforge
+    source: str  # kernels/cpu/<source>.cpp and kernels/cuda/<source>.cu
+    header: str  # opforge/meta/<family>.h
+
+
+@dataclass(frozen=True)
 class Check:
     """One `checks:` item: a C++ condition over the arguments, and the message when it fails
     (`{name}` in the message prints that argument). Runs on every key, Meta and fake included."""
@@ -167,6 +180,7 @@ class OpDecl:
     output_differentiability: tuple[bool, ...] = ()
     pointwise: Pointwise | None = None
     checks: tuple[Check, ...] = ()
+    structured: Structured | None = None
 
     def output_differentiable(self, i: int) -> bool:
         return not self.output_differentiability or self.output_differentiability[i]

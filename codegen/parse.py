@@ -23,6 +23,7 @@ from codegen.model import (
     split_commas,
 )
 from codegen.opdecl import (
+    BACKEND_KEYS,
     CPP_SCALAR,
     DISPATCH_KEYS,
     DTYPES,
@@ -35,6 +36,7 @@ from codegen.opdecl import (
     OpDecl,
     Pointwise,
     Sample,
+    Structured,
     is_template,
 )
 from codegen.variants import api_names, expand_variants
@@ -104,12 +106,15 @@ class _EntryParser:
         pointwise = self._pointwise(schema, family)
         dtypes = self._dtypes()
         self._check_template_dtypes(dispatch, dtypes)
-        arg_dtypes = self._arg_dtypes(args)
+        arg_dtypes = self._arg_dtypes(args, output_names(schema))
         output_differentiability = self._output_differentiability(schema)
         tags = self._tags()
         shape = self._rule("shape", rules.parse_shape, args)
         if pointwise is not None:
             dispatch, shape, tags = self._pointwise_implied(schema, dispatch, shape, tags)
+        structured = self._structured(schema, family)
+        if structured is not None:
+            dispatch = self._structured_implied(schema, dispatch, shape, pointwise)
         checks = self._checks(args)
         dtype_rule = self._rule("dtype", rules.parse_dtype, args)
         self._check_rule_types(shape, args)
@@ -144,6 +149,7 @@ class _EntryParser:
             output_differentiability=output_differentiability,
             pointwise=pointwise,
             checks=checks,
+            structured=structured,
         )
 
     def _pointwise(self, schema: FunctionSchema, family: str) -> Pointwise | None:
@@ -233,6 +239,79 @@ class _EntryParser:
             rules.Like(tensors[0]) if len(tensors) == 1 else rules.Broadcast(tensors)
         )
         return kernels, rule, tuple(sorted({*tags, "pointwise"}))
+
+    def _structured(self, schema: FunctionSchema, family: str) -> Structured | None:
+        raw = self.e.get("structured")
+        if raw is None:
+            return None
+        hint = "e.g. structured: {meta: softmax_meta, plan: dim_split}"
+        if not isinstance(raw, dict) or not {"meta", "plan"} <= set(raw):
+            self.err(
+                "structured",
+                "'structured' must map 'meta' and 'plan' (and optionally 'source')",
+                hint,
+            )
+            return None
+        for key in raw:
+            if key not in ("meta", "plan", "source"):
+                self.err(
+                    "structured",
+                    f"unknown 'structured' field '{key}'",
+                    did_you_mean(str(key), ("meta", "plan", "source")),
+                )
+        meta, plan, source = (str(raw.get(k, family)) for k in ("meta", "plan", "source"))
+        ok = True
+        for key, value, pattern in (
+            ("meta", meta, r"[A-Za-z_]\w*"),
+            ("plan", plan, r"[A-Za-z_][\w:]*(<[\w:, ]+>)?"),
+            ("source", source, r"[a-z_][a-z0-9_]*"),
+        ):
+            if not re.fullmatch(pattern, value):
+                self.err(
+                    "structured",
+                    f"structured {key} '{value}' is not a C++ name"
+                    if key != "source"
+                    else f"structured source '{value}' is not a file stem (kernels/cpu/<source>.cpp)",
+                    hint,
+                )
+                ok = False
+        tensors = [a for a in schema.arguments.flat_non_out if a.type.is_tensor_like()]
+        if schema.arguments.out or schema.name.is_inplace or any(a.is_write for a in tensors):
+            self.err(
+                "structured",
+                "a structured op is functional (it writes only the outputs its meta function allocates)",
+                "declare in-place and out= overloads with 'variants: [inplace, out]'",
+            )
+            ok = False
+        if not schema.returns or any(r.type != BaseType(BaseTy.Tensor) for r in schema.returns):
+            self.err("structured", "a structured op returns one or more Tensors")
+            ok = False
+        return Structured(meta, plan, source, f"opforge/meta/{family}.h") if ok else None
+
+    def _structured_implied(
+        self,
+        schema: FunctionSchema,
+        dispatch: tuple[tuple[str, str], ...],
+        shape: rules.ShapeRule | None,
+        pointwise: Pointwise | None,
+    ) -> tuple[tuple[str, str], ...]:
+        """A structured op's kernels: `<op>_cpu<scalar_t>` and `<op>_cuda<scalar_t>` unless
+        `dispatch` names others (CPU and CUDA template kernels only)."""
+        if shape is not None:
+            self.err("shape", "a structured op's meta function decides its outputs; drop 'shape'")
+        if pointwise is not None:
+            self.err("structured", "an op is either 'pointwise' or 'structured'")
+        for key, kernel in dispatch:
+            if key not in BACKEND_KEYS or not is_template(kernel):
+                self.err(
+                    "dispatch",
+                    f"a structured op's dispatch names CPU/CUDA template kernels, not {key}: {kernel}",
+                    "the meta function serves Meta; e.g. CPU: my_op_cpu<scalar_t>",
+                )
+        if dispatch:
+            return dispatch
+        cpp_id = str(schema.name).replace(".", "_")
+        return (("CPU", f"{cpp_id}_cpu<scalar_t>"), ("CUDA", f"{cpp_id}_cuda<scalar_t>"))
 
     def _checks(self, args: dict[str, Any]) -> tuple[Check, ...]:
         raw = self.e.get("checks")
@@ -355,7 +434,9 @@ class _EntryParser:
             self.err("output_differentiability", "'output_differentiability' needs 'derivatives'")
         return tuple(raw)
 
-    def _arg_dtypes(self, args: dict[str, Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    def _arg_dtypes(
+        self, args: dict[str, Any], outputs: list[str]
+    ) -> tuple[tuple[str, tuple[str, ...]], ...]:
         raw = self.e.get("arg_dtypes")
         if raw is None:
             return ()
@@ -365,7 +446,15 @@ class _EntryParser:
         out = []
         for name, names in raw.items():
             a = args.get(name)
-            if a is None or "Tensor" not in str(a.type) or "[]" in str(a.type):
+            if name in outputs and a is None:
+                if not self.e.get("structured"):
+                    self.err(
+                        "arg_dtypes",
+                        f"arg_dtypes names the output '{name}'; only a structured op's "
+                        "kernels take typed outputs",
+                    )
+                    continue
+            elif a is None or "Tensor" not in str(a.type) or "[]" in str(a.type):
                 self.err(
                     "arg_dtypes",
                     f"arg_dtypes names '{name}', which is not a Tensor argument",
@@ -548,6 +637,15 @@ class _EntryParser:
                     )
             out.append(Sample(tuple((k, _plain(v)) for k, v in item.items()), loc))
         return tuple(out)
+
+
+def output_names(schema: FunctionSchema) -> list[str]:
+    """The outputs' names in kernel signatures: the schema's return names, else result /
+    result0, result1, ..."""
+    rets = schema.returns
+    if len(rets) == 1:
+        return [rets[0].name or "result"]
+    return [r.name or f"result{i}" for i, r in enumerate(rets)]
 
 
 def _plain(value: Any) -> Any:

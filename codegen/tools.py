@@ -9,6 +9,7 @@ from pathlib import Path
 
 from codegen import rules
 from codegen.api import cpp, python
+from codegen.dest import structured
 from codegen.diagnostics import did_you_mean
 from codegen.model import Argument, FunctionSchema, SchemaError
 from codegen.opdecl import (
@@ -32,6 +33,8 @@ def autograd_kind(op: OpDecl) -> str:
 def meta_kind(op: OpDecl) -> str:
     if op.pointwise is not None:
         return "pointwise meta step"
+    if op.structured is not None:
+        return f"structured {op.structured.meta}"
     if op.shape is None:
         return (
             "composite"
@@ -89,7 +92,20 @@ def explain(ops: Sequence[OpDecl], name: str) -> str:
                 f"                applied as {op.pointwise} to the tensor arguments; "
                 "kernels, Meta and variants are generated"
             )
-        for key, kernel in op.dispatch if op.pointwise is None else ():
+        if op.structured is not None:
+            st = op.structured
+            out.append(
+                f"  implement     [Meta] template <typename Int> structured::result<Int, "
+                f"{len(op.schema.returns)}, {st.plan}> {st.meta}(const char* op, ...);"
+            )
+            out.append(f"                in kernels/include/{st.header}")
+            for key in op.keys:
+                out.append(
+                    f"  implement     [{key}] template <typename scalar_t> "
+                    f"{structured.kernel_signature(op, key)};"
+                )
+                out.append(f"                in {structured.kernel_file(st.source, key)}")
+        for key, kernel in op.dispatch if op.pointwise is None and op.structured is None else ():
             sig = cpp.signature(op.schema, kernel_name(kernel))
             if is_template(kernel):
                 out.append(f"  implement     [{key}] template <typename scalar_t> {sig};")
@@ -119,6 +135,8 @@ def registered_keys(op: OpDecl) -> list[str]:
     if op.pointwise is not None:
         extra = ["Functionalize"] if op.variant_of is not None else []
         return ["CPU", "CUDA", "Meta", "Autograd", *extra]
+    if op.structured is not None:
+        return [*op.keys, "Meta (generated)", "Autograd (generated)"]
     keys = list(op.keys) or ["CompositeImplicitAutograd"]
     if op.shape is not None and "Meta" not in keys:
         keys.append("Meta (generated)")

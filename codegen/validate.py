@@ -106,7 +106,7 @@ def _check_tensor_lists(op: OpDecl, diags: Diagnostics) -> None:
 
 def _check_meta(op: OpDecl, diags: Diagnostics) -> None:
     has_backend = any(k in BACKEND_KEYS for k in op.keys)
-    if has_backend and op.shape is None and "Meta" not in op.keys:
+    if has_backend and op.shape is None and op.structured is None and "Meta" not in op.keys:
         diags.error(
             op.loc_of("dispatch"),
             f"'{op.qualified}' has backend kernels but no 'shape:' rule or Meta kernel",
@@ -212,8 +212,10 @@ def validate_instantiations(ops: list[OpDecl], root: Path, diags: Diagnostics) -
         if p.is_file() and p.suffix in {".cpp", ".cu", ".h", ".cuh"}
     )
     for op in ops:
-        if op.pointwise is not None:
-            continue  # generated kernels, instantiated by the generator
+        if op.structured is not None:
+            _check_structured_files(op, root, diags)
+        if op.pointwise is not None or op.structured is not None:
+            continue  # instantiated by the generator
         for key, kernel in op.dispatch:
             name = kernel.removesuffix("<scalar_t>")
             if kernel.endswith("<scalar_t>") and f"OPFORGE_INSTANTIATE_{name}" not in text:
@@ -222,3 +224,21 @@ def validate_instantiations(ops: list[OpDecl], root: Path, diags: Diagnostics) -
                     f"template kernel '{kernel}' ({key}) of '{op.qualified}' is never instantiated",
                     f"end its kernel file in kernels/ with OPFORGE_INSTANTIATE_{name}",
                 )
+
+
+def _check_structured_files(op: OpDecl, root: Path, diags: Diagnostics) -> None:
+    """A structured op's meta header and kernel sources exist (generated units include them)."""
+    assert op.structured is not None
+    s = op.structured
+    wanted = [(f"kernels/include/{s.header}", f"its meta function {s.meta}")]
+    wanted += [
+        (f"kernels/{key.lower()}/{s.source}.{'cpp' if key == 'CPU' else 'cu'}", f"its {key} kernel")
+        for key in op.keys
+    ]
+    for path, what in wanted:
+        if not (root / path).is_file():
+            diags.error(
+                op.loc_of("structured"),
+                f"'{op.qualified}' is structured but {path} ({what}) does not exist",
+                "see Note [Structured ops] in kernels/include/opforge/structured.h",
+            )

@@ -79,6 +79,7 @@ def expand_variants(ops: Sequence[OpDecl]) -> list[OpDecl]:
                     dtype_rule=None,
                     derivatives=(),
                     variants=(),
+                    structured=None,
                     variant_of=op.qualified,
                 )
             )

@@ -97,6 +97,10 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus_backward_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_avg_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_max_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax_cpu.cpp
 )
 # The generated CUDA device code (nvcc, or the CUDA simulator's C++ build); the
 # host code is in the op's registration unit and in csrc/cuda_sim.cpp.
@@ -123,6 +127,22 @@ set(OPFORGE_GENERATED_CUDA_DEVICE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus_backward.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_backward.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_avg.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_max.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax_backward.cu
+)
+# Structured ops' kernel sources (relative to the project root): the generated
+# units above include them, so the kernels/ globs leave them out.
+set(OPFORGE_STRUCTURED_KERNEL_FILES
+  kernels/cpu/pooling_avg.cpp
+  kernels/cpu/pooling_max.cpp
+  kernels/cpu/softmax.cpp
+  kernels/cpu/softmax_backward.cpp
+  kernels/cuda/pooling_avg.cu
+  kernels/cuda/pooling_max.cu
+  kernels/cuda/softmax.cu
+  kernels/cuda/softmax_backward.cu
 )
 # The CUDA simulator's op registrations (opforge._cuda_sim).
 set(OPFORGE_CUDA_SIM_GENERATED_SOURCES ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim.cpp)

@@ -10,7 +10,7 @@ from typing import Any
 
 from codegen import formulas, rules
 from codegen.api import binding, cpp
-from codegen.dest import pointwise
+from codegen.dest import pointwise, structured
 from codegen.dest.autograd import autograd
 from codegen.dest.common import dtype_description, shared_dtype_args, sources, tensor_args
 from codegen.opdecl import BACKEND_KEYS, CPP_SCALAR, DTYPES, OpDecl, is_template, kernel_name
@@ -80,7 +80,9 @@ def user_checks(op: OpDecl) -> list[str]:
     return lines
 
 
-def _checks(op: OpDecl, key: str, *, simulated: bool = False) -> tuple[list[str], dict[str, str]]:
+def checks_before_kernel(
+    op: OpDecl, key: str, *, simulated: bool = False
+) -> tuple[list[str], dict[str, str]]:
     """Statements run before the kernel, and argument renames (promoted copies)."""
     renames: dict[str, str] = {}
     lines = device_checks(op, key, simulated=simulated) + dtype_checks(op)
@@ -94,7 +96,7 @@ def _checks(op: OpDecl, key: str, *, simulated: bool = False) -> tuple[list[str]
     return lines, renames
 
 
-def _dispatch_dtype(op: OpDecl) -> str:
+def dispatch_dtype(op: OpDecl) -> str:
     """The dtype a template kernel is instantiated for: the promoted one, else the first tensor's."""
     if isinstance(op.dtype_rule, rules.Promote):
         return "promoted"
@@ -106,7 +108,7 @@ def _kernel_call(op: OpDecl, kernel: str, renames: dict[str, str]) -> list[str]:
     name = kernel_name(kernel)
     if not is_template(kernel):
         return [f"return opforge::{name}({args});"]
-    lines = [f"switch ({_dispatch_dtype(op)}) {{"]
+    lines = [f"switch ({dispatch_dtype(op)}) {{"]
     for d in op.dtypes:
         lines.append(
             f"  case at::ScalarType::{DTYPES[d]}: return opforge::{name}<{CPP_SCALAR[d]}>({args});"
@@ -223,6 +225,21 @@ def header(name: str, ops: Sequence[OpDecl]) -> Context:
                 for k, _ in op.dispatch
             ]
             continue
+        if op.structured is not None:
+            decls += (
+                [
+                    {
+                        "comment": f"{op.qualified} [CPU]: see Note [Structured ops]",
+                        "signature": structured.kernel_signature(op, "CPU"),
+                        "template": True,
+                        "macro": None,
+                        "instantiate": [],
+                    }
+                ]
+                if "CPU" in op.keys
+                else []
+            )
+            continue
         entries = [(f"{op.qualified} [{k}]", kern) for k, kern in op.dispatch]
         if isinstance(op.shape, rules.MetaFunction):
             entries.append((f"{op.qualified} [Meta, shape rule]", op.shape.name))
@@ -249,7 +266,8 @@ def header(name: str, ops: Sequence[OpDecl]) -> Context:
     api = [
         {"qualified": o.qualified, "signature": cpp.signature(o.schema, o.api_name)} for o in ops
     ]
-    return {"sources": sources(ops), "name": name, "decls": decls, "api": api}
+    includes = sorted({o.structured.header for o in ops if o.structured is not None})
+    return {"sources": sources(ops), "name": name, "decls": decls, "api": api, "includes": includes}
 
 
 @dataclass(frozen=True)
@@ -312,6 +330,12 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
             if op.variant_of is None:
                 add_autograd(op)
             continue
+        if op.structured is not None:
+            for w in structured.registration(op):
+                wrappers.append(w)
+                impls.setdefault(w["key"], []).append({"qualified": op.qualified, "fn": w["fn"]})
+            add_autograd(op)
+            continue
         if op.variant_of is not None:
             fn = f"{op.cpp_id}_composite"
             body = _variant_body(op, by_qualified[op.variant_of])
@@ -331,7 +355,7 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
         for key, kernel in op.dispatch:
             target = f"opforge::{kernel_name(kernel)}"
             if key in BACKEND_KEYS:
-                lines, renames = _checks(op, key)
+                lines, renames = checks_before_kernel(op, key)
                 call = _kernel_call(op, kernel, renames)
                 target = f"{op.cpp_id}_{key.lower()}_checked"
                 wrappers.append(
@@ -380,6 +404,7 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
         "structured": bool(meta_steps),
         "cuda_kernels": cuda_kernels,
         "functor_headers": sorted({k["header"] for k in cuda_kernels}),
+        "structured_cuda": structured.cuda_declarations(ops),
     }
 
 
@@ -433,8 +458,14 @@ def cuda_sim(ops: Sequence[OpDecl]) -> Context:
             wrappers += ws
             impls.append({"qualified": op.qualified, "fn": ws[-1]["fn"]})
             continue
+        if op.structured is not None:
+            w = structured.simulated_wrapper(op)
+            defs.append({"schema": str(op.schema)})
+            wrappers.append(w)
+            impls.append({"qualified": op.qualified, "fn": w["fn"]})
+            continue
         kernel = dict(op.dispatch)["CUDA"]
-        lines, renames = _checks(op, "CUDA", simulated=True)
+        lines, renames = checks_before_kernel(op, "CUDA", simulated=True)
         call = _kernel_call(op, kernel, renames)
         fn = f"{op.cpp_id}_cuda_simulated"
         defs.append({"schema": str(op.schema)})
@@ -458,4 +489,5 @@ def cuda_sim(ops: Sequence[OpDecl]) -> Context:
         "meta_steps": steps,
         "cuda_kernels": cuda_kernels,
         "functor_headers": sorted({k["header"] for k in cuda_kernels}),
+        "structured_cuda": structured.cuda_declarations(simulated),
     }

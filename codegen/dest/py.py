@@ -8,6 +8,7 @@ from typing import Any
 
 from codegen import rules
 from codegen.api import python
+from codegen.dest import structured
 from codegen.dest.common import dtype_description, sources
 from codegen.model import Argument, ListType, OptionalType
 from codegen.opdecl import OpDecl
@@ -142,9 +143,13 @@ def docs(ops: Sequence[OpDecl]) -> Context:
 
 
 def cmake(ops: Sequence[OpDecl]) -> Context:
-    structured = sorted(o.cpp_id for o in ops if o.pointwise is not None and o.variant_of is None)
+    pointwise = sorted(o.cpp_id for o in ops if o.pointwise is not None and o.variant_of is None)
+    units = structured.units(ops)
     return {
         "sources": sources(ops),
         "names": sorted({o.file_stem for o in ops}),
-        "pointwise": structured,
+        "pointwise": pointwise,
+        "structured_cpu": sorted(p for p in units if p.endswith(".cpp")),
+        "structured_cuda": sorted(p for p in units if p.endswith(".cu")),
+        "structured_kernel_files": structured.kernel_files(ops),
     }

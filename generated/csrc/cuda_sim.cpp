@@ -88,6 +88,67 @@
 
 namespace opforge {
 
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t adaptive_avg_pool2d_cuda(scalar_t* result, const scalar_t* self, const opforge::adaptive_avg_pool_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t adaptive_avg_pool2d_backward_cuda(scalar_t* result, const scalar_t* grad_output, const scalar_t* self, const opforge::adaptive_avg_pool_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t adaptive_max_pool2d_backward_cuda(scalar_t* result, const scalar_t* grad_output, const scalar_t* self, const int64_t* indices, const opforge::adaptive_pool_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t adaptive_max_pool2d_with_indices_cuda(scalar_t* result0, int64_t* result1, const scalar_t* self, const opforge::adaptive_pool_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t avg_pool2d_cuda(scalar_t* result, const scalar_t* self, const opforge::avg_pool_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t avg_pool2d_backward_cuda(scalar_t* result, const scalar_t* grad_output, const scalar_t* self, const opforge::avg_pool_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t log_softmax_cuda(scalar_t* result, const scalar_t* self, const opforge::dim_split& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t log_softmax_backward_cuda(scalar_t* result, const scalar_t* grad_output, const scalar_t* output, const opforge::dim_split& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t max_pool2d_backward_cuda(scalar_t* result, const scalar_t* grad_output, const scalar_t* self, const int64_t* indices, const opforge::max_pool_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t max_pool2d_with_indices_cuda(scalar_t* result0, int64_t* result1, const scalar_t* self, const opforge::max_pool_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t softmax_cuda(scalar_t* result, const scalar_t* self, const opforge::dim_split& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t softmax_backward_cuda(scalar_t* result, const scalar_t* grad_output, const scalar_t* output, const opforge::dim_split& plan, cudaStream_t stream);
+
+
 // The CUDA host code of add.Tensor: the plan of opforge::math::add_fn, launched
 // on the current stream (generated/csrc/kernels/add_Tensor.cu instantiates the launch).
 template <typename scalar_t>
@@ -1228,14 +1289,29 @@ at::Tensor adaptive_avg_pool2d_cuda_simulated(const at::Tensor& self, c10::SymIn
   [[maybe_unused]] constexpr const char* kOp = "opforge.adaptive_avg_pool2d";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::adaptive_avg_pool2d_cuda<float>(self, output_size);
-    case at::ScalarType::Double: return opforge::adaptive_avg_pool2d_cuda<double>(self, output_size);
-    case at::ScalarType::Half: return opforge::adaptive_avg_pool2d_cuda<c10::Half>(self, output_size);
-    case at::ScalarType::BFloat16: return opforge::adaptive_avg_pool2d_cuda<c10::BFloat16>(self, output_size);
-    default: break;
+  auto meta = opforge::adaptive_avg_pool2d_meta<int64_t>(kOp, self, output_size);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor self_c = self.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<float>(result.mutable_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<double>(result.mutable_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 at::Tensor adaptive_avg_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self) {
@@ -1245,14 +1321,30 @@ at::Tensor adaptive_avg_pool2d_backward_cuda_simulated(const at::Tensor& grad_ou
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::adaptive_avg_pool2d_backward_cuda<float>(grad_output, self);
-    case at::ScalarType::Double: return opforge::adaptive_avg_pool2d_backward_cuda<double>(grad_output, self);
-    case at::ScalarType::Half: return opforge::adaptive_avg_pool2d_backward_cuda<c10::Half>(grad_output, self);
-    case at::ScalarType::BFloat16: return opforge::adaptive_avg_pool2d_backward_cuda<c10::BFloat16>(grad_output, self);
-    default: break;
+  auto meta = opforge::adaptive_avg_pool2d_backward_meta<int64_t>(kOp, grad_output, self);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor self_c = self.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 at::Tensor adaptive_max_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices) {
@@ -1264,28 +1356,61 @@ at::Tensor adaptive_max_pool2d_backward_cuda_simulated(const at::Tensor& grad_ou
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long}, "a tensor of dtype (int64)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::adaptive_max_pool2d_backward_cuda<float>(grad_output, self, indices);
-    case at::ScalarType::Double: return opforge::adaptive_max_pool2d_backward_cuda<double>(grad_output, self, indices);
-    case at::ScalarType::Half: return opforge::adaptive_max_pool2d_backward_cuda<c10::Half>(grad_output, self, indices);
-    case at::ScalarType::BFloat16: return opforge::adaptive_max_pool2d_backward_cuda<c10::BFloat16>(grad_output, self, indices);
-    default: break;
+  auto meta = opforge::adaptive_max_pool2d_backward_meta<int64_t>(kOp, grad_output, self, indices);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor self_c = self.contiguous();
+    const at::Tensor indices_c = indices.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_cuda_simulated(const at::Tensor& self, at::IntArrayRef output_size) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.adaptive_max_pool2d_with_indices";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::adaptive_max_pool2d_with_indices_cuda<float>(self, output_size);
-    case at::ScalarType::Double: return opforge::adaptive_max_pool2d_with_indices_cuda<double>(self, output_size);
-    case at::ScalarType::Half: return opforge::adaptive_max_pool2d_with_indices_cuda<c10::Half>(self, output_size);
-    case at::ScalarType::BFloat16: return opforge::adaptive_max_pool2d_with_indices_cuda<c10::BFloat16>(self, output_size);
-    default: break;
+  auto meta = opforge::adaptive_max_pool2d_with_indices_meta<int64_t>(kOp, self, output_size);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self);
+  if (!opforge::structured::all_empty({&result0, &result1})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor self_c = self.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<float>(result0.mutable_data_ptr<float>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<double>(result0.mutable_data_ptr<double>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<c10::Half>(result0.mutable_data_ptr<c10::Half>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<c10::BFloat16>(result0.mutable_data_ptr<c10::BFloat16>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1);
 }
 
 void add_Tensor_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::ScalarType dtype) {
@@ -1347,14 +1472,29 @@ at::Tensor avg_pool2d_cuda_simulated(const at::Tensor& self, at::IntArrayRef ker
   [[maybe_unused]] constexpr const char* kOp = "opforge.avg_pool2d";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::avg_pool2d_cuda<float>(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-    case at::ScalarType::Double: return opforge::avg_pool2d_cuda<double>(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-    case at::ScalarType::Half: return opforge::avg_pool2d_cuda<c10::Half>(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-    case at::ScalarType::BFloat16: return opforge::avg_pool2d_cuda<c10::BFloat16>(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-    default: break;
+  auto meta = opforge::avg_pool2d_meta<int64_t>(kOp, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor self_c = self.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<float>(result.mutable_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<double>(result.mutable_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 at::Tensor avg_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
@@ -1364,14 +1504,30 @@ at::Tensor avg_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, con
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::avg_pool2d_backward_cuda<float>(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-    case at::ScalarType::Double: return opforge::avg_pool2d_backward_cuda<double>(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-    case at::ScalarType::Half: return opforge::avg_pool2d_backward_cuda<c10::Half>(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-    case at::ScalarType::BFloat16: return opforge::avg_pool2d_backward_cuda<c10::BFloat16>(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-    default: break;
+  auto meta = opforge::avg_pool2d_backward_meta<int64_t>(kOp, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor self_c = self.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cuda_simulated(const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& save_mean, const at::Tensor& save_invstd, bool training, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_invstd) {
@@ -2041,14 +2197,29 @@ at::Tensor log_softmax_cuda_simulated(const at::Tensor& self, int64_t dim) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.log_softmax";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::log_softmax_cuda<float>(self, dim);
-    case at::ScalarType::Double: return opforge::log_softmax_cuda<double>(self, dim);
-    case at::ScalarType::Half: return opforge::log_softmax_cuda<c10::Half>(self, dim);
-    case at::ScalarType::BFloat16: return opforge::log_softmax_cuda<c10::BFloat16>(self, dim);
-    default: break;
+  auto meta = opforge::softmax_meta<int64_t>(kOp, self, dim);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor self_c = self.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<float>(result.mutable_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<double>(result.mutable_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 at::Tensor log_softmax_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim) {
@@ -2058,15 +2229,30 @@ at::Tensor log_softmax_backward_cuda_simulated(const at::Tensor& grad_output, co
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "output", output, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::log_softmax_backward_cuda<float>(grad_output, output, dim);
-    case at::ScalarType::Double: return opforge::log_softmax_backward_cuda<double>(grad_output, output, dim);
-    case at::ScalarType::Half: return opforge::log_softmax_backward_cuda<c10::Half>(grad_output, output, dim);
-    case at::ScalarType::BFloat16: return opforge::log_softmax_backward_cuda<c10::BFloat16>(grad_output, output, dim);
-    default: break;
+  auto meta = opforge::softmax_backward_meta<int64_t>(kOp, grad_output, output, dim);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor output_c = output.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), output_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), output_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), output_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), output_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 at::Tensor max_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
@@ -2078,28 +2264,61 @@ at::Tensor max_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, con
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long}, "a tensor of dtype (int64)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::max_pool2d_backward_cuda<float>(grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
-    case at::ScalarType::Double: return opforge::max_pool2d_backward_cuda<double>(grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
-    case at::ScalarType::Half: return opforge::max_pool2d_backward_cuda<c10::Half>(grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
-    case at::ScalarType::BFloat16: return opforge::max_pool2d_backward_cuda<c10::BFloat16>(grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
-    default: break;
+  auto meta = opforge::max_pool2d_backward_meta<int64_t>(kOp, grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor self_c = self.contiguous();
+    const at::Tensor indices_c = indices.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cuda_simulated(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.max_pool2d_with_indices";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::max_pool2d_with_indices_cuda<float>(self, kernel_size, stride, padding, dilation, ceil_mode);
-    case at::ScalarType::Double: return opforge::max_pool2d_with_indices_cuda<double>(self, kernel_size, stride, padding, dilation, ceil_mode);
-    case at::ScalarType::Half: return opforge::max_pool2d_with_indices_cuda<c10::Half>(self, kernel_size, stride, padding, dilation, ceil_mode);
-    case at::ScalarType::BFloat16: return opforge::max_pool2d_with_indices_cuda<c10::BFloat16>(self, kernel_size, stride, padding, dilation, ceil_mode);
-    default: break;
+  auto meta = opforge::max_pool2d_with_indices_meta<int64_t>(kOp, self, kernel_size, stride, padding, dilation, ceil_mode);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self);
+  if (!opforge::structured::all_empty({&result0, &result1})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor self_c = self.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<float>(result0.mutable_data_ptr<float>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<double>(result0.mutable_data_ptr<double>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<c10::Half>(result0.mutable_data_ptr<c10::Half>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<c10::BFloat16>(result0.mutable_data_ptr<c10::BFloat16>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1);
 }
 
 at::Tensor prelu_cuda_simulated(const at::Tensor& self, const at::Tensor& weight) {
@@ -2290,14 +2509,29 @@ at::Tensor softmax_cuda_simulated(const at::Tensor& self, int64_t dim) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softmax";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::softmax_cuda<float>(self, dim);
-    case at::ScalarType::Double: return opforge::softmax_cuda<double>(self, dim);
-    case at::ScalarType::Half: return opforge::softmax_cuda<c10::Half>(self, dim);
-    case at::ScalarType::BFloat16: return opforge::softmax_cuda<c10::BFloat16>(self, dim);
-    default: break;
+  auto meta = opforge::softmax_meta<int64_t>(kOp, self, dim);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor self_c = self.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<float>(result.mutable_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<double>(result.mutable_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 at::Tensor softmax_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim) {
@@ -2307,15 +2541,30 @@ at::Tensor softmax_backward_cuda_simulated(const at::Tensor& grad_output, const 
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "output", output, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::softmax_backward_cuda<float>(grad_output, output, dim);
-    case at::ScalarType::Double: return opforge::softmax_backward_cuda<double>(grad_output, output, dim);
-    case at::ScalarType::Half: return opforge::softmax_backward_cuda<c10::Half>(grad_output, output, dim);
-    case at::ScalarType::BFloat16: return opforge::softmax_backward_cuda<c10::BFloat16>(grad_output, output, dim);
-    default: break;
+  auto meta = opforge::softmax_backward_meta<int64_t>(kOp, grad_output, output, dim);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor output_c = output.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), output_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), output_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), output_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), output_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 void softplus_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::ScalarType dtype) {

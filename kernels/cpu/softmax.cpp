@@ -1,6 +1,7 @@
-// CPU kernels for softmax and log_softmax over one dim (templates over the
-// scalar type; the generated wrapper dispatches on dtype). Both share the max
-// and sum-of-exp passes and differ only in the epilogue (`Log`).
+// CPU kernels for softmax and log_softmax over one dim, structured ops (Note
+// [Structured ops]): the generated code checks, allocates and passes the data
+// and the [outer, n, inner] split. Both share the max and sum-of-exp passes
+// and differ only in the epilogue (`Log`).
 #include <opforge/ops/log_softmax.h>
 #include <opforge/ops/softmax.h>
 
@@ -12,11 +13,9 @@
 #include <opforge/math/softmax.h>
 
 #include <ATen/Parallel.h>
-#include <ATen/ops/empty.h>
 
 #include <algorithm>
 #include <limits>
-#include <string_view>
 #include <type_traits>
 
 namespace opforge {
@@ -117,37 +116,25 @@ void softmax_columns(const T* x, T* y, const dim_split& s) {
   });
 }
 
-template <bool Log, typename scalar_t>
-at::Tensor softmax_impl(std::string_view op, const at::Tensor& self, int64_t dim) {
-  const dim_split s = split_along(op, self.sizes(), dim);
-  const at::Tensor in = self.contiguous();
-  at::Tensor out = at::empty(in.sizes(), in.options());
-  if (in.numel() == 0) {
-    return out;
-  }
-  const scalar_t* x = in.const_data_ptr<scalar_t>();
-  scalar_t* y = out.mutable_data_ptr<scalar_t>();
-  if (s.inner == 1) {
-    softmax_rows<Log>(x, y, s.outer, s.size);
+template <bool Log, typename T>
+void softmax_run(T* out, const T* self, const dim_split& plan) {
+  if (plan.inner == 1) {
+    softmax_rows<Log>(self, out, plan.outer, plan.size);
   } else {
-    softmax_columns<Log>(x, y, s);
+    softmax_columns<Log>(self, out, plan);
   }
-  return out;
 }
 
 } // namespace
 
 template <typename scalar_t>
-at::Tensor softmax_cpu(const at::Tensor& self, int64_t dim) {
-  return softmax_impl<false, scalar_t>("opforge.softmax", self, dim);
+void softmax_cpu(scalar_t* result, const scalar_t* self, const dim_split& plan) {
+  softmax_run<false>(result, self, plan);
 }
 
 template <typename scalar_t>
-at::Tensor log_softmax_cpu(const at::Tensor& self, int64_t dim) {
-  return softmax_impl<true, scalar_t>("opforge.log_softmax", self, dim);
+void log_softmax_cpu(scalar_t* result, const scalar_t* self, const dim_split& plan) {
+  softmax_run<true>(result, self, plan);
 }
-
-OPFORGE_INSTANTIATE_softmax_cpu
-OPFORGE_INSTANTIATE_log_softmax_cpu
 
 } // namespace opforge

@@ -1,7 +1,6 @@
 // CPU kernels for softmax_backward, y * (g - sum(g * y, dim)), and
 // log_softmax_backward, g - exp(y) * sum(g, dim) (`Log`): one reduction over
-// dim, then one elementwise pass. Templates over the scalar type; the
-// generated wrapper dispatches on dtype.
+// dim, then one elementwise pass. Structured ops (Note [Structured ops]).
 #include <opforge/ops/log_softmax_backward.h>
 #include <opforge/ops/softmax_backward.h>
 
@@ -12,10 +11,8 @@
 #include <opforge/math/softmax.h>
 
 #include <ATen/Parallel.h>
-#include <ATen/ops/empty.h>
 
 #include <algorithm>
-#include <string_view>
 
 namespace opforge {
 namespace {
@@ -81,41 +78,27 @@ void softmax_backward_columns(const T* g, const T* y, T* o, const dim_split& s) 
   });
 }
 
-template <bool Log, typename scalar_t>
-at::Tensor backward_impl(std::string_view op, const at::Tensor& grad_output,
-                         const at::Tensor& output, int64_t dim) {
-  const dim_split s = split_along(op, grad_output.sizes(), dim);
-  const at::Tensor grad = grad_output.contiguous();
-  const at::Tensor result = output.contiguous();
-  at::Tensor out = at::empty(grad.sizes(), grad.options());
-  if (grad.numel() == 0) {
-    return out;
-  }
-  const scalar_t* g = grad.const_data_ptr<scalar_t>();
-  const scalar_t* y = result.const_data_ptr<scalar_t>();
-  scalar_t* o = out.mutable_data_ptr<scalar_t>();
-  if (s.inner == 1) {
-    softmax_backward_rows<Log>(g, y, o, s.outer, s.size);
+template <bool Log, typename T>
+void backward_run(T* grad_input, const T* grad_output, const T* output, const dim_split& plan) {
+  if (plan.inner == 1) {
+    softmax_backward_rows<Log>(grad_output, output, grad_input, plan.outer, plan.size);
   } else {
-    softmax_backward_columns<Log>(g, y, o, s);
+    softmax_backward_columns<Log>(grad_output, output, grad_input, plan);
   }
-  return out;
 }
 
 } // namespace
 
 template <typename scalar_t>
-at::Tensor softmax_backward_cpu(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim) {
-  return backward_impl<false, scalar_t>("opforge.softmax_backward", grad_output, output, dim);
+void softmax_backward_cpu(scalar_t* result, const scalar_t* grad_output, const scalar_t* output,
+                          const dim_split& plan) {
+  backward_run<false>(result, grad_output, output, plan);
 }
 
 template <typename scalar_t>
-at::Tensor log_softmax_backward_cpu(const at::Tensor& grad_output, const at::Tensor& output,
-                                    int64_t dim) {
-  return backward_impl<true, scalar_t>("opforge.log_softmax_backward", grad_output, output, dim);
+void log_softmax_backward_cpu(scalar_t* result, const scalar_t* grad_output,
+                              const scalar_t* output, const dim_split& plan) {
+  backward_run<true>(result, grad_output, output, plan);
 }
-
-OPFORGE_INSTANTIATE_softmax_backward_cpu
-OPFORGE_INSTANTIATE_log_softmax_backward_cpu
 
 } // namespace opforge

@@ -1,7 +1,10 @@
 // CUDA kernels for softmax and log_softmax over one dim: the same max and
-// sum-of-exp reductions, then the epilogue `Log` picks (math/softmax.h).
+// sum-of-exp reductions, then the epilogue `Log` picks (math/softmax.h). A
+// structured op's kernels (Note [Structured ops]): the generated host code
+// passes the data pointers and the [outer, n, inner] split.
 #include "common.cuh"
-#include "softmax.cuh"
+
+#include <opforge/dim_split.h>
 
 #include <opforge/math/functions.h>
 #include <opforge/math/opmath.h>
@@ -116,24 +119,18 @@ cudaError_t launch(T* out, const T* in, int64_t outer, int64_t n, int64_t inner,
 
 } // namespace
 
-template <typename T>
-cudaError_t launch_softmax(T* out, const T* in, int64_t outer, int64_t n,
-                           int64_t inner, cudaStream_t stream) {
-  return launch<false>(out, in, outer, n, inner, stream);
-}
-
-template <typename T>
-cudaError_t launch_log_softmax(T* out, const T* in, int64_t outer, int64_t n,
-                               int64_t inner, cudaStream_t stream) {
-  return launch<true>(out, in, outer, n, inner, stream);
-}
-
-#define OPFORGE_INSTANTIATE(T)                                           \
-  template cudaError_t launch_softmax<T>(T*, const T*, int64_t, int64_t,       \
-                                         int64_t, cudaStream_t);               \
-  template cudaError_t launch_log_softmax<T>(T*, const T*, int64_t, int64_t,   \
-                                             int64_t, cudaStream_t);
-OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
-#undef OPFORGE_INSTANTIATE
-
 } // namespace opforge::cuda
+
+namespace opforge {
+
+template <typename T>
+cudaError_t softmax_cuda(T* out, const T* self, const dim_split& plan, cudaStream_t stream) {
+  return cuda::launch<false>(out, self, plan.outer, plan.size, plan.inner, stream);
+}
+
+template <typename T>
+cudaError_t log_softmax_cuda(T* out, const T* self, const dim_split& plan, cudaStream_t stream) {
+  return cuda::launch<true>(out, self, plan.outer, plan.size, plan.inner, stream);
+}
+
+} // namespace opforge

@@ -3,7 +3,8 @@
 // the sum accumulated in opmath (float for half/bf16). Same row/column split as
 // the forward kernels in softmax.cu.
 #include "common.cuh"
-#include "softmax_backward.cuh"
+
+#include <opforge/dim_split.h>
 
 #include <opforge/math/opmath.h>
 #include <opforge/math/softmax.h>
@@ -108,26 +109,22 @@ cudaError_t launch(T* out, const T* grad, const T* output, int64_t outer,
 
 } // namespace
 
-template <typename T>
-cudaError_t launch_softmax_backward(T* out, const T* grad, const T* output,
-                                    int64_t outer, int64_t n, int64_t inner,
-                                    cudaStream_t stream) {
-  return launch<false>(out, grad, output, outer, n, inner, stream);
-}
-
-template <typename T>
-cudaError_t launch_log_softmax_backward(T* out, const T* grad, const T* output,
-                                        int64_t outer, int64_t n, int64_t inner,
-                                        cudaStream_t stream) {
-  return launch<true>(out, grad, output, outer, n, inner, stream);
-}
-
-#define OPFORGE_INSTANTIATE(T)                                         \
-  template cudaError_t launch_softmax_backward<T>(                     \
-      T*, const T*, const T*, int64_t, int64_t, int64_t, cudaStream_t); \
-  template cudaError_t launch_log_softmax_backward<T>(                 \
-      T*, const T*, const T*, int64_t, int64_t, int64_t, cudaStream_t);
-OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
-#undef OPFORGE_INSTANTIATE
-
 } // namespace opforge::cuda
+
+namespace opforge {
+
+template <typename T>
+cudaError_t softmax_backward_cuda(T* grad_input, const T* grad_output, const T* output,
+                                  const dim_split& plan, cudaStream_t stream) {
+  return cuda::launch<false>(grad_input, grad_output, output, plan.outer, plan.size, plan.inner,
+                             stream);
+}
+
+template <typename T>
+cudaError_t log_softmax_backward_cuda(T* grad_input, const T* grad_output, const T* output,
+                                      const dim_split& plan, cudaStream_t stream) {
+  return cuda::launch<true>(grad_input, grad_output, output, plan.outer, plan.size, plan.inner,
+                            stream);
+}
+
+} // namespace opforge

@@ -475,3 +475,59 @@ def test_cited_notes_and_documents_must_exist(
     assert "kernels/a.cpp:3: error: cites the Note 'Nowhere', which no file defines" in err
     assert f"kernels/a.cpp:4: error: cites {doc}, which is not in the repository" in err
     assert "Defined here" not in err
+
+
+STRUCTURED = """\
+- func: normalize(Tensor self, int dim) -> Tensor
+  structured: {meta: normalize_meta, plan: dim_split}
+  reference: torch.softmax
+"""
+
+
+def test_structured_entry_implies_kernels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from codegen import parse
+
+    rc, err = check(tmp_path, capsys, ops=STRUCTURED)
+    assert "error: 'normalize'" not in err and "ops.yaml" not in err, err
+    (op,) = parse.load(tmp_path / "schemas")
+    assert op.dispatch == (("CPU", "normalize_cpu<scalar_t>"), ("CUDA", "normalize_cuda<scalar_t>"))
+    assert op.structured is not None and op.structured.source == "ops"
+    assert op.structured.header == "opforge/meta/ops.h"
+
+
+@pytest.mark.parametrize(
+    "edit,expected",
+    [
+        (
+            ("{meta: normalize_meta, plan: dim_split}", "normalize_meta"),
+            "'structured' must map 'meta' and 'plan'",
+        ),
+        (
+            ("plan: dim_split}", "plan: dim_split, sauce: x}"),
+            "unknown 'structured' field 'sauce'",
+        ),
+        (("plan: dim_split", "plan: 'dim split'"), "structured plan 'dim split' is not a C++ name"),
+        (
+            ("  reference:", "  shape: like(self)\n  reference:"),
+            "a structured op's meta function decides its outputs; drop 'shape'",
+        ),
+        (
+            ("  reference:", "  pointwise: relu_fn()\n  reference:"),
+            "an op is either 'pointwise' or 'structured'",
+        ),
+        (
+            ("  reference:", "  dispatch: {Meta: normalize_meta_kernel}\n  reference:"),
+            "a structured op's dispatch names CPU/CUDA template kernels",
+        ),
+        (
+            ("Tensor self, int dim) -> Tensor", "Tensor(a!) self, int dim) -> Tensor(a!)"),
+            "a structured op is functional",
+        ),
+    ],
+)
+def test_structured_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: tuple[str, str], expected: str
+) -> None:
+    assert_error(tmp_path, capsys, STRUCTURED.replace(*edit), expected)

@@ -88,7 +88,9 @@ def test_list_and_explain(capsys: pytest.CaptureFixture[str]) -> None:
     text = capsys.readouterr().out
     assert "struct opforge::math::relu_backward_fn" in text
     assert main(["explain", "softmax", "--schemas", str(ROOT / "schemas")]) == 0
-    assert "template <typename scalar_t> at::Tensor softmax_cpu(" in capsys.readouterr().out
+    assert (
+        "template <typename scalar_t> void softmax_cpu(scalar_t* result" in capsys.readouterr().out
+    )
     assert "opforge.relu_backward(grad_output: Tensor, output: Tensor) -> Tensor" in text
     assert main(["explain", "rleu", "--schemas", str(ROOT / "schemas")]) == 1
     assert "did you mean 'relu'?" in capsys.readouterr().err
@@ -107,9 +109,22 @@ def test_explain_works_while_another_entry_is_broken(
 def test_check_finds_a_template_kernel_never_instantiated(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    source = checkout / "kernels/cpu/softmax.cpp"
-    source.write_text(source.read_text().replace("OPFORGE_INSTANTIATE_softmax_cpu", ""))
+    source = checkout / "kernels/cpu/prelu.cpp"
+    source.write_text(source.read_text().replace("OPFORGE_INSTANTIATE_prelu_cpu", ""))
     args = ["--schemas", str(checkout / "schemas"), "--out", str(checkout / "generated")]
     assert main(["check", *args]) == 1
     err = capsys.readouterr().err
-    assert "template kernel 'softmax_cpu<scalar_t>' (CPU) of 'softmax' is never instantiated" in err
+    assert "template kernel 'prelu_cpu<scalar_t>' (CPU) of 'prelu' is never instantiated" in err
+
+
+def test_check_finds_a_structured_kernel_source_missing(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (checkout / "kernels/cuda/softmax_backward.cu").unlink()
+    args = ["--schemas", str(checkout / "schemas"), "--out", str(checkout / "generated")]
+    assert main(["check", *args]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "'softmax_backward' is structured but kernels/cuda/softmax_backward.cu (its CUDA kernel) "
+        "does not exist"
+    ) in err

@@ -14,6 +14,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t adaptive_avg_pool2d_cuda(scalar_t* result, const scalar_t* self, const opforge::adaptive_avg_pool_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::adaptive_avg_pool2d(const at::Tensor& self, c10::SymIntArrayRef output_size) {
   static const auto op = c10::Dispatcher::singleton()
@@ -24,40 +36,73 @@ at::Tensor opforge::ops::adaptive_avg_pool2d(const at::Tensor& self, c10::SymInt
 
 namespace {
 
-at::Tensor adaptive_avg_pool2d_cpu_checked(const at::Tensor& self, c10::SymIntArrayRef output_size) {
+at::Tensor adaptive_avg_pool2d_cpu_structured(const at::Tensor& self, c10::SymIntArrayRef output_size) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.adaptive_avg_pool2d";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::adaptive_avg_pool2d_cpu<float>(self, output_size);
-    case at::ScalarType::Double: return opforge::adaptive_avg_pool2d_cpu<double>(self, output_size);
-    case at::ScalarType::Half: return opforge::adaptive_avg_pool2d_cpu<c10::Half>(self, output_size);
-    case at::ScalarType::BFloat16: return opforge::adaptive_avg_pool2d_cpu<c10::BFloat16>(self, output_size);
-    default: break;
+  auto meta = opforge::adaptive_avg_pool2d_meta<int64_t>(kOp, self, output_size);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor self_c = self.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        opforge::adaptive_avg_pool2d_cpu<float>(result.mutable_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan);
+        break;
+      case at::ScalarType::Double:
+        opforge::adaptive_avg_pool2d_cpu<double>(result.mutable_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan);
+        break;
+      case at::ScalarType::Half:
+        opforge::adaptive_avg_pool2d_cpu<c10::Half>(result.mutable_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan);
+        break;
+      case at::ScalarType::BFloat16:
+        opforge::adaptive_avg_pool2d_cpu<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan);
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor adaptive_avg_pool2d_cuda_checked(const at::Tensor& self, c10::SymIntArrayRef output_size) {
+at::Tensor adaptive_avg_pool2d_cuda_structured(const at::Tensor& self, c10::SymIntArrayRef output_size) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.adaptive_avg_pool2d";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::adaptive_avg_pool2d_cuda<float>(self, output_size);
-    case at::ScalarType::Double: return opforge::adaptive_avg_pool2d_cuda<double>(self, output_size);
-    case at::ScalarType::Half: return opforge::adaptive_avg_pool2d_cuda<c10::Half>(self, output_size);
-    case at::ScalarType::BFloat16: return opforge::adaptive_avg_pool2d_cuda<c10::BFloat16>(self, output_size);
-    default: break;
+  auto meta = opforge::adaptive_avg_pool2d_meta<int64_t>(kOp, self, output_size);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor self_c = self.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<float>(result.mutable_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<double>(result.mutable_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor adaptive_avg_pool2d_meta_checked(const at::Tensor& self, c10::SymIntArrayRef output_size) {
+at::Tensor adaptive_avg_pool2d_meta_structured(const at::Tensor& self, c10::SymIntArrayRef output_size) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.adaptive_avg_pool2d";
-  return opforge::adaptive_avg_pool2d_meta(self, output_size);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  const auto meta = opforge::adaptive_avg_pool2d_meta<c10::SymInt>(kOp, self, output_size);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  return result;
 }
 
 // Autograd for opforge.adaptive_avg_pool2d: see Note [Generated autograd] in README.md.
@@ -92,15 +137,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("adaptive_avg_pool2d", TORCH_FN(adaptive_avg_pool2d_cpu_checked));
+  m.impl("adaptive_avg_pool2d", TORCH_FN(adaptive_avg_pool2d_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("adaptive_avg_pool2d", TORCH_FN(adaptive_avg_pool2d_cuda_checked));
+  m.impl("adaptive_avg_pool2d", TORCH_FN(adaptive_avg_pool2d_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("adaptive_avg_pool2d", TORCH_FN(adaptive_avg_pool2d_meta_checked));
+  m.impl("adaptive_avg_pool2d", TORCH_FN(adaptive_avg_pool2d_meta_structured));
 }

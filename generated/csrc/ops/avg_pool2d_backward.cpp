@@ -14,6 +14,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t avg_pool2d_backward_cuda(scalar_t* result, const scalar_t* grad_output, const scalar_t* self, const opforge::avg_pool_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
   static const auto op = c10::Dispatcher::singleton()
@@ -24,25 +36,41 @@ at::Tensor opforge::ops::avg_pool2d_backward(const at::Tensor& grad_output, cons
 
 namespace {
 
-at::Tensor avg_pool2d_backward_cpu_checked(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+at::Tensor avg_pool2d_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.avg_pool2d_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::avg_pool2d_backward_cpu<float>(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-    case at::ScalarType::Double: return opforge::avg_pool2d_backward_cpu<double>(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-    case at::ScalarType::Half: return opforge::avg_pool2d_backward_cpu<c10::Half>(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-    case at::ScalarType::BFloat16: return opforge::avg_pool2d_backward_cpu<c10::BFloat16>(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-    default: break;
+  auto meta = opforge::avg_pool2d_backward_meta<int64_t>(kOp, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor self_c = self.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        opforge::avg_pool2d_backward_cpu<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan);
+        break;
+      case at::ScalarType::Double:
+        opforge::avg_pool2d_backward_cpu<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan);
+        break;
+      case at::ScalarType::Half:
+        opforge::avg_pool2d_backward_cpu<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan);
+        break;
+      case at::ScalarType::BFloat16:
+        opforge::avg_pool2d_backward_cpu<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan);
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor avg_pool2d_backward_cuda_checked(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+at::Tensor avg_pool2d_backward_cuda_structured(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.avg_pool2d_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
@@ -50,22 +78,42 @@ at::Tensor avg_pool2d_backward_cuda_checked(const at::Tensor& grad_output, const
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::avg_pool2d_backward_cuda<float>(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-    case at::ScalarType::Double: return opforge::avg_pool2d_backward_cuda<double>(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-    case at::ScalarType::Half: return opforge::avg_pool2d_backward_cuda<c10::Half>(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-    case at::ScalarType::BFloat16: return opforge::avg_pool2d_backward_cuda<c10::BFloat16>(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-    default: break;
+  auto meta = opforge::avg_pool2d_backward_meta<int64_t>(kOp, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor self_c = self.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor avg_pool2d_backward_meta_checked(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+at::Tensor avg_pool2d_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.avg_pool2d_backward";
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  return opforge::avg_pool2d_backward_meta(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
+  const auto meta = opforge::avg_pool2d_backward_meta<c10::SymInt>(kOp, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  return result;
 }
 
 // Autograd for opforge.avg_pool2d_backward: see Note [Generated autograd] in README.md.
@@ -108,15 +156,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("avg_pool2d_backward", TORCH_FN(avg_pool2d_backward_cpu_checked));
+  m.impl("avg_pool2d_backward", TORCH_FN(avg_pool2d_backward_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("avg_pool2d_backward", TORCH_FN(avg_pool2d_backward_cuda_checked));
+  m.impl("avg_pool2d_backward", TORCH_FN(avg_pool2d_backward_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("avg_pool2d_backward", TORCH_FN(avg_pool2d_backward_meta_checked));
+  m.impl("avg_pool2d_backward", TORCH_FN(avg_pool2d_backward_meta_structured));
 }

@@ -13,6 +13,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t max_pool2d_backward_cuda(scalar_t* result, const scalar_t* grad_output, const scalar_t* self, const int64_t* indices, const opforge::max_pool_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::max_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
   static const auto op = c10::Dispatcher::singleton()
@@ -23,7 +35,7 @@ at::Tensor opforge::ops::max_pool2d_backward(const at::Tensor& grad_output, cons
 
 namespace {
 
-at::Tensor max_pool2d_backward_cpu_checked(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+at::Tensor max_pool2d_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.max_pool2d_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
@@ -32,18 +44,35 @@ at::Tensor max_pool2d_backward_cpu_checked(const at::Tensor& grad_output, const 
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long}, "a tensor of dtype (int64)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::max_pool2d_backward_cpu<float>(grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
-    case at::ScalarType::Double: return opforge::max_pool2d_backward_cpu<double>(grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
-    case at::ScalarType::Half: return opforge::max_pool2d_backward_cpu<c10::Half>(grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
-    case at::ScalarType::BFloat16: return opforge::max_pool2d_backward_cpu<c10::BFloat16>(grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
-    default: break;
+  auto meta = opforge::max_pool2d_backward_meta<int64_t>(kOp, grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor self_c = self.contiguous();
+    const at::Tensor indices_c = indices.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        opforge::max_pool2d_backward_cpu<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), indices_c.const_data_ptr<int64_t>(), meta.plan);
+        break;
+      case at::ScalarType::Double:
+        opforge::max_pool2d_backward_cpu<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), indices_c.const_data_ptr<int64_t>(), meta.plan);
+        break;
+      case at::ScalarType::Half:
+        opforge::max_pool2d_backward_cpu<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), indices_c.const_data_ptr<int64_t>(), meta.plan);
+        break;
+      case at::ScalarType::BFloat16:
+        opforge::max_pool2d_backward_cpu<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), indices_c.const_data_ptr<int64_t>(), meta.plan);
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor max_pool2d_backward_cuda_checked(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+at::Tensor max_pool2d_backward_cuda_structured(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.max_pool2d_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
@@ -53,23 +82,45 @@ at::Tensor max_pool2d_backward_cuda_checked(const at::Tensor& grad_output, const
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long}, "a tensor of dtype (int64)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::max_pool2d_backward_cuda<float>(grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
-    case at::ScalarType::Double: return opforge::max_pool2d_backward_cuda<double>(grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
-    case at::ScalarType::Half: return opforge::max_pool2d_backward_cuda<c10::Half>(grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
-    case at::ScalarType::BFloat16: return opforge::max_pool2d_backward_cuda<c10::BFloat16>(grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
-    default: break;
+  auto meta = opforge::max_pool2d_backward_meta<int64_t>(kOp, grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor self_c = self.contiguous();
+    const at::Tensor indices_c = indices.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor max_pool2d_backward_meta_checked(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+at::Tensor max_pool2d_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.max_pool2d_backward";
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
   opforge::check::same_device(kOp, "indices", indices, "grad_output", grad_output);
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long}, "a tensor of dtype (int64)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  return opforge::max_pool2d_backward_meta(grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
+  const auto meta = opforge::max_pool2d_backward_meta<c10::SymInt>(kOp, grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  return result;
 }
 
 // Autograd for opforge.max_pool2d_backward: see Note [Generated autograd] in README.md.
@@ -108,15 +159,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("max_pool2d_backward", TORCH_FN(max_pool2d_backward_cpu_checked));
+  m.impl("max_pool2d_backward", TORCH_FN(max_pool2d_backward_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("max_pool2d_backward", TORCH_FN(max_pool2d_backward_cuda_checked));
+  m.impl("max_pool2d_backward", TORCH_FN(max_pool2d_backward_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("max_pool2d_backward", TORCH_FN(max_pool2d_backward_meta_checked));
+  m.impl("max_pool2d_backward", TORCH_FN(max_pool2d_backward_meta_structured));
 }

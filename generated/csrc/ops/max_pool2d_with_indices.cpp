@@ -14,6 +14,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t max_pool2d_with_indices_cuda(scalar_t* result0, int64_t* result1, const scalar_t* self, const opforge::max_pool_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 std::tuple<at::Tensor, at::Tensor> opforge::ops::max_pool2d_with_indices(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
   static const auto op = c10::Dispatcher::singleton()
@@ -24,40 +36,76 @@ std::tuple<at::Tensor, at::Tensor> opforge::ops::max_pool2d_with_indices(const a
 
 namespace {
 
-std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cpu_checked(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cpu_structured(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.max_pool2d_with_indices";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::max_pool2d_with_indices_cpu<float>(self, kernel_size, stride, padding, dilation, ceil_mode);
-    case at::ScalarType::Double: return opforge::max_pool2d_with_indices_cpu<double>(self, kernel_size, stride, padding, dilation, ceil_mode);
-    case at::ScalarType::Half: return opforge::max_pool2d_with_indices_cpu<c10::Half>(self, kernel_size, stride, padding, dilation, ceil_mode);
-    case at::ScalarType::BFloat16: return opforge::max_pool2d_with_indices_cpu<c10::BFloat16>(self, kernel_size, stride, padding, dilation, ceil_mode);
-    default: break;
+  auto meta = opforge::max_pool2d_with_indices_meta<int64_t>(kOp, self, kernel_size, stride, padding, dilation, ceil_mode);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self);
+  if (!opforge::structured::all_empty({&result0, &result1})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor self_c = self.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        opforge::max_pool2d_with_indices_cpu<float>(result0.mutable_data_ptr<float>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<float>(), meta.plan);
+        break;
+      case at::ScalarType::Double:
+        opforge::max_pool2d_with_indices_cpu<double>(result0.mutable_data_ptr<double>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<double>(), meta.plan);
+        break;
+      case at::ScalarType::Half:
+        opforge::max_pool2d_with_indices_cpu<c10::Half>(result0.mutable_data_ptr<c10::Half>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<c10::Half>(), meta.plan);
+        break;
+      case at::ScalarType::BFloat16:
+        opforge::max_pool2d_with_indices_cpu<c10::BFloat16>(result0.mutable_data_ptr<c10::BFloat16>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan);
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1);
 }
 #ifdef OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cuda_checked(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cuda_structured(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.max_pool2d_with_indices";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::max_pool2d_with_indices_cuda<float>(self, kernel_size, stride, padding, dilation, ceil_mode);
-    case at::ScalarType::Double: return opforge::max_pool2d_with_indices_cuda<double>(self, kernel_size, stride, padding, dilation, ceil_mode);
-    case at::ScalarType::Half: return opforge::max_pool2d_with_indices_cuda<c10::Half>(self, kernel_size, stride, padding, dilation, ceil_mode);
-    case at::ScalarType::BFloat16: return opforge::max_pool2d_with_indices_cuda<c10::BFloat16>(self, kernel_size, stride, padding, dilation, ceil_mode);
-    default: break;
+  auto meta = opforge::max_pool2d_with_indices_meta<int64_t>(kOp, self, kernel_size, stride, padding, dilation, ceil_mode);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self);
+  if (!opforge::structured::all_empty({&result0, &result1})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor self_c = self.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<float>(result0.mutable_data_ptr<float>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<double>(result0.mutable_data_ptr<double>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<c10::Half>(result0.mutable_data_ptr<c10::Half>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<c10::BFloat16>(result0.mutable_data_ptr<c10::BFloat16>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1);
 }
 #endif  // OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_meta_checked(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_meta_structured(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.max_pool2d_with_indices";
-  return opforge::max_pool2d_with_indices_meta(self, kernel_size, stride, padding, dilation, ceil_mode);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  const auto meta = opforge::max_pool2d_with_indices_meta<c10::SymInt>(kOp, self, kernel_size, stride, padding, dilation, ceil_mode);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self);
+  return std::make_tuple(result0, result1);
 }
 
 // Autograd for opforge.max_pool2d_with_indices: see Note [Generated autograd] in README.md.
@@ -99,15 +147,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("max_pool2d_with_indices", TORCH_FN(max_pool2d_with_indices_cpu_checked));
+  m.impl("max_pool2d_with_indices", TORCH_FN(max_pool2d_with_indices_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("max_pool2d_with_indices", TORCH_FN(max_pool2d_with_indices_cuda_checked));
+  m.impl("max_pool2d_with_indices", TORCH_FN(max_pool2d_with_indices_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("max_pool2d_with_indices", TORCH_FN(max_pool2d_with_indices_meta_checked));
+  m.impl("max_pool2d_with_indices", TORCH_FN(max_pool2d_with_indices_meta_structured));
 }

@@ -14,6 +14,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t softmax_cuda(scalar_t* result, const scalar_t* self, const opforge::dim_split& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::softmax(const at::Tensor& self, int64_t dim) {
   static const auto op = c10::Dispatcher::singleton()
@@ -24,40 +36,73 @@ at::Tensor opforge::ops::softmax(const at::Tensor& self, int64_t dim) {
 
 namespace {
 
-at::Tensor softmax_cpu_checked(const at::Tensor& self, int64_t dim) {
+at::Tensor softmax_cpu_structured(const at::Tensor& self, int64_t dim) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softmax";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::softmax_cpu<float>(self, dim);
-    case at::ScalarType::Double: return opforge::softmax_cpu<double>(self, dim);
-    case at::ScalarType::Half: return opforge::softmax_cpu<c10::Half>(self, dim);
-    case at::ScalarType::BFloat16: return opforge::softmax_cpu<c10::BFloat16>(self, dim);
-    default: break;
+  auto meta = opforge::softmax_meta<int64_t>(kOp, self, dim);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor self_c = self.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        opforge::softmax_cpu<float>(result.mutable_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan);
+        break;
+      case at::ScalarType::Double:
+        opforge::softmax_cpu<double>(result.mutable_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan);
+        break;
+      case at::ScalarType::Half:
+        opforge::softmax_cpu<c10::Half>(result.mutable_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan);
+        break;
+      case at::ScalarType::BFloat16:
+        opforge::softmax_cpu<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan);
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor softmax_cuda_checked(const at::Tensor& self, int64_t dim) {
+at::Tensor softmax_cuda_structured(const at::Tensor& self, int64_t dim) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softmax";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::softmax_cuda<float>(self, dim);
-    case at::ScalarType::Double: return opforge::softmax_cuda<double>(self, dim);
-    case at::ScalarType::Half: return opforge::softmax_cuda<c10::Half>(self, dim);
-    case at::ScalarType::BFloat16: return opforge::softmax_cuda<c10::BFloat16>(self, dim);
-    default: break;
+  auto meta = opforge::softmax_meta<int64_t>(kOp, self, dim);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor self_c = self.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<float>(result.mutable_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<double>(result.mutable_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor softmax_meta(const at::Tensor& self, int64_t dim) {
+at::Tensor softmax_meta_structured(const at::Tensor& self, int64_t dim) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softmax";
-  return at::empty_symint(self.sym_sizes(), self.options().dtype(self.scalar_type()));
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  const auto meta = opforge::softmax_meta<c10::SymInt>(kOp, self, dim);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  return result;
 }
 
 // Autograd for opforge.softmax: see Note [Generated autograd] in README.md.
@@ -93,15 +138,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("softmax", TORCH_FN(softmax_cpu_checked));
+  m.impl("softmax", TORCH_FN(softmax_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("softmax", TORCH_FN(softmax_cuda_checked));
+  m.impl("softmax", TORCH_FN(softmax_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("softmax", TORCH_FN(softmax_meta));
+  m.impl("softmax", TORCH_FN(softmax_meta_structured));
 }

@@ -13,6 +13,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t softmax_backward_cuda(scalar_t* result, const scalar_t* grad_output, const scalar_t* output, const opforge::dim_split& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::softmax_backward(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim) {
   static const auto op = c10::Dispatcher::singleton()
@@ -23,51 +35,84 @@ at::Tensor opforge::ops::softmax_backward(const at::Tensor& grad_output, const a
 
 namespace {
 
-at::Tensor softmax_backward_cpu_checked(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim) {
+at::Tensor softmax_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softmax_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "output", output, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "output", output, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::softmax_backward_cpu<float>(grad_output, output, dim);
-    case at::ScalarType::Double: return opforge::softmax_backward_cpu<double>(grad_output, output, dim);
-    case at::ScalarType::Half: return opforge::softmax_backward_cpu<c10::Half>(grad_output, output, dim);
-    case at::ScalarType::BFloat16: return opforge::softmax_backward_cpu<c10::BFloat16>(grad_output, output, dim);
-    default: break;
+  auto meta = opforge::softmax_backward_meta<int64_t>(kOp, grad_output, output, dim);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor output_c = output.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        opforge::softmax_backward_cpu<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), output_c.const_data_ptr<float>(), meta.plan);
+        break;
+      case at::ScalarType::Double:
+        opforge::softmax_backward_cpu<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), output_c.const_data_ptr<double>(), meta.plan);
+        break;
+      case at::ScalarType::Half:
+        opforge::softmax_backward_cpu<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), output_c.const_data_ptr<c10::Half>(), meta.plan);
+        break;
+      case at::ScalarType::BFloat16:
+        opforge::softmax_backward_cpu<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), output_c.const_data_ptr<c10::BFloat16>(), meta.plan);
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor softmax_backward_cuda_checked(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim) {
+at::Tensor softmax_backward_cuda_structured(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softmax_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "output", output, "grad_output", grad_output);
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "output", output, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::softmax_backward_cuda<float>(grad_output, output, dim);
-    case at::ScalarType::Double: return opforge::softmax_backward_cuda<double>(grad_output, output, dim);
-    case at::ScalarType::Half: return opforge::softmax_backward_cuda<c10::Half>(grad_output, output, dim);
-    case at::ScalarType::BFloat16: return opforge::softmax_backward_cuda<c10::BFloat16>(grad_output, output, dim);
-    default: break;
+  auto meta = opforge::softmax_backward_meta<int64_t>(kOp, grad_output, output, dim);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor output_c = output.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), output_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), output_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), output_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), output_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor softmax_backward_meta(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim) {
+at::Tensor softmax_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softmax_backward";
   opforge::check::same_device(kOp, "output", output, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "output", output, "grad_output", grad_output);
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
-  return at::empty_symint(grad_output.sym_sizes(), grad_output.options().dtype(grad_output.scalar_type()));
+  const auto meta = opforge::softmax_backward_meta<c10::SymInt>(kOp, grad_output, output, dim);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  return result;
 }
 
 // Autograd for opforge.softmax_backward: see Note [Generated autograd] in README.md.
@@ -100,15 +145,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("softmax_backward", TORCH_FN(softmax_backward_cpu_checked));
+  m.impl("softmax_backward", TORCH_FN(softmax_backward_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("softmax_backward", TORCH_FN(softmax_backward_cuda_checked));
+  m.impl("softmax_backward", TORCH_FN(softmax_backward_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("softmax_backward", TORCH_FN(softmax_backward_meta));
+  m.impl("softmax_backward", TORCH_FN(softmax_backward_meta_structured));
 }

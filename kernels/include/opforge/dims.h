@@ -4,6 +4,8 @@
 #include <c10/util/Exception.h>
 #include <c10/util/OptionalArrayRef.h>
 
+#include <opforge/dim_split.h>
+
 #include <bitset>
 #include <cstdint>
 #include <string_view>
@@ -42,12 +44,6 @@ inline dim_mask reduced_dims(std::string_view op, std::string_view arg,
   return mask;
 }
 
-// A tensor viewed as [outer, size, inner] around one dim (contiguous layout).
-struct dim_split {
-  int64_t outer = 1;
-  int64_t size = 1;
-  int64_t inner = 1;
-};
 
 inline dim_split split_at_dim(c10::IntArrayRef sizes, int64_t dim) {
   dim_split s;

@@ -14,32 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/pooling.h>
+
 namespace opforge {
 
-// adaptive_avg_pool2d [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_adaptive_avg_pool2d_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// adaptive_avg_pool2d [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-at::Tensor adaptive_avg_pool2d_cpu(const at::Tensor& self, c10::SymIntArrayRef output_size);
-#define OPFORGE_INSTANTIATE_adaptive_avg_pool2d_cpu \
-  template at::Tensor adaptive_avg_pool2d_cpu<float>(const at::Tensor& self, c10::SymIntArrayRef output_size); \
-  template at::Tensor adaptive_avg_pool2d_cpu<double>(const at::Tensor& self, c10::SymIntArrayRef output_size); \
-  template at::Tensor adaptive_avg_pool2d_cpu<c10::Half>(const at::Tensor& self, c10::SymIntArrayRef output_size); \
-  template at::Tensor adaptive_avg_pool2d_cpu<c10::BFloat16>(const at::Tensor& self, c10::SymIntArrayRef output_size);
-
-// adaptive_avg_pool2d [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_adaptive_avg_pool2d_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-at::Tensor adaptive_avg_pool2d_cuda(const at::Tensor& self, c10::SymIntArrayRef output_size);
-#define OPFORGE_INSTANTIATE_adaptive_avg_pool2d_cuda \
-  template at::Tensor adaptive_avg_pool2d_cuda<float>(const at::Tensor& self, c10::SymIntArrayRef output_size); \
-  template at::Tensor adaptive_avg_pool2d_cuda<double>(const at::Tensor& self, c10::SymIntArrayRef output_size); \
-  template at::Tensor adaptive_avg_pool2d_cuda<c10::Half>(const at::Tensor& self, c10::SymIntArrayRef output_size); \
-  template at::Tensor adaptive_avg_pool2d_cuda<c10::BFloat16>(const at::Tensor& self, c10::SymIntArrayRef output_size);
-
-// adaptive_avg_pool2d [Meta, shape rule]
-at::Tensor adaptive_avg_pool2d_meta(const at::Tensor& self, c10::SymIntArrayRef output_size);
+void adaptive_avg_pool2d_cpu(scalar_t* result, const scalar_t* self, const opforge::adaptive_avg_pool_plan& plan);
 
 namespace ops {
 // adaptive_avg_pool2d

@@ -14,32 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/pooling.h>
+
 namespace opforge {
 
-// avg_pool2d_backward [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_avg_pool2d_backward_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// avg_pool2d_backward [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-at::Tensor avg_pool2d_backward_cpu(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override);
-#define OPFORGE_INSTANTIATE_avg_pool2d_backward_cpu \
-  template at::Tensor avg_pool2d_backward_cpu<float>(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override); \
-  template at::Tensor avg_pool2d_backward_cpu<double>(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override); \
-  template at::Tensor avg_pool2d_backward_cpu<c10::Half>(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override); \
-  template at::Tensor avg_pool2d_backward_cpu<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override);
-
-// avg_pool2d_backward [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_avg_pool2d_backward_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-at::Tensor avg_pool2d_backward_cuda(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override);
-#define OPFORGE_INSTANTIATE_avg_pool2d_backward_cuda \
-  template at::Tensor avg_pool2d_backward_cuda<float>(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override); \
-  template at::Tensor avg_pool2d_backward_cuda<double>(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override); \
-  template at::Tensor avg_pool2d_backward_cuda<c10::Half>(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override); \
-  template at::Tensor avg_pool2d_backward_cuda<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override);
-
-// avg_pool2d_backward [Meta, shape rule]
-at::Tensor avg_pool2d_backward_meta(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override);
+void avg_pool2d_backward_cpu(scalar_t* result, const scalar_t* grad_output, const scalar_t* self, const opforge::avg_pool_plan& plan);
 
 namespace ops {
 // avg_pool2d_backward

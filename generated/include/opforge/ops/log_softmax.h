@@ -14,29 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/softmax.h>
+
 namespace opforge {
 
-// log_softmax [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_log_softmax_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// log_softmax [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-at::Tensor log_softmax_cpu(const at::Tensor& self, int64_t dim);
-#define OPFORGE_INSTANTIATE_log_softmax_cpu \
-  template at::Tensor log_softmax_cpu<float>(const at::Tensor& self, int64_t dim); \
-  template at::Tensor log_softmax_cpu<double>(const at::Tensor& self, int64_t dim); \
-  template at::Tensor log_softmax_cpu<c10::Half>(const at::Tensor& self, int64_t dim); \
-  template at::Tensor log_softmax_cpu<c10::BFloat16>(const at::Tensor& self, int64_t dim);
-
-// log_softmax [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_log_softmax_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-at::Tensor log_softmax_cuda(const at::Tensor& self, int64_t dim);
-#define OPFORGE_INSTANTIATE_log_softmax_cuda \
-  template at::Tensor log_softmax_cuda<float>(const at::Tensor& self, int64_t dim); \
-  template at::Tensor log_softmax_cuda<double>(const at::Tensor& self, int64_t dim); \
-  template at::Tensor log_softmax_cuda<c10::Half>(const at::Tensor& self, int64_t dim); \
-  template at::Tensor log_softmax_cuda<c10::BFloat16>(const at::Tensor& self, int64_t dim);
+void log_softmax_cpu(scalar_t* result, const scalar_t* self, const opforge::dim_split& plan);
 
 namespace ops {
 // log_softmax

@@ -14,32 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/pooling.h>
+
 namespace opforge {
 
-// max_pool2d_backward [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_max_pool2d_backward_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// max_pool2d_backward [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-at::Tensor max_pool2d_backward_cpu(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
-#define OPFORGE_INSTANTIATE_max_pool2d_backward_cpu \
-  template at::Tensor max_pool2d_backward_cpu<float>(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode); \
-  template at::Tensor max_pool2d_backward_cpu<double>(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode); \
-  template at::Tensor max_pool2d_backward_cpu<c10::Half>(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode); \
-  template at::Tensor max_pool2d_backward_cpu<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
-
-// max_pool2d_backward [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_max_pool2d_backward_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-at::Tensor max_pool2d_backward_cuda(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
-#define OPFORGE_INSTANTIATE_max_pool2d_backward_cuda \
-  template at::Tensor max_pool2d_backward_cuda<float>(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode); \
-  template at::Tensor max_pool2d_backward_cuda<double>(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode); \
-  template at::Tensor max_pool2d_backward_cuda<c10::Half>(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode); \
-  template at::Tensor max_pool2d_backward_cuda<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
-
-// max_pool2d_backward [Meta, shape rule]
-at::Tensor max_pool2d_backward_meta(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
+void max_pool2d_backward_cpu(scalar_t* result, const scalar_t* grad_output, const scalar_t* self, const int64_t* indices, const opforge::max_pool_plan& plan);
 
 namespace ops {
 // max_pool2d_backward

@@ -14,32 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/pooling.h>
+
 namespace opforge {
 
-// max_pool2d_with_indices [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_max_pool2d_with_indices_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// max_pool2d_with_indices [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cpu(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
-#define OPFORGE_INSTANTIATE_max_pool2d_with_indices_cpu \
-  template std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cpu<float>(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode); \
-  template std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cpu<double>(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode); \
-  template std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cpu<c10::Half>(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode); \
-  template std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cpu<c10::BFloat16>(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
-
-// max_pool2d_with_indices [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_max_pool2d_with_indices_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cuda(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
-#define OPFORGE_INSTANTIATE_max_pool2d_with_indices_cuda \
-  template std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cuda<float>(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode); \
-  template std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cuda<double>(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode); \
-  template std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cuda<c10::Half>(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode); \
-  template std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cuda<c10::BFloat16>(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
-
-// max_pool2d_with_indices [Meta, shape rule]
-std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_meta(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
+void max_pool2d_with_indices_cpu(scalar_t* result0, int64_t* result1, const scalar_t* self, const opforge::max_pool_plan& plan);
 
 namespace ops {
 // max_pool2d_with_indices

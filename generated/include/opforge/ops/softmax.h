@@ -14,29 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/softmax.h>
+
 namespace opforge {
 
-// softmax [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_softmax_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// softmax [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-at::Tensor softmax_cpu(const at::Tensor& self, int64_t dim);
-#define OPFORGE_INSTANTIATE_softmax_cpu \
-  template at::Tensor softmax_cpu<float>(const at::Tensor& self, int64_t dim); \
-  template at::Tensor softmax_cpu<double>(const at::Tensor& self, int64_t dim); \
-  template at::Tensor softmax_cpu<c10::Half>(const at::Tensor& self, int64_t dim); \
-  template at::Tensor softmax_cpu<c10::BFloat16>(const at::Tensor& self, int64_t dim);
-
-// softmax [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_softmax_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-at::Tensor softmax_cuda(const at::Tensor& self, int64_t dim);
-#define OPFORGE_INSTANTIATE_softmax_cuda \
-  template at::Tensor softmax_cuda<float>(const at::Tensor& self, int64_t dim); \
-  template at::Tensor softmax_cuda<double>(const at::Tensor& self, int64_t dim); \
-  template at::Tensor softmax_cuda<c10::Half>(const at::Tensor& self, int64_t dim); \
-  template at::Tensor softmax_cuda<c10::BFloat16>(const at::Tensor& self, int64_t dim);
+void softmax_cpu(scalar_t* result, const scalar_t* self, const opforge::dim_split& plan);
 
 namespace ops {
 // softmax

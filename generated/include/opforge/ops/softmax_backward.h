@@ -14,29 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/softmax.h>
+
 namespace opforge {
 
-// softmax_backward [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_softmax_backward_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// softmax_backward [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-at::Tensor softmax_backward_cpu(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim);
-#define OPFORGE_INSTANTIATE_softmax_backward_cpu \
-  template at::Tensor softmax_backward_cpu<float>(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim); \
-  template at::Tensor softmax_backward_cpu<double>(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim); \
-  template at::Tensor softmax_backward_cpu<c10::Half>(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim); \
-  template at::Tensor softmax_backward_cpu<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim);
-
-// softmax_backward [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_softmax_backward_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-at::Tensor softmax_backward_cuda(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim);
-#define OPFORGE_INSTANTIATE_softmax_backward_cuda \
-  template at::Tensor softmax_backward_cuda<float>(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim); \
-  template at::Tensor softmax_backward_cuda<double>(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim); \
-  template at::Tensor softmax_backward_cuda<c10::Half>(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim); \
-  template at::Tensor softmax_backward_cuda<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim);
+void softmax_backward_cpu(scalar_t* result, const scalar_t* grad_output, const scalar_t* output, const opforge::dim_split& plan);
 
 namespace ops {
 // softmax_backward

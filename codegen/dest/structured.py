@@ -1,0 +1,216 @@
+"""Template contexts for structured ops (`structured:` entries): every key runs the op's meta
+function, allocates its outputs and calls a kernel that takes raw pointers and a plan; the
+kernel sources are compiled through generated units that instantiate them for the entry's
+dtypes. See Note [Structured ops] in kernels/include/opforge/structured.h.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import groupby
+from typing import Any
+
+from codegen.api import cpp as cpp_api
+from codegen.dest import cpp
+from codegen.dest.common import sources
+from codegen.model import OptionalType
+from codegen.opdecl import CPP_SCALAR, DTYPES, OpDecl, kernel_name
+from codegen.parse import output_names
+
+Context = dict[str, Any]
+
+SCALAR = "scalar_t"
+
+
+def _spec(f: OpDecl) -> Any:
+    assert f.structured is not None
+    return f.structured
+
+
+def outputs(f: OpDecl) -> list[str]:
+    """The kernel's output pointers' names."""
+    return output_names(f.schema)
+
+
+def _tensor_inputs(f: OpDecl) -> list[tuple[str, bool]]:
+    """(name, optional) of each tensor argument, in schema order."""
+    return [
+        (a.name, isinstance(a.type, OptionalType))
+        for a in f.schema.arguments.flat_non_out
+        if a.type.is_tensor_like()
+    ]
+
+
+def _element(f: OpDecl, name: str, scalar: str) -> str:
+    """The C++ element type of tensor `name`: its own single dtype, else the kernel's."""
+    own = dict(f.arg_dtypes).get(name)
+    return CPP_SCALAR[own[0]] if own is not None and len(own) == 1 else scalar
+
+
+def kernel_signature(f: OpDecl, key: str, scalar: str = SCALAR, name: str | None = None) -> str:
+    """`void softmax_cpu(T* result, const T* self, const opforge::dim_split& plan)`, and for
+    CUDA `cudaError_t softmax_cuda(..., cudaStream_t stream)`."""
+    params = [f"{_element(f, o, scalar)}* {o}" for o in outputs(f)]
+    params += [f"const {_element(f, n, scalar)}* {n}" for n, _ in _tensor_inputs(f)]
+    params.append(f"const opforge::{_spec(f).plan}& plan")
+    kernel = name or kernel_name(f.kernel(key) or "")
+    if key == "CUDA":
+        return f"cudaError_t {kernel}({', '.join([*params, 'cudaStream_t stream'])})"
+    return f"void {kernel}({', '.join(params)})"
+
+
+def instances(f: OpDecl, key: str) -> list[str]:
+    """The explicit instantiations of f's `key` kernel for its dtypes."""
+    base = kernel_name(f.kernel(key) or "")
+    return [kernel_signature(f, key, CPP_SCALAR[d], f"{base}<{CPP_SCALAR[d]}>") for d in f.dtypes]
+
+
+def _args(f: OpDecl, renames: dict[str, str]) -> str:
+    return ", ".join(renames.get(a.name, a.name) for a in f.schema.arguments.flat_all)
+
+
+def _reference(f: OpDecl, renames: dict[str, str]) -> str:
+    """The tensor whose device the outputs (and any workspace) are allocated on."""
+    first = _tensor_inputs(f)[0][0]
+    return renames.get(first, first)
+
+
+def _allocate(f: OpDecl, size: str, renames: dict[str, str]) -> list[str]:
+    ref = _reference(f, renames)
+    # Not const: the backend keys may attach a workspace to the plan.
+    qualifier = "auto" if size == "int64_t" else "const auto"
+    lines = [f"{qualifier} meta = opforge::{_spec(f).meta}<{size}>(kOp, {_args(f, renames)});"]
+    lines += [
+        f"at::Tensor {o} = opforge::structured::allocate(meta.outputs[{i}], {ref});"
+        for i, o in enumerate(outputs(f))
+    ]
+    return lines
+
+
+def _return(f: OpDecl) -> str:
+    outs = outputs(f)
+    return f"return {outs[0]};" if len(outs) == 1 else f"return std::make_tuple({', '.join(outs)});"
+
+
+def _launch(f: OpDecl, key: str, scalar: str) -> str:
+    pointers = [f"{o}.mutable_data_ptr<{_element(f, o, scalar)}>()" for o in outputs(f)]
+    for n, optional in _tensor_inputs(f):
+        t = _element(f, n, scalar)
+        pointers.append(
+            f"opforge::structured::data_or_null<{t}>({n}_c)"
+            if optional
+            else f"{n}_c.const_data_ptr<{t}>()"
+        )
+    call = f"opforge::{kernel_name(f.kernel(key) or '')}<{scalar}>({', '.join(pointers)}, meta.plan"
+    if key == "CUDA":
+        return f"OPFORGE_CUDA_CHECK({call}, opforge::cuda::current_stream()));"
+    return f"{call});"
+
+
+def _backend_body(f: OpDecl, key: str, simulated: bool = False) -> list[str]:
+    """Checks, meta function, outputs, then the kernel for the argument's dtype."""
+    lines, renames = cpp.checks_before_kernel(f, key, simulated=simulated)
+    lines += _allocate(f, "int64_t", renames)
+    outs = ", ".join(f"&{o}" for o in outputs(f))
+    lines.append(f"if (!opforge::structured::all_empty({{{outs}}})) {{")
+    ref = _reference(f, renames)
+    lines.append(
+        f"  const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, {ref});"
+    )
+    for n, optional in _tensor_inputs(f):
+        src = renames.get(n, n)
+        value = (
+            f"opforge::structured::contiguous_or_undefined({src})"
+            if optional
+            else f"{src}.contiguous()"
+        )
+        lines.append(f"  const at::Tensor {n}_c = {value};")
+    lines.append(f"  switch ({cpp.dispatch_dtype(f)}) {{")
+    for d in f.dtypes:
+        lines.append(f"    case at::ScalarType::{DTYPES[d]}:")
+        lines.append(f"      {_launch(f, key, CPP_SCALAR[d])}")
+        lines.append("      break;")
+    lines += ["    default:", '      TORCH_CHECK(false, kOp, ": unreachable dtype");', "  }", "}"]
+    return [*lines, _return(f)]
+
+
+def _meta_body(f: OpDecl) -> list[str]:
+    lines = cpp.device_checks(f, "Meta") + cpp.dtype_checks(f) + cpp.user_checks(f)
+    return [*lines, *_allocate(f, "c10::SymInt", {}), _return(f)]
+
+
+def _wrapper(f: OpDecl, key: str, fn: str, body: list[str]) -> Context:
+    return {
+        "key": key,
+        "signature": cpp_api.signature(f.schema, fn),
+        "op_label": f"opforge.{f.name}",
+        "lines": body[:-1],
+        "call": body[-1],
+        "fn": fn,
+    }
+
+
+def registration(f: OpDecl) -> list[Context]:
+    """The CPU, CUDA and Meta kernels of a structured op (`key` and `fn` name each)."""
+    wrappers = [
+        _wrapper(f, key, f"{f.cpp_id}_{key.lower()}_structured", _backend_body(f, key))
+        for key in f.keys
+    ]
+    wrappers.append(_wrapper(f, "Meta", f"{f.cpp_id}_meta_structured", _meta_body(f)))
+    return wrappers
+
+
+def simulated_wrapper(f: OpDecl) -> Context:
+    """The CUDA simulator's CPU kernel for f: the CUDA body on CPU tensors."""
+    body = _backend_body(f, "CUDA", simulated=True)
+    return _wrapper(f, "CUDA", f"{f.cpp_id}_cuda_simulated", body)
+
+
+def cuda_declarations(ops: Sequence[OpDecl]) -> list[str]:
+    """The CUDA kernels' declarations (they need the CUDA runtime's types, so they live in the
+    units that call them, not in the torch-facing kernel headers)."""
+    return [
+        kernel_signature(f, "CUDA")
+        for f in ops
+        if f.structured is not None and f.variant_of is None and "CUDA" in f.keys
+    ]
+
+
+def units(ops: Sequence[OpDecl]) -> dict[str, Context]:
+    """Generated path -> context of the units compiling each kernel source (one per source
+    file and key) and instantiating its kernels for the entries' dtypes."""
+    structured = sorted(
+        (f for f in ops if f.structured is not None and f.variant_of is None),
+        key=lambda f: (_spec(f).source, f.qualified),
+    )
+    result: dict[str, Context] = {}
+    for source, group in groupby(structured, key=lambda f: _spec(f).source):
+        members = list(group)
+        for key, suffix, ext in (("CPU", "_cpu", "cpp"), ("CUDA", "", "cu")):
+            users = [f for f in members if key in f.keys]
+            if not users:
+                continue
+            result[f"csrc/structured/{source}{suffix}.{ext}"] = {
+                "sources": sources(users),
+                "key": key,
+                "kernel_file": kernel_file(source, key),
+                "ops": [f.qualified for f in users],
+                "instances": [i for f in users for i in instances(f, key)],
+            }
+    return result
+
+
+def kernel_file(source: str, key: str) -> str:
+    return f"kernels/cpu/{source}.cpp" if key == "CPU" else f"kernels/cuda/{source}.cu"
+
+
+def kernel_files(ops: Sequence[OpDecl]) -> list[str]:
+    """The kernel sources compiled through generated units (CMake leaves them out of its globs)."""
+    return sorted(
+        {
+            kernel_file(_spec(f).source, key)
+            for f in ops
+            if f.structured is not None
+            for key in f.keys
+        }
+    )
