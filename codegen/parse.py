@@ -275,11 +275,10 @@ class _EntryParser:
                     hint,
                 )
                 ok = False
-        tensors = [a for a in schema.arguments.flat_non_out if a.type.is_tensor_like()]
-        if schema.arguments.out or schema.name.is_inplace or any(a.is_write for a in tensors):
+        if schema.arguments.out or schema.name.is_inplace:
             self.err(
                 "structured",
-                "a structured op is functional (it writes only the outputs its meta function allocates)",
+                "a structured op is functional (it returns the outputs its meta function allocates)",
                 "declare in-place and out= overloads with 'variants: [inplace, out]'",
             )
             ok = False

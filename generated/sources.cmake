@@ -97,8 +97,11 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus_backward_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_lrn_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_avg_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_max_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_spp_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/prelu_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax_backward_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax_cpu.cpp
 )
@@ -127,20 +130,29 @@ set(OPFORGE_GENERATED_CUDA_DEVICE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus_backward.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_backward.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_lrn.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_avg.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_max.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_spp.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/prelu.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax_backward.cu
 )
 # Structured ops' kernel sources (relative to the project root): the generated
 # units above include them, so the kernels/ globs leave them out.
 set(OPFORGE_STRUCTURED_KERNEL_FILES
+  kernels/cpu/norm_lrn.cpp
   kernels/cpu/pooling_avg.cpp
   kernels/cpu/pooling_max.cpp
+  kernels/cpu/pooling_spp.cpp
+  kernels/cpu/prelu.cpp
   kernels/cpu/softmax.cpp
   kernels/cpu/softmax_backward.cpp
+  kernels/cuda/norm_lrn.cu
   kernels/cuda/pooling_avg.cu
   kernels/cuda/pooling_max.cu
+  kernels/cuda/pooling_spp.cu
+  kernels/cuda/prelu.cu
   kernels/cuda/softmax.cu
   kernels/cuda/softmax_backward.cu
 )

@@ -41,6 +41,11 @@ def _tensor_inputs(f: OpDecl) -> list[tuple[str, bool]]:
     ]
 
 
+def _written(f: OpDecl) -> set[str]:
+    """Tensor arguments the kernel updates in place (`Tensor(a!)`, e.g. running statistics)."""
+    return {a.name for a in f.schema.arguments.flat_non_out if a.is_write}
+
+
 def _element(f: OpDecl, name: str, scalar: str) -> str:
     """The C++ element type of tensor `name`: its own single dtype, else the kernel's."""
     own = dict(f.arg_dtypes).get(name)
@@ -51,7 +56,11 @@ def kernel_signature(f: OpDecl, key: str, scalar: str = SCALAR, name: str | None
     """`void softmax_cpu(T* result, const T* self, const opforge::dim_split& plan)`, and for
     CUDA `cudaError_t softmax_cuda(..., cudaStream_t stream)`."""
     params = [f"{_element(f, o, scalar)}* {o}" for o in outputs(f)]
-    params += [f"const {_element(f, n, scalar)}* {n}" for n, _ in _tensor_inputs(f)]
+    written = _written(f)
+    params += [
+        f"{'' if n in written else 'const '}{_element(f, n, scalar)}* {n}"
+        for n, _ in _tensor_inputs(f)
+    ]
     params.append(f"const opforge::{_spec(f).plan}& plan")
     kernel = name or kernel_name(f.kernel(key) or "")
     if key == "CUDA":
@@ -77,7 +86,7 @@ def _reference(f: OpDecl, renames: dict[str, str]) -> str:
 
 def _allocate(f: OpDecl, size: str, renames: dict[str, str]) -> list[str]:
     ref = _reference(f, renames)
-    # Not const: the backend keys may attach a workspace to the plan.
+    # Not const: CUDA attaches its workspace to the plan.
     qualifier = "auto" if size == "int64_t" else "const auto"
     lines = [f"{qualifier} meta = opforge::{_spec(f).meta}<{size}>(kOp, {_args(f, renames)});"]
     lines += [
@@ -93,14 +102,19 @@ def _return(f: OpDecl) -> str:
 
 
 def _launch(f: OpDecl, key: str, scalar: str) -> str:
-    pointers = [f"{o}.mutable_data_ptr<{_element(f, o, scalar)}>()" for o in outputs(f)]
+    pointers = [
+        f"opforge::structured::mutable_data_or_null<{_element(f, o, scalar)}>({o})"
+        for o in outputs(f)
+    ]
+    written = _written(f)
     for n, optional in _tensor_inputs(f):
         t = _element(f, n, scalar)
-        pointers.append(
-            f"opforge::structured::data_or_null<{t}>({n}_c)"
-            if optional
-            else f"{n}_c.const_data_ptr<{t}>()"
-        )
+        if n in written:
+            pointers.append(f"opforge::structured::mutable_data_or_null<{t}>({n}_c)")
+        elif optional:
+            pointers.append(f"opforge::structured::data_or_null<{t}>({n}_c)")
+        else:
+            pointers.append(f"{n}_c.const_data_ptr<{t}>()")
     call = f"opforge::{kernel_name(f.kernel(key) or '')}<{scalar}>({', '.join(pointers)}, meta.plan"
     if key == "CUDA":
         return f"OPFORGE_CUDA_CHECK({call}, opforge::cuda::current_stream()));"
@@ -113,10 +127,11 @@ def _backend_body(f: OpDecl, key: str, simulated: bool = False) -> list[str]:
     lines += _allocate(f, "int64_t", renames)
     outs = ", ".join(f"&{o}" for o in outputs(f))
     lines.append(f"if (!opforge::structured::all_empty({{{outs}}})) {{")
-    ref = _reference(f, renames)
-    lines.append(
-        f"  const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, {ref});"
-    )
+    if key == "CUDA":
+        ref = _reference(f, renames)
+        lines.append(
+            f"  const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, {ref});"
+        )
     for n, optional in _tensor_inputs(f):
         src = renames.get(n, n)
         value = (
@@ -130,7 +145,11 @@ def _backend_body(f: OpDecl, key: str, simulated: bool = False) -> list[str]:
         lines.append(f"    case at::ScalarType::{DTYPES[d]}:")
         lines.append(f"      {_launch(f, key, CPP_SCALAR[d])}")
         lines.append("      break;")
-    lines += ["    default:", '      TORCH_CHECK(false, kOp, ": unreachable dtype");', "  }", "}"]
+    lines += ["    default:", '      TORCH_CHECK(false, kOp, ": unreachable dtype");', "  }"]
+    for n in sorted(_written(f)):
+        # The kernel updated a contiguous copy: write it back.
+        lines.append(f"  opforge::structured::write_back({renames.get(n, n)}, {n}_c);")
+    lines.append("}")
     return [*lines, _return(f)]
 
 

@@ -121,6 +121,16 @@ cudaError_t avg_pool2d_backward_cuda(scalar_t* result, const scalar_t* grad_outp
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t>
+cudaError_t local_response_norm_cuda(scalar_t* result, const scalar_t* input, const opforge::lrn_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t local_response_norm_backward_cuda(scalar_t* result, const scalar_t* grad_output, const scalar_t* input, const opforge::lrn_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
 cudaError_t log_softmax_cuda(scalar_t* result, const scalar_t* self, const opforge::dim_split& plan, cudaStream_t stream);
 
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
@@ -141,12 +151,32 @@ cudaError_t max_pool2d_with_indices_cuda(scalar_t* result0, int64_t* result1, co
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t>
+cudaError_t prelu_cuda(scalar_t* result, const scalar_t* self, const scalar_t* weight, const opforge::prelu_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t prelu_backward_cuda(scalar_t* result0, scalar_t* result1, const scalar_t* grad_output, const scalar_t* self, const scalar_t* weight, const opforge::prelu_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
 cudaError_t softmax_cuda(scalar_t* result, const scalar_t* self, const opforge::dim_split& plan, cudaStream_t stream);
 
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t>
 cudaError_t softmax_backward_cuda(scalar_t* result, const scalar_t* grad_output, const scalar_t* output, const opforge::dim_split& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t spatial_pyramid_pool_cuda(scalar_t* result, const scalar_t* self, const opforge::spp_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t spatial_pyramid_pool_backward_cuda(scalar_t* result, const scalar_t* grad_output, const scalar_t* self, const opforge::spp_plan& plan, cudaStream_t stream);
 
 
 // The CUDA host code of add.Tensor: the plan of opforge::math::add_fn, launched
@@ -1296,16 +1326,16 @@ at::Tensor adaptive_avg_pool2d_cuda_simulated(const at::Tensor& self, c10::SymIn
     const at::Tensor self_c = self.contiguous();
     switch (self.scalar_type()) {
       case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<float>(result.mutable_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<double>(result.mutable_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
         break;
       default:
         TORCH_CHECK(false, kOp, ": unreachable dtype");
@@ -1329,16 +1359,16 @@ at::Tensor adaptive_avg_pool2d_backward_cuda_simulated(const at::Tensor& grad_ou
     const at::Tensor self_c = self.contiguous();
     switch (grad_output.scalar_type()) {
       case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
         break;
       default:
         TORCH_CHECK(false, kOp, ": unreachable dtype");
@@ -1365,16 +1395,16 @@ at::Tensor adaptive_max_pool2d_backward_cuda_simulated(const at::Tensor& grad_ou
     const at::Tensor indices_c = indices.contiguous();
     switch (grad_output.scalar_type()) {
       case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
         break;
       default:
         TORCH_CHECK(false, kOp, ": unreachable dtype");
@@ -1395,16 +1425,16 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_cuda_simulat
     const at::Tensor self_c = self.contiguous();
     switch (self.scalar_type()) {
       case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<float>(result0.mutable_data_ptr<float>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<double>(result0.mutable_data_ptr<double>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<c10::Half>(result0.mutable_data_ptr<c10::Half>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<c10::BFloat16>(result0.mutable_data_ptr<c10::BFloat16>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
         break;
       default:
         TORCH_CHECK(false, kOp, ": unreachable dtype");
@@ -1479,16 +1509,16 @@ at::Tensor avg_pool2d_cuda_simulated(const at::Tensor& self, at::IntArrayRef ker
     const at::Tensor self_c = self.contiguous();
     switch (self.scalar_type()) {
       case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<float>(result.mutable_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<double>(result.mutable_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
         break;
       default:
         TORCH_CHECK(false, kOp, ": unreachable dtype");
@@ -1512,16 +1542,16 @@ at::Tensor avg_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, con
     const at::Tensor self_c = self.contiguous();
     switch (grad_output.scalar_type()) {
       case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
         break;
       default:
         TORCH_CHECK(false, kOp, ": unreachable dtype");
@@ -2166,14 +2196,29 @@ at::Tensor local_response_norm_cuda_simulated(const at::Tensor& input, int64_t s
   [[maybe_unused]] constexpr const char* kOp = "opforge.local_response_norm";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (input.scalar_type()) {
-    case at::ScalarType::Float: return opforge::local_response_norm_cuda<float>(input, size, alpha, beta, k);
-    case at::ScalarType::Double: return opforge::local_response_norm_cuda<double>(input, size, alpha, beta, k);
-    case at::ScalarType::Half: return opforge::local_response_norm_cuda<c10::Half>(input, size, alpha, beta, k);
-    case at::ScalarType::BFloat16: return opforge::local_response_norm_cuda<c10::BFloat16>(input, size, alpha, beta, k);
-    default: break;
+  auto meta = opforge::local_response_norm_meta<int64_t>(kOp, input, size, alpha, beta, k);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
+    const at::Tensor input_c = input.contiguous();
+    switch (input.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::local_response_norm_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), input_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::local_response_norm_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), input_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::local_response_norm_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), input_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::local_response_norm_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), input_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 at::Tensor local_response_norm_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
@@ -2183,14 +2228,30 @@ at::Tensor local_response_norm_backward_cuda_simulated(const at::Tensor& grad_ou
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::local_response_norm_backward_cuda<float>(grad_output, input, size, alpha, beta, k);
-    case at::ScalarType::Double: return opforge::local_response_norm_backward_cuda<double>(grad_output, input, size, alpha, beta, k);
-    case at::ScalarType::Half: return opforge::local_response_norm_backward_cuda<c10::Half>(grad_output, input, size, alpha, beta, k);
-    case at::ScalarType::BFloat16: return opforge::local_response_norm_backward_cuda<c10::BFloat16>(grad_output, input, size, alpha, beta, k);
-    default: break;
+  auto meta = opforge::local_response_norm_backward_meta<int64_t>(kOp, grad_output, input, size, alpha, beta, k);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor input_c = input.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::local_response_norm_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), input_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::local_response_norm_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), input_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::local_response_norm_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), input_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::local_response_norm_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), input_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 at::Tensor log_softmax_cuda_simulated(const at::Tensor& self, int64_t dim) {
@@ -2204,16 +2265,16 @@ at::Tensor log_softmax_cuda_simulated(const at::Tensor& self, int64_t dim) {
     const at::Tensor self_c = self.contiguous();
     switch (self.scalar_type()) {
       case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<float>(result.mutable_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<double>(result.mutable_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
         break;
       default:
         TORCH_CHECK(false, kOp, ": unreachable dtype");
@@ -2237,16 +2298,16 @@ at::Tensor log_softmax_backward_cuda_simulated(const at::Tensor& grad_output, co
     const at::Tensor output_c = output.contiguous();
     switch (grad_output.scalar_type()) {
       case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), output_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), output_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), output_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), output_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), output_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), output_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), output_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), output_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
         break;
       default:
         TORCH_CHECK(false, kOp, ": unreachable dtype");
@@ -2273,16 +2334,16 @@ at::Tensor max_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, con
     const at::Tensor indices_c = indices.contiguous();
     switch (grad_output.scalar_type()) {
       case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
         break;
       default:
         TORCH_CHECK(false, kOp, ": unreachable dtype");
@@ -2303,16 +2364,16 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cuda_simulated(const 
     const at::Tensor self_c = self.contiguous();
     switch (self.scalar_type()) {
       case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<float>(result0.mutable_data_ptr<float>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<double>(result0.mutable_data_ptr<double>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<c10::Half>(result0.mutable_data_ptr<c10::Half>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<c10::BFloat16>(result0.mutable_data_ptr<c10::BFloat16>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
         break;
       default:
         TORCH_CHECK(false, kOp, ": unreachable dtype");
@@ -2328,14 +2389,30 @@ at::Tensor prelu_cuda_simulated(const at::Tensor& self, const at::Tensor& weight
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "weight", weight, "self", self);
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::prelu_cuda<float>(self, weight);
-    case at::ScalarType::Double: return opforge::prelu_cuda<double>(self, weight);
-    case at::ScalarType::Half: return opforge::prelu_cuda<c10::Half>(self, weight);
-    case at::ScalarType::BFloat16: return opforge::prelu_cuda<c10::BFloat16>(self, weight);
-    default: break;
+  auto meta = opforge::prelu_meta<int64_t>(kOp, self, weight);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor self_c = self.contiguous();
+    const at::Tensor weight_c = weight.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::prelu_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), weight_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::prelu_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), weight_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::prelu_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), weight_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::prelu_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), weight_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) {
@@ -2348,14 +2425,32 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda_simulated(const at::Tenso
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::prelu_backward_cuda<float>(grad_output, self, weight);
-    case at::ScalarType::Double: return opforge::prelu_backward_cuda<double>(grad_output, self, weight);
-    case at::ScalarType::Half: return opforge::prelu_backward_cuda<c10::Half>(grad_output, self, weight);
-    case at::ScalarType::BFloat16: return opforge::prelu_backward_cuda<c10::BFloat16>(grad_output, self, weight);
-    default: break;
+  auto meta = opforge::prelu_backward_meta<int64_t>(kOp, grad_output, self, weight);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output);
+  if (!opforge::structured::all_empty({&result0, &result1})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor self_c = self.contiguous();
+    const at::Tensor weight_c = weight.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::prelu_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), weight_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::prelu_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), weight_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::prelu_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), weight_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::prelu_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), weight_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1);
 }
 
 void relu_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
@@ -2516,16 +2611,16 @@ at::Tensor softmax_cuda_simulated(const at::Tensor& self, int64_t dim) {
     const at::Tensor self_c = self.contiguous();
     switch (self.scalar_type()) {
       case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<float>(result.mutable_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<double>(result.mutable_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
         break;
       default:
         TORCH_CHECK(false, kOp, ": unreachable dtype");
@@ -2549,16 +2644,16 @@ at::Tensor softmax_backward_cuda_simulated(const at::Tensor& grad_output, const 
     const at::Tensor output_c = output.contiguous();
     switch (grad_output.scalar_type()) {
       case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), output_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), output_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), output_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), output_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), output_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), output_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), output_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), output_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
         break;
       default:
         TORCH_CHECK(false, kOp, ": unreachable dtype");
@@ -2620,14 +2715,29 @@ at::Tensor spatial_pyramid_pool_cuda_simulated(const at::Tensor& self, at::IntAr
   [[maybe_unused]] constexpr const char* kOp = "opforge.spatial_pyramid_pool";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::spatial_pyramid_pool_cuda<float>(self, levels, mode);
-    case at::ScalarType::Double: return opforge::spatial_pyramid_pool_cuda<double>(self, levels, mode);
-    case at::ScalarType::Half: return opforge::spatial_pyramid_pool_cuda<c10::Half>(self, levels, mode);
-    case at::ScalarType::BFloat16: return opforge::spatial_pyramid_pool_cuda<c10::BFloat16>(self, levels, mode);
-    default: break;
+  auto meta = opforge::spatial_pyramid_pool_meta<int64_t>(kOp, self, levels, mode);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor self_c = self.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 at::Tensor spatial_pyramid_pool_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
@@ -2637,14 +2747,30 @@ at::Tensor spatial_pyramid_pool_backward_cuda_simulated(const at::Tensor& grad_o
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::spatial_pyramid_pool_backward_cuda<float>(grad_output, self, levels, mode);
-    case at::ScalarType::Double: return opforge::spatial_pyramid_pool_backward_cuda<double>(grad_output, self, levels, mode);
-    case at::ScalarType::Half: return opforge::spatial_pyramid_pool_backward_cuda<c10::Half>(grad_output, self, levels, mode);
-    case at::ScalarType::BFloat16: return opforge::spatial_pyramid_pool_backward_cuda<c10::BFloat16>(grad_output, self, levels, mode);
-    default: break;
+  auto meta = opforge::spatial_pyramid_pool_backward_meta<int64_t>(kOp, grad_output, self, levels, mode);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor self_c = self.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 at::Tensor sum_cuda_simulated(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {

@@ -1,5 +1,5 @@
-// CPU kernels for local_response_norm and its backward (templates over the scalar
-// type; the generated wrapper dispatches on dtype). The input is viewed as
+// CPU kernels for local_response_norm and its backward, structured ops (Note
+// [Structured ops]; the plan in opforge/norm_plan.h). The input is viewed as
 // [N, C, S]; one task handles one sample and a tile of S positions across every
 // channel, so the window sums over neighbouring channels read rows in L1 and
 // every inner loop runs along S.
@@ -10,10 +10,9 @@
 
 #include <opforge/math/norm.h>
 #include <opforge/math/opmath.h>
-#include <opforge/norm.h>
+#include <opforge/norm_plan.h>
 
 #include <ATen/Parallel.h>
-#include <ATen/ops/empty.h>
 
 #include <algorithm>
 #include <vector>
@@ -27,18 +26,9 @@ using acc_t = math::opmath_t<T>;
 // Positions of S per task.
 constexpr int64_t k_tile = 64;
 
-struct lrn_params {
-  int64_t channels;
-  int64_t inner; // S
-  int64_t size;
-  double alpha;
-  double beta;
-  double k;
-};
-
 // acc[0, w) = sum of x^2 over the window of channel c, at positions [s0, s0 + w).
 template <typename T>
-void window_sum_sq(const T* x, const lrn_params& p, int64_t c, int64_t s0, int64_t w, acc_t<T>* acc) {
+void window_sum_sq(const T* x, const lrn_plan& p, int64_t c, int64_t s0, int64_t w, acc_t<T>* acc) {
   using A = acc_t<T>;
   std::fill(acc, acc + w, A(0));
   const auto win = math::lrn_window::of(c, p.size, p.channels);
@@ -53,7 +43,7 @@ void window_sum_sq(const T* x, const lrn_params& p, int64_t c, int64_t s0, int64
 
 // Calls f(x_n_offset, s0, w) for every (sample, tile) in parallel.
 template <typename F>
-void for_each_tile(int64_t n, const lrn_params& p, F f) {
+void for_each_tile(int64_t n, const lrn_plan& p, F f) {
   const int64_t tiles = (p.inner + k_tile - 1) / k_tile;
   const int64_t grain = std::max<int64_t>(1, cpu::k_norm_grain / std::max<int64_t>(1, p.channels * k_tile));
   at::parallel_for(0, n * tiles, grain, [&](int64_t begin, int64_t end) {
@@ -65,7 +55,7 @@ void for_each_tile(int64_t n, const lrn_params& p, F f) {
 }
 
 template <typename T, bool Fast>
-void forward(const T* x, T* y, int64_t n, const lrn_params& p) {
+void forward(const T* x, T* y, int64_t n, const lrn_plan& p) {
   using A = acc_t<T>;
   for_each_tile(n, p, [&](int64_t base, int64_t s0, int64_t w) {
     A acc[k_tile];
@@ -84,7 +74,7 @@ void forward(const T* x, T* y, int64_t n, const lrn_params& p) {
 // dx_j = g_j d_j^-beta - 2 alpha beta / size * x_j * sum over the channels c whose window
 // holds j of t_c, t_c = g_c x_c d_c^-beta / d_c.
 template <typename T, bool Fast>
-void backward(const T* g, const T* x, T* dx, int64_t n, const lrn_params& p) {
+void backward(const T* g, const T* x, T* dx, int64_t n, const lrn_plan& p) {
   using A = acc_t<T>;
   const A coef = static_cast<A>(2.0 * p.alpha * p.beta / static_cast<double>(p.size));
   for_each_tile(n, p, [&](int64_t base, int64_t s0, int64_t w) {
@@ -126,48 +116,21 @@ void backward(const T* g, const T* x, T* dx, int64_t n, const lrn_params& p) {
   });
 }
 
-lrn_params params_of(const at::Tensor& x, int64_t size, double alpha, double beta, double k) {
-  return {x.size(1), x.numel() / std::max<int64_t>(1, x.size(0) * x.size(1)), size, alpha, beta, k};
-}
-
 } // namespace
 
 template <typename scalar_t>
-at::Tensor local_response_norm_cpu(const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
-  local_response_norm_check("opforge.local_response_norm", input, size);
-  const at::Tensor x = input.contiguous();
-  at::Tensor out = at::empty(x.sizes(), x.options());
-  if (x.numel() == 0) {
-    return out;
-  }
-  const lrn_params p = params_of(x, size, alpha, beta, k);
-  cpu::with_flag(math::lrn_fast_pow_ok(alpha, k), [&](auto fast) {
-    forward<scalar_t, fast.value>(x.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(), x.size(0), p);
+void local_response_norm_cpu(scalar_t* result, const scalar_t* input, const lrn_plan& plan) {
+  cpu::with_flag(math::lrn_fast_pow_ok(plan.alpha, plan.k), [&](auto fast) {
+    forward<scalar_t, fast.value>(input, result, plan.n, plan);
   });
-  return out;
 }
 
 template <typename scalar_t>
-at::Tensor local_response_norm_backward_cpu(const at::Tensor& grad_output, const at::Tensor& input, int64_t size,
-                                            double alpha, double beta, double k) {
-  constexpr const char* op = "opforge.local_response_norm_backward";
-  local_response_norm_check(op, input, size);
-  expect_sizes(op, "grad_output", grad_output, input.sym_sizes(), "the shape of 'input'");
-  const at::Tensor x = input.contiguous();
-  const at::Tensor g = grad_output.contiguous();
-  at::Tensor dx = at::empty(x.sizes(), x.options());
-  if (x.numel() == 0) {
-    return dx;
-  }
-  const lrn_params p = params_of(x, size, alpha, beta, k);
-  cpu::with_flag(math::lrn_fast_pow_ok(alpha, k), [&](auto fast) {
-    backward<scalar_t, fast.value>(g.const_data_ptr<scalar_t>(), x.const_data_ptr<scalar_t>(),
-                                   dx.mutable_data_ptr<scalar_t>(), x.size(0), p);
+void local_response_norm_backward_cpu(scalar_t* result, const scalar_t* grad_output,
+                                      const scalar_t* input, const lrn_plan& plan) {
+  cpu::with_flag(math::lrn_fast_pow_ok(plan.alpha, plan.k), [&](auto fast) {
+    backward<scalar_t, fast.value>(grad_output, input, result, plan.n, plan);
   });
-  return dx;
 }
-
-OPFORGE_INSTANTIATE_local_response_norm_cpu
-OPFORGE_INSTANTIATE_local_response_norm_backward_cpu
 
 } // namespace opforge

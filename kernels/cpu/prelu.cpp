@@ -1,16 +1,14 @@
-// CPU kernels for prelu and prelu_backward (templates over the scalar type; the
-// generated wrapper dispatches on dtype). self is viewed as
-// [outer, channels, inner] (opforge/prelu.h); each (outer, channel) block is a
-// contiguous run sharing one weight.
+// CPU kernels for prelu and prelu_backward, structured ops (Note [Structured
+// ops]). self is viewed as [outer, channels, inner] (opforge/prelu_plan.h);
+// each (outer, channel) block is a contiguous run sharing one weight.
 #include <opforge/ops/prelu.h>
 #include <opforge/ops/prelu_backward.h>
 
 #include <opforge/math/functions.h>
 #include <opforge/math/opmath.h>
-#include <opforge/prelu.h>
+#include <opforge/prelu_plan.h>
 
 #include <ATen/Parallel.h>
-#include <ATen/ops/empty.h>
 
 #include <algorithm>
 #include <tuple>
@@ -24,7 +22,7 @@ constexpr int64_t k_grain = 32768;
 // Calls f(run, channel) for the runs of [outer, channels, inner] in parallel
 // (a single weight takes the flat loop instead, so it uses every core).
 template <typename F>
-void for_each_run(const prelu_layout& l, F f) {
+void for_each_run(const prelu_plan& l, F f) {
   const int64_t blocks = l.outer * l.channels;
   const int64_t grain = std::max<int64_t>(1, k_grain / std::max<int64_t>(1, l.inner));
   at::parallel_for(0, blocks, grain, [&](int64_t b0, int64_t b1) {
@@ -37,18 +35,8 @@ void for_each_run(const prelu_layout& l, F f) {
 } // namespace
 
 template <typename scalar_t>
-at::Tensor prelu_cpu(const at::Tensor& self, const at::Tensor& weight) {
+void prelu_cpu(scalar_t* y, const scalar_t* x, const scalar_t* w, const prelu_plan& l) {
   using A = math::opmath_t<scalar_t>;
-  const prelu_layout l = prelu_check("opforge.prelu", self, weight);
-  const at::Tensor in = self.contiguous();
-  const at::Tensor wt = weight.contiguous();
-  at::Tensor out = at::empty(in.sizes(), in.options());
-  if (in.numel() == 0) {
-    return out;
-  }
-  const scalar_t* x = in.const_data_ptr<scalar_t>();
-  const scalar_t* w = wt.const_data_ptr<scalar_t>();
-  scalar_t* y = out.mutable_data_ptr<scalar_t>();
   const int64_t n = l.inner;
   if (l.channels == 1) {
     // One weight: a flat elementwise loop.
@@ -59,7 +47,7 @@ at::Tensor prelu_cpu(const at::Tensor& self, const at::Tensor& weight) {
         y[i] = math::cast_to<scalar_t>(math::select_(v > A(0), v, a * v));
       }
     });
-    return out;
+    return;
   }
   if (n == 1) {
     // Channels innermost ([N, C], as after a Linear layer): one row at a time,
@@ -75,7 +63,7 @@ at::Tensor prelu_cpu(const at::Tensor& self, const at::Tensor& weight) {
         }
       }
     });
-    return out;
+    return;
   }
   for_each_run(l, [&](int64_t b, int64_t c) {
     const A a = math::cast_to<A>(w[c]);
@@ -86,25 +74,12 @@ at::Tensor prelu_cpu(const at::Tensor& self, const at::Tensor& weight) {
       yb[i] = math::cast_to<scalar_t>(math::select_(v > A(0), v, a * v));
     }
   });
-  return out;
 }
 
 template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor> prelu_backward_cpu(const at::Tensor& grad_output,
-                                                      const at::Tensor& self,
-                                                      const at::Tensor& weight) {
+void prelu_backward_cpu(scalar_t* gx, scalar_t* gw, const scalar_t* gp, const scalar_t* x,
+                        const scalar_t* w, const prelu_plan& l) {
   using A = math::opmath_t<scalar_t>;
-  const prelu_layout l = prelu_check("opforge.prelu_backward", self, weight);
-  const at::Tensor g = grad_output.contiguous();
-  const at::Tensor in = self.contiguous();
-  const at::Tensor wt = weight.contiguous();
-  at::Tensor grad_self = at::empty(in.sizes(), in.options());
-  at::Tensor grad_weight = at::empty(wt.sizes(), wt.options());
-  const scalar_t* gp = g.const_data_ptr<scalar_t>();
-  const scalar_t* x = in.const_data_ptr<scalar_t>();
-  const scalar_t* w = wt.const_data_ptr<scalar_t>();
-  scalar_t* gx = grad_self.mutable_data_ptr<scalar_t>();
-  scalar_t* gw = grad_weight.mutable_data_ptr<scalar_t>();
   // A single weight: split the flat range into chunks so the reduction is
   // parallel too; otherwise one partial sum per (outer, channel) run.
   const bool single = l.channels == 1;
@@ -142,10 +117,6 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward_cpu(const at::Tensor& grad_out
     }
     gw[c] = math::cast_to<scalar_t>(s);
   }
-  return {grad_self, grad_weight};
 }
-
-OPFORGE_INSTANTIATE_prelu_cpu
-OPFORGE_INSTANTIATE_prelu_backward_cpu
 
 } // namespace opforge

@@ -3,7 +3,8 @@
 // the loads coalesce). The backward first stores t = g x d^-beta / d per
 // element, then sums t over the transposed window.
 #include "norm_common.cuh"
-#include "norm_lrn.cuh"
+
+#include <opforge/norm_plan.h>
 
 #include <opforge/math/norm.h>
 
@@ -12,7 +13,7 @@ namespace {
 
 // Element e = (n, c, s): sum of x^2 over the window of channel c.
 template <typename T, typename A = norm_acc_t<T>>
-__device__ A window_sum_sq(const T* x, const lrn_args& a, int64_t e) {
+__device__ A window_sum_sq(const T* x, const lrn_plan& a, int64_t e) {
   const int64_t plane = a.channels * a.inner;
   const int64_t n = e / plane;
   const int64_t c = (e - n * plane) / a.inner;
@@ -27,7 +28,7 @@ __device__ A window_sum_sq(const T* x, const lrn_args& a, int64_t e) {
 }
 
 template <typename T>
-__global__ void forward_kernel(const T* x, T* y, lrn_args a, int64_t total) {
+__global__ void forward_kernel(const T* x, T* y, lrn_plan a, int64_t total) {
   using A = norm_acc_t<T>;
   for (int64_t e = global_thread(); e < total; e += grid_threads()) {
     const A d = math::lrn_denominator(window_sum_sq(x, a, e), a.alpha, a.k, a.size);
@@ -36,7 +37,7 @@ __global__ void forward_kernel(const T* x, T* y, lrn_args a, int64_t total) {
 }
 
 template <typename T>
-__global__ void backward_t_kernel(const T* g, const T* x, norm_acc_t<T>* t, lrn_args a, int64_t total) {
+__global__ void backward_t_kernel(const T* g, const T* x, norm_acc_t<T>* t, lrn_plan a, int64_t total) {
   using A = norm_acc_t<T>;
   for (int64_t e = global_thread(); e < total; e += grid_threads()) {
     const A d = math::lrn_denominator(window_sum_sq(x, a, e), a.alpha, a.k, a.size);
@@ -45,7 +46,7 @@ __global__ void backward_t_kernel(const T* g, const T* x, norm_acc_t<T>* t, lrn_
 }
 
 template <typename T>
-__global__ void backward_dx_kernel(const T* g, const T* x, const norm_acc_t<T>* t, T* dx, lrn_args a,
+__global__ void backward_dx_kernel(const T* g, const T* x, const norm_acc_t<T>* t, T* dx, lrn_plan a,
                                    int64_t total) {
   using A = norm_acc_t<T>;
   const A coef = static_cast<A>(2.0 * a.alpha * a.beta / static_cast<double>(a.size));
@@ -67,33 +68,33 @@ __global__ void backward_dx_kernel(const T* g, const T* x, const norm_acc_t<T>* 
 
 } // namespace
 
-template <typename T>
-cudaError_t launch_local_response_norm(const T* x, T* y, const lrn_args& a, cudaStream_t stream) {
-  const int64_t total = a.n * a.channels * a.inner;
-  if (total == 0) {
-    return cudaSuccess;
-  }
-  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, forward_kernel)(x, y, a, total);
-  return cudaGetLastError();
-}
-
-template <typename T>
-cudaError_t launch_local_response_norm_backward(const T* grad, const T* x, T* dx, math::opmath_t<T>* t,
-                                                const lrn_args& a, cudaStream_t stream) {
-  const int64_t total = a.n * a.channels * a.inner;
-  if (total == 0) {
-    return cudaSuccess;
-  }
-  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, backward_t_kernel)(grad, x, t, a, total);
-  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, backward_dx_kernel)(grad, x, t, dx, a, total);
-  return cudaGetLastError();
-}
-
-#define OPFORGE_INSTANTIATE(T)                                                                       \
-  template cudaError_t launch_local_response_norm<T>(const T*, T*, const lrn_args&, cudaStream_t); \
-  template cudaError_t launch_local_response_norm_backward<T>(const T*, const T*, T*, math::opmath_t<T>*, \
-                                                              const lrn_args&, cudaStream_t);
-OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
-#undef OPFORGE_INSTANTIATE
-
 } // namespace opforge::cuda
+
+namespace opforge {
+
+template <typename T>
+cudaError_t local_response_norm_cuda(T* y, const T* x, const lrn_plan& a, cudaStream_t stream) {
+  const int64_t total = a.n * a.channels * a.inner;
+  if (total == 0) {
+    return cudaSuccess;
+  }
+  OPFORGE_LAUNCH(cuda::elementwise_blocks(total), cuda::k_threads, 0, stream, cuda::forward_kernel)(x, y, a, total);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t local_response_norm_backward_cuda(T* dx, const T* grad, const T* x, const lrn_plan& a,
+                                              cudaStream_t stream) {
+  using cuda::backward_dx_kernel;
+  using cuda::backward_t_kernel;
+  auto* t = static_cast<cuda::norm_acc_t<T>*>(a.workspace);
+  const int64_t total = a.n * a.channels * a.inner;
+  if (total == 0) {
+    return cudaSuccess;
+  }
+  OPFORGE_LAUNCH(cuda::elementwise_blocks(total), cuda::k_threads, 0, stream, backward_t_kernel)(grad, x, t, a, total);
+  OPFORGE_LAUNCH(cuda::elementwise_blocks(total), cuda::k_threads, 0, stream, backward_dx_kernel)(grad, x, t, dx, a, total);
+  return cudaGetLastError();
+}
+
+} // namespace opforge

@@ -1,7 +1,9 @@
 // CUDA kernels for prelu and prelu_backward over contiguous
-// [outer, channels, inner] (see opforge/prelu.h).
+// [outer, channels, inner] (opforge/prelu_plan.h), structured ops (Note
+// [Structured ops]).
 #include "common.cuh"
-#include "prelu.cuh"
+
+#include <opforge/prelu_plan.h>
 
 #include <opforge/math/opmath.h>
 
@@ -71,56 +73,44 @@ __global__ void prelu_weight_sum_kernel(T* grad_weight, const acc_t<T>* partial,
   }
 }
 
-constexpr int64_t k_elements_per_split = 16384;
-constexpr int64_t k_max_splits = 64;
-
 } // namespace
 
+} // namespace opforge::cuda
+
+namespace opforge {
+
 template <typename T>
-cudaError_t launch_prelu(T* out, const T* in, const T* weight, int64_t outer,
-                         int64_t channels, int64_t inner, cudaStream_t stream) {
-  const int64_t n = outer * channels * inner;
+cudaError_t prelu_cuda(T* out, const T* in, const T* weight, const prelu_plan& l,
+                       cudaStream_t stream) {
+  using namespace cuda;
+  const int64_t n = l.outer * l.channels * l.inner;
   if (n == 0) {
     return cudaSuccess;
   }
   OPFORGE_LAUNCH(elementwise_blocks(n), k_threads, 0, stream, prelu_kernel)(
-      out, in, weight, n, channels, inner);
+      out, in, weight, n, l.channels, l.inner);
   return cudaGetLastError();
-}
-
-int64_t prelu_backward_splits(int64_t outer, int64_t inner) {
-  // Enough elements per block to amortize its reduction, at most 64 splits.
-  const int64_t splits = ceil_div(outer * inner, k_elements_per_split);
-  return splits < 1 ? 1 : (splits > k_max_splits ? k_max_splits : splits);
 }
 
 template <typename T>
-cudaError_t launch_prelu_backward(T* grad_self, T* grad_weight, math::opmath_t<T>* partial, const T* grad,
-                                  const T* in, const T* weight, int64_t outer, int64_t channels, int64_t inner,
-                                  cudaStream_t stream) {
-  if (channels == 0) {
+cudaError_t prelu_backward_cuda(T* grad_self, T* grad_weight, const T* grad, const T* in,
+                                const T* weight, const prelu_plan& l, cudaStream_t stream) {
+  using namespace cuda;
+  if (l.channels == 0) {
     return cudaSuccess;
   }
+  auto* partial = static_cast<acc_t<T>*>(l.workspace);
   // Every channel gets its blocks even when it has no elements, so grad_weight
   // is always written (zero for an empty channel).
-  const int64_t splits = prelu_backward_splits(outer, inner);
-  const int64_t chunk = ceil_div(outer * inner, splits);
-  const dim3 grid(static_cast<unsigned>(channels < k_max_blocks ? channels : k_max_blocks),
+  const int64_t splits = prelu_backward_splits(l.outer, l.inner);
+  const int64_t chunk = ceil_div(l.outer * l.inner, splits);
+  const dim3 grid(static_cast<unsigned>(l.channels < k_max_blocks ? l.channels : k_max_blocks),
                   static_cast<unsigned>(splits));
   OPFORGE_LAUNCH(grid, row_threads(chunk, k_max_block_reduce_threads), 0, stream, prelu_backward_kernel)(
-      grad_self, partial, grad, in, weight, outer, channels, inner, chunk);
-  OPFORGE_LAUNCH(elementwise_blocks(channels), k_threads, 0, stream, prelu_weight_sum_kernel)(
-      grad_weight, partial, channels, splits);
+      grad_self, partial, grad, in, weight, l.outer, l.channels, l.inner, chunk);
+  OPFORGE_LAUNCH(elementwise_blocks(l.channels), k_threads, 0, stream, prelu_weight_sum_kernel)(
+      grad_weight, partial, l.channels, splits);
   return cudaGetLastError();
 }
 
-#define OPFORGE_INSTANTIATE(T)                                                \
-  template cudaError_t launch_prelu<T>(T*, const T*, const T*, int64_t,       \
-                                       int64_t, int64_t, cudaStream_t);       \
-  template cudaError_t launch_prelu_backward<T>(                              \
-      T*, T*, math::opmath_t<T>*, const T*, const T*, const T*, int64_t,      \
-      int64_t, int64_t, cudaStream_t);
-OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
-#undef OPFORGE_INSTANTIATE
-
-} // namespace opforge::cuda
+} // namespace opforge

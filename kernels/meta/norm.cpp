@@ -8,8 +8,6 @@
 #include <opforge/ops/group_norm_forward.h>
 #include <opforge/ops/layer_norm_backward.h>
 #include <opforge/ops/layer_norm_forward.h>
-#include <opforge/ops/local_response_norm.h>
-#include <opforge/ops/local_response_norm_backward.h>
 
 #include <opforge/norm.h>
 
@@ -69,20 +67,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward_meta(
   const std::array<c10::SymInt, 1> channels{input.sym_size(1)};
   return {empty_if(output_mask[0], input.sym_sizes(), input), empty_if(output_mask[1], channels, input),
           empty_if(output_mask[2], channels, input)};
-}
-
-at::Tensor local_response_norm_meta(const at::Tensor& input, int64_t size, double /*alpha*/, double /*beta*/,
-                                   double /*k*/) {
-  local_response_norm_check("opforge.local_response_norm", input, size);
-  return at::empty_symint(input.sym_sizes(), input.options());
-}
-
-at::Tensor local_response_norm_backward_meta(const at::Tensor& grad_output, const at::Tensor& input, int64_t size,
-                                            double /*alpha*/, double /*beta*/, double /*k*/) {
-  constexpr const char* op = "opforge.local_response_norm_backward";
-  local_response_norm_check(op, input, size);
-  expect_sizes(op, "grad_output", grad_output, input.sym_sizes(), "the shape of 'input'");
-  return at::empty_symint(input.sym_sizes(), input.options());
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_meta(

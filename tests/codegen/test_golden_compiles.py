@@ -11,18 +11,21 @@ import pytest
 from tests.codegen.cxx import ROOT, syntax_check
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def test_golden_registration_compiles() -> None:
     for cpp in sorted((GOLDEN / "csrc" / "ops").glob("*.cpp")):
-        proc = syntax_check(cpp, [GOLDEN / "include", ROOT / "kernels" / "include"])
+        proc = syntax_check(
+            cpp, [GOLDEN / "include", FIXTURES / "include", ROOT / "kernels" / "include"]
+        )
         assert proc.returncode == 0, f"{cpp.name}:\n{proc.stderr[-4000:]}"
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def test_golden_pointwise_kernels_compile() -> None:
-    fixture_include = Path(__file__).resolve().parent / "fixtures" / "include"
+    fixture_include = FIXTURES / "include"
     units = sorted((GOLDEN / "csrc" / "kernels").glob("*_cpu.cpp"))
     assert units
     for cpp in units:
@@ -30,3 +33,14 @@ def test_golden_pointwise_kernels_compile() -> None:
             cpp, [GOLDEN / "include", fixture_include, ROOT / "kernels" / "include"]
         )
         assert proc.returncode == 0, f"{cpp.name}:\n{proc.stderr[-4000:]}"
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_golden_structured_kernel_unit_compiles() -> None:
+    """The generated unit includes the kernel source (fixtures/kernels/cpu/select.cpp) and
+    instantiates it for the entry's dtypes: the signatures must agree."""
+    (cpp,) = sorted((GOLDEN / "csrc" / "structured").glob("*_cpu.cpp"))
+    proc = syntax_check(
+        cpp, [GOLDEN / "include", FIXTURES, FIXTURES / "include", ROOT / "kernels" / "include"]
+    )
+    assert proc.returncode == 0, f"{cpp.name}:\n{proc.stderr[-4000:]}"

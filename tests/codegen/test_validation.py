@@ -522,7 +522,7 @@ def test_structured_entry_implies_kernels(
             "a structured op's dispatch names CPU/CUDA template kernels",
         ),
         (
-            ("Tensor self, int dim) -> Tensor", "Tensor(a!) self, int dim) -> Tensor(a!)"),
+            ("normalize(Tensor self", "normalize_(Tensor(a!) self"),
             "a structured op is functional",
         ),
     ],

@@ -109,12 +109,15 @@ def test_explain_works_while_another_entry_is_broken(
 def test_check_finds_a_template_kernel_never_instantiated(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    source = checkout / "kernels/cpu/prelu.cpp"
-    source.write_text(source.read_text().replace("OPFORGE_INSTANTIATE_prelu_cpu", ""))
+    source = checkout / "kernels/cpu/layers_embedding.cpp"
+    source.write_text(source.read_text().replace("OPFORGE_INSTANTIATE_embedding_cpu", ""))
     args = ["--schemas", str(checkout / "schemas"), "--out", str(checkout / "generated")]
     assert main(["check", *args]) == 1
     err = capsys.readouterr().err
-    assert "template kernel 'prelu_cpu<scalar_t>' (CPU) of 'prelu' is never instantiated" in err
+    assert (
+        "template kernel 'embedding_cpu<scalar_t>' (CPU) of 'embedding' is never instantiated"
+        in err
+    )
 
 
 def test_check_finds_a_structured_kernel_source_missing(

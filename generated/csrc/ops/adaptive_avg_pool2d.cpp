@@ -43,20 +43,19 @@ at::Tensor adaptive_avg_pool2d_cpu_structured(const at::Tensor& self, c10::SymIn
   auto meta = opforge::adaptive_avg_pool2d_meta<int64_t>(kOp, self, output_size);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
   if (!opforge::structured::all_empty({&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor self_c = self.contiguous();
     switch (self.scalar_type()) {
       case at::ScalarType::Float:
-        opforge::adaptive_avg_pool2d_cpu<float>(result.mutable_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan);
+        opforge::adaptive_avg_pool2d_cpu<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan);
         break;
       case at::ScalarType::Double:
-        opforge::adaptive_avg_pool2d_cpu<double>(result.mutable_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan);
+        opforge::adaptive_avg_pool2d_cpu<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan);
         break;
       case at::ScalarType::Half:
-        opforge::adaptive_avg_pool2d_cpu<c10::Half>(result.mutable_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan);
+        opforge::adaptive_avg_pool2d_cpu<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan);
         break;
       case at::ScalarType::BFloat16:
-        opforge::adaptive_avg_pool2d_cpu<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan);
+        opforge::adaptive_avg_pool2d_cpu<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan);
         break;
       default:
         TORCH_CHECK(false, kOp, ": unreachable dtype");
@@ -78,16 +77,16 @@ at::Tensor adaptive_avg_pool2d_cuda_structured(const at::Tensor& self, c10::SymI
     const at::Tensor self_c = self.contiguous();
     switch (self.scalar_type()) {
       case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<float>(result.mutable_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<double>(result.mutable_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
         break;
       default:
         TORCH_CHECK(false, kOp, ": unreachable dtype");

@@ -44,20 +44,19 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_cpu_structur
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self);
   if (!opforge::structured::all_empty({&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor self_c = self.contiguous();
     switch (self.scalar_type()) {
       case at::ScalarType::Float:
-        opforge::adaptive_max_pool2d_with_indices_cpu<float>(result0.mutable_data_ptr<float>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<float>(), meta.plan);
+        opforge::adaptive_max_pool2d_with_indices_cpu<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<float>(), meta.plan);
         break;
       case at::ScalarType::Double:
-        opforge::adaptive_max_pool2d_with_indices_cpu<double>(result0.mutable_data_ptr<double>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<double>(), meta.plan);
+        opforge::adaptive_max_pool2d_with_indices_cpu<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<double>(), meta.plan);
         break;
       case at::ScalarType::Half:
-        opforge::adaptive_max_pool2d_with_indices_cpu<c10::Half>(result0.mutable_data_ptr<c10::Half>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<c10::Half>(), meta.plan);
+        opforge::adaptive_max_pool2d_with_indices_cpu<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::Half>(), meta.plan);
         break;
       case at::ScalarType::BFloat16:
-        opforge::adaptive_max_pool2d_with_indices_cpu<c10::BFloat16>(result0.mutable_data_ptr<c10::BFloat16>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan);
+        opforge::adaptive_max_pool2d_with_indices_cpu<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::BFloat16>(), meta.plan);
         break;
       default:
         TORCH_CHECK(false, kOp, ": unreachable dtype");
@@ -80,16 +79,16 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_cuda_structu
     const at::Tensor self_c = self.contiguous();
     switch (self.scalar_type()) {
       case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<float>(result0.mutable_data_ptr<float>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<double>(result0.mutable_data_ptr<double>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<c10::Half>(result0.mutable_data_ptr<c10::Half>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<c10::BFloat16>(result0.mutable_data_ptr<c10::BFloat16>(), result1.mutable_data_ptr<int64_t>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
         break;
       default:
         TORCH_CHECK(false, kOp, ": unreachable dtype");

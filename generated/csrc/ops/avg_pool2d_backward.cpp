@@ -46,21 +46,20 @@ at::Tensor avg_pool2d_backward_cpu_structured(const at::Tensor& grad_output, con
   auto meta = opforge::avg_pool2d_backward_meta<int64_t>(kOp, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
   if (!opforge::structured::all_empty({&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor self_c = self.contiguous();
     switch (grad_output.scalar_type()) {
       case at::ScalarType::Float:
-        opforge::avg_pool2d_backward_cpu<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan);
+        opforge::avg_pool2d_backward_cpu<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan);
         break;
       case at::ScalarType::Double:
-        opforge::avg_pool2d_backward_cpu<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan);
+        opforge::avg_pool2d_backward_cpu<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan);
         break;
       case at::ScalarType::Half:
-        opforge::avg_pool2d_backward_cpu<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan);
+        opforge::avg_pool2d_backward_cpu<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan);
         break;
       case at::ScalarType::BFloat16:
-        opforge::avg_pool2d_backward_cpu<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan);
+        opforge::avg_pool2d_backward_cpu<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan);
         break;
       default:
         TORCH_CHECK(false, kOp, ": unreachable dtype");
@@ -86,16 +85,16 @@ at::Tensor avg_pool2d_backward_cuda_structured(const at::Tensor& grad_output, co
     const at::Tensor self_c = self.contiguous();
     switch (grad_output.scalar_type()) {
       case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<float>(result.mutable_data_ptr<float>(), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<double>(result.mutable_data_ptr<double>(), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<c10::Half>(result.mutable_data_ptr<c10::Half>(), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
         break;
       case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<c10::BFloat16>(result.mutable_data_ptr<c10::BFloat16>(), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
         break;
       default:
         TORCH_CHECK(false, kOp, ": unreachable dtype");

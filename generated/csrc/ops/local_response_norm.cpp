@@ -14,6 +14,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t local_response_norm_cuda(scalar_t* result, const scalar_t* input, const opforge::lrn_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::local_response_norm(const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
   static const auto op = c10::Dispatcher::singleton()
@@ -24,40 +36,72 @@ at::Tensor opforge::ops::local_response_norm(const at::Tensor& input, int64_t si
 
 namespace {
 
-at::Tensor local_response_norm_cpu_checked(const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
+at::Tensor local_response_norm_cpu_structured(const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.local_response_norm";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (input.scalar_type()) {
-    case at::ScalarType::Float: return opforge::local_response_norm_cpu<float>(input, size, alpha, beta, k);
-    case at::ScalarType::Double: return opforge::local_response_norm_cpu<double>(input, size, alpha, beta, k);
-    case at::ScalarType::Half: return opforge::local_response_norm_cpu<c10::Half>(input, size, alpha, beta, k);
-    case at::ScalarType::BFloat16: return opforge::local_response_norm_cpu<c10::BFloat16>(input, size, alpha, beta, k);
-    default: break;
+  auto meta = opforge::local_response_norm_meta<int64_t>(kOp, input, size, alpha, beta, k);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor input_c = input.contiguous();
+    switch (input.scalar_type()) {
+      case at::ScalarType::Float:
+        opforge::local_response_norm_cpu<float>(opforge::structured::mutable_data_or_null<float>(result), input_c.const_data_ptr<float>(), meta.plan);
+        break;
+      case at::ScalarType::Double:
+        opforge::local_response_norm_cpu<double>(opforge::structured::mutable_data_or_null<double>(result), input_c.const_data_ptr<double>(), meta.plan);
+        break;
+      case at::ScalarType::Half:
+        opforge::local_response_norm_cpu<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), input_c.const_data_ptr<c10::Half>(), meta.plan);
+        break;
+      case at::ScalarType::BFloat16:
+        opforge::local_response_norm_cpu<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), input_c.const_data_ptr<c10::BFloat16>(), meta.plan);
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor local_response_norm_cuda_checked(const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
+at::Tensor local_response_norm_cuda_structured(const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.local_response_norm";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CUDA);
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(input.device());
-  switch (input.scalar_type()) {
-    case at::ScalarType::Float: return opforge::local_response_norm_cuda<float>(input, size, alpha, beta, k);
-    case at::ScalarType::Double: return opforge::local_response_norm_cuda<double>(input, size, alpha, beta, k);
-    case at::ScalarType::Half: return opforge::local_response_norm_cuda<c10::Half>(input, size, alpha, beta, k);
-    case at::ScalarType::BFloat16: return opforge::local_response_norm_cuda<c10::BFloat16>(input, size, alpha, beta, k);
-    default: break;
+  auto meta = opforge::local_response_norm_meta<int64_t>(kOp, input, size, alpha, beta, k);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
+    const at::Tensor input_c = input.contiguous();
+    switch (input.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::local_response_norm_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), input_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::local_response_norm_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), input_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::local_response_norm_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), input_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::local_response_norm_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), input_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor local_response_norm_meta_checked(const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
+at::Tensor local_response_norm_meta_structured(const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.local_response_norm";
-  return opforge::local_response_norm_meta(input, size, alpha, beta, k);
+  opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  const auto meta = opforge::local_response_norm_meta<c10::SymInt>(kOp, input, size, alpha, beta, k);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input);
+  return result;
 }
 
 // Autograd for opforge.local_response_norm: see Note [Generated autograd] in README.md.
@@ -96,15 +140,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("local_response_norm", TORCH_FN(local_response_norm_cpu_checked));
+  m.impl("local_response_norm", TORCH_FN(local_response_norm_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("local_response_norm", TORCH_FN(local_response_norm_cuda_checked));
+  m.impl("local_response_norm", TORCH_FN(local_response_norm_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("local_response_norm", TORCH_FN(local_response_norm_meta_checked));
+  m.impl("local_response_norm", TORCH_FN(local_response_norm_meta_structured));
 }

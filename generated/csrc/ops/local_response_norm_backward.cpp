@@ -13,6 +13,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t local_response_norm_backward_cuda(scalar_t* result, const scalar_t* grad_output, const scalar_t* input, const opforge::lrn_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::local_response_norm_backward(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
   static const auto op = c10::Dispatcher::singleton()
@@ -23,25 +35,40 @@ at::Tensor opforge::ops::local_response_norm_backward(const at::Tensor& grad_out
 
 namespace {
 
-at::Tensor local_response_norm_backward_cpu_checked(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
+at::Tensor local_response_norm_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.local_response_norm_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::local_response_norm_backward_cpu<float>(grad_output, input, size, alpha, beta, k);
-    case at::ScalarType::Double: return opforge::local_response_norm_backward_cpu<double>(grad_output, input, size, alpha, beta, k);
-    case at::ScalarType::Half: return opforge::local_response_norm_backward_cpu<c10::Half>(grad_output, input, size, alpha, beta, k);
-    case at::ScalarType::BFloat16: return opforge::local_response_norm_backward_cpu<c10::BFloat16>(grad_output, input, size, alpha, beta, k);
-    default: break;
+  auto meta = opforge::local_response_norm_backward_meta<int64_t>(kOp, grad_output, input, size, alpha, beta, k);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor input_c = input.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        opforge::local_response_norm_backward_cpu<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), input_c.const_data_ptr<float>(), meta.plan);
+        break;
+      case at::ScalarType::Double:
+        opforge::local_response_norm_backward_cpu<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), input_c.const_data_ptr<double>(), meta.plan);
+        break;
+      case at::ScalarType::Half:
+        opforge::local_response_norm_backward_cpu<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), input_c.const_data_ptr<c10::Half>(), meta.plan);
+        break;
+      case at::ScalarType::BFloat16:
+        opforge::local_response_norm_backward_cpu<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), input_c.const_data_ptr<c10::BFloat16>(), meta.plan);
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor local_response_norm_backward_cuda_checked(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
+at::Tensor local_response_norm_backward_cuda_structured(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.local_response_norm_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "input", input, "grad_output", grad_output);
@@ -49,22 +76,42 @@ at::Tensor local_response_norm_backward_cuda_checked(const at::Tensor& grad_outp
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::local_response_norm_backward_cuda<float>(grad_output, input, size, alpha, beta, k);
-    case at::ScalarType::Double: return opforge::local_response_norm_backward_cuda<double>(grad_output, input, size, alpha, beta, k);
-    case at::ScalarType::Half: return opforge::local_response_norm_backward_cuda<c10::Half>(grad_output, input, size, alpha, beta, k);
-    case at::ScalarType::BFloat16: return opforge::local_response_norm_backward_cuda<c10::BFloat16>(grad_output, input, size, alpha, beta, k);
-    default: break;
+  auto meta = opforge::local_response_norm_backward_meta<int64_t>(kOp, grad_output, input, size, alpha, beta, k);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor input_c = input.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::local_response_norm_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), input_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::local_response_norm_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), input_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::local_response_norm_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), input_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::local_response_norm_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), input_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor local_response_norm_backward_meta_checked(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
+at::Tensor local_response_norm_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.local_response_norm_backward";
   opforge::check::same_device(kOp, "input", input, "grad_output", grad_output);
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
-  return opforge::local_response_norm_backward_meta(grad_output, input, size, alpha, beta, k);
+  const auto meta = opforge::local_response_norm_backward_meta<c10::SymInt>(kOp, grad_output, input, size, alpha, beta, k);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  return result;
 }
 
 // Autograd for opforge.local_response_norm_backward: see Note [Generated autograd] in README.md.
@@ -97,15 +144,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("local_response_norm_backward", TORCH_FN(local_response_norm_backward_cpu_checked));
+  m.impl("local_response_norm_backward", TORCH_FN(local_response_norm_backward_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("local_response_norm_backward", TORCH_FN(local_response_norm_backward_cuda_checked));
+  m.impl("local_response_norm_backward", TORCH_FN(local_response_norm_backward_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("local_response_norm_backward", TORCH_FN(local_response_norm_backward_meta_checked));
+  m.impl("local_response_norm_backward", TORCH_FN(local_response_norm_backward_meta_structured));
 }

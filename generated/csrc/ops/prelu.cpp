@@ -14,6 +14,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t prelu_cuda(scalar_t* result, const scalar_t* self, const scalar_t* weight, const opforge::prelu_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::prelu(const at::Tensor& self, const at::Tensor& weight) {
   static const auto op = c10::Dispatcher::singleton()
@@ -24,25 +36,40 @@ at::Tensor opforge::ops::prelu(const at::Tensor& self, const at::Tensor& weight)
 
 namespace {
 
-at::Tensor prelu_cpu_checked(const at::Tensor& self, const at::Tensor& weight) {
+at::Tensor prelu_cpu_structured(const at::Tensor& self, const at::Tensor& weight) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.prelu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "weight", weight, "self", self);
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::prelu_cpu<float>(self, weight);
-    case at::ScalarType::Double: return opforge::prelu_cpu<double>(self, weight);
-    case at::ScalarType::Half: return opforge::prelu_cpu<c10::Half>(self, weight);
-    case at::ScalarType::BFloat16: return opforge::prelu_cpu<c10::BFloat16>(self, weight);
-    default: break;
+  auto meta = opforge::prelu_meta<int64_t>(kOp, self, weight);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor self_c = self.contiguous();
+    const at::Tensor weight_c = weight.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        opforge::prelu_cpu<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), weight_c.const_data_ptr<float>(), meta.plan);
+        break;
+      case at::ScalarType::Double:
+        opforge::prelu_cpu<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), weight_c.const_data_ptr<double>(), meta.plan);
+        break;
+      case at::ScalarType::Half:
+        opforge::prelu_cpu<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), weight_c.const_data_ptr<c10::Half>(), meta.plan);
+        break;
+      case at::ScalarType::BFloat16:
+        opforge::prelu_cpu<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), weight_c.const_data_ptr<c10::BFloat16>(), meta.plan);
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor prelu_cuda_checked(const at::Tensor& self, const at::Tensor& weight) {
+at::Tensor prelu_cuda_structured(const at::Tensor& self, const at::Tensor& weight) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.prelu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "weight", weight, "self", self);
@@ -50,22 +77,42 @@ at::Tensor prelu_cuda_checked(const at::Tensor& self, const at::Tensor& weight) 
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "weight", weight, "self", self);
   const c10::DeviceGuard device_guard(self.device());
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::prelu_cuda<float>(self, weight);
-    case at::ScalarType::Double: return opforge::prelu_cuda<double>(self, weight);
-    case at::ScalarType::Half: return opforge::prelu_cuda<c10::Half>(self, weight);
-    case at::ScalarType::BFloat16: return opforge::prelu_cuda<c10::BFloat16>(self, weight);
-    default: break;
+  auto meta = opforge::prelu_meta<int64_t>(kOp, self, weight);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor self_c = self.contiguous();
+    const at::Tensor weight_c = weight.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::prelu_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), weight_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::prelu_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), weight_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::prelu_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), weight_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::prelu_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), weight_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor prelu_meta(const at::Tensor& self, const at::Tensor& weight) {
+at::Tensor prelu_meta_structured(const at::Tensor& self, const at::Tensor& weight) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.prelu";
   opforge::check::same_device(kOp, "weight", weight, "self", self);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "weight", weight, "self", self);
-  return at::empty_symint(self.sym_sizes(), self.options().dtype(self.scalar_type()));
+  const auto meta = opforge::prelu_meta<c10::SymInt>(kOp, self, weight);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  return result;
 }
 
 // Autograd for opforge.prelu: see Note [Generated autograd] in README.md.
@@ -102,15 +149,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("prelu", TORCH_FN(prelu_cpu_checked));
+  m.impl("prelu", TORCH_FN(prelu_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("prelu", TORCH_FN(prelu_cuda_checked));
+  m.impl("prelu", TORCH_FN(prelu_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("prelu", TORCH_FN(prelu_meta));
+  m.impl("prelu", TORCH_FN(prelu_meta_structured));
 }

@@ -13,6 +13,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t prelu_backward_cuda(scalar_t* result0, scalar_t* result1, const scalar_t* grad_output, const scalar_t* self, const scalar_t* weight, const opforge::prelu_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 std::tuple<at::Tensor, at::Tensor> opforge::ops::prelu_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) {
   static const auto op = c10::Dispatcher::singleton()
@@ -23,7 +35,7 @@ std::tuple<at::Tensor, at::Tensor> opforge::ops::prelu_backward(const at::Tensor
 
 namespace {
 
-std::tuple<at::Tensor, at::Tensor> prelu_backward_cpu_checked(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) {
+std::tuple<at::Tensor, at::Tensor> prelu_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.prelu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
@@ -33,18 +45,35 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward_cpu_checked(const at::Tensor& 
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::prelu_backward_cpu<float>(grad_output, self, weight);
-    case at::ScalarType::Double: return opforge::prelu_backward_cpu<double>(grad_output, self, weight);
-    case at::ScalarType::Half: return opforge::prelu_backward_cpu<c10::Half>(grad_output, self, weight);
-    case at::ScalarType::BFloat16: return opforge::prelu_backward_cpu<c10::BFloat16>(grad_output, self, weight);
-    default: break;
+  auto meta = opforge::prelu_backward_meta<int64_t>(kOp, grad_output, self, weight);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output);
+  if (!opforge::structured::all_empty({&result0, &result1})) {
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor self_c = self.contiguous();
+    const at::Tensor weight_c = weight.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        opforge::prelu_backward_cpu<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), weight_c.const_data_ptr<float>(), meta.plan);
+        break;
+      case at::ScalarType::Double:
+        opforge::prelu_backward_cpu<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), weight_c.const_data_ptr<double>(), meta.plan);
+        break;
+      case at::ScalarType::Half:
+        opforge::prelu_backward_cpu<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), weight_c.const_data_ptr<c10::Half>(), meta.plan);
+        break;
+      case at::ScalarType::BFloat16:
+        opforge::prelu_backward_cpu<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), weight_c.const_data_ptr<c10::BFloat16>(), meta.plan);
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1);
 }
 #ifdef OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda_checked(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) {
+std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda_structured(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.prelu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
@@ -55,24 +84,48 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda_checked(const at::Tensor&
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::prelu_backward_cuda<float>(grad_output, self, weight);
-    case at::ScalarType::Double: return opforge::prelu_backward_cuda<double>(grad_output, self, weight);
-    case at::ScalarType::Half: return opforge::prelu_backward_cuda<c10::Half>(grad_output, self, weight);
-    case at::ScalarType::BFloat16: return opforge::prelu_backward_cuda<c10::BFloat16>(grad_output, self, weight);
-    default: break;
+  auto meta = opforge::prelu_backward_meta<int64_t>(kOp, grad_output, self, weight);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output);
+  if (!opforge::structured::all_empty({&result0, &result1})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor self_c = self.contiguous();
+    const at::Tensor weight_c = weight.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::prelu_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), weight_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::prelu_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), weight_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::prelu_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), weight_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::prelu_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), weight_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1);
 }
 #endif  // OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor> prelu_backward_meta_checked(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) {
+std::tuple<at::Tensor, at::Tensor> prelu_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.prelu_backward";
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
   opforge::check::same_device(kOp, "weight", weight, "grad_output", grad_output);
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
-  return opforge::prelu_backward_meta(grad_output, self, weight);
+  const auto meta = opforge::prelu_backward_meta<c10::SymInt>(kOp, grad_output, self, weight);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output);
+  return std::make_tuple(result0, result1);
 }
 
 // Autograd for opforge.prelu_backward: see Note [Generated autograd] in README.md.
@@ -107,15 +160,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("prelu_backward", TORCH_FN(prelu_backward_cpu_checked));
+  m.impl("prelu_backward", TORCH_FN(prelu_backward_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("prelu_backward", TORCH_FN(prelu_backward_cuda_checked));
+  m.impl("prelu_backward", TORCH_FN(prelu_backward_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("prelu_backward", TORCH_FN(prelu_backward_meta_checked));
+  m.impl("prelu_backward", TORCH_FN(prelu_backward_meta_structured));
 }

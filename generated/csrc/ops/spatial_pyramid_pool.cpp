@@ -14,6 +14,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t spatial_pyramid_pool_cuda(scalar_t* result, const scalar_t* self, const opforge::spp_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::spatial_pyramid_pool(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
   static const auto op = c10::Dispatcher::singleton()
@@ -24,40 +36,72 @@ at::Tensor opforge::ops::spatial_pyramid_pool(const at::Tensor& self, at::IntArr
 
 namespace {
 
-at::Tensor spatial_pyramid_pool_cpu_checked(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
+at::Tensor spatial_pyramid_pool_cpu_structured(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.spatial_pyramid_pool";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::spatial_pyramid_pool_cpu<float>(self, levels, mode);
-    case at::ScalarType::Double: return opforge::spatial_pyramid_pool_cpu<double>(self, levels, mode);
-    case at::ScalarType::Half: return opforge::spatial_pyramid_pool_cpu<c10::Half>(self, levels, mode);
-    case at::ScalarType::BFloat16: return opforge::spatial_pyramid_pool_cpu<c10::BFloat16>(self, levels, mode);
-    default: break;
+  auto meta = opforge::spatial_pyramid_pool_meta<int64_t>(kOp, self, levels, mode);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor self_c = self.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        opforge::spatial_pyramid_pool_cpu<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan);
+        break;
+      case at::ScalarType::Double:
+        opforge::spatial_pyramid_pool_cpu<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan);
+        break;
+      case at::ScalarType::Half:
+        opforge::spatial_pyramid_pool_cpu<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan);
+        break;
+      case at::ScalarType::BFloat16:
+        opforge::spatial_pyramid_pool_cpu<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan);
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor spatial_pyramid_pool_cuda_checked(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
+at::Tensor spatial_pyramid_pool_cuda_structured(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.spatial_pyramid_pool";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::spatial_pyramid_pool_cuda<float>(self, levels, mode);
-    case at::ScalarType::Double: return opforge::spatial_pyramid_pool_cuda<double>(self, levels, mode);
-    case at::ScalarType::Half: return opforge::spatial_pyramid_pool_cuda<c10::Half>(self, levels, mode);
-    case at::ScalarType::BFloat16: return opforge::spatial_pyramid_pool_cuda<c10::BFloat16>(self, levels, mode);
-    default: break;
+  auto meta = opforge::spatial_pyramid_pool_meta<int64_t>(kOp, self, levels, mode);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor self_c = self.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor spatial_pyramid_pool_meta_checked(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
+at::Tensor spatial_pyramid_pool_meta_structured(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.spatial_pyramid_pool";
-  return opforge::spatial_pyramid_pool_meta(self, levels, mode);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  const auto meta = opforge::spatial_pyramid_pool_meta<c10::SymInt>(kOp, self, levels, mode);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  return result;
 }
 
 // Autograd for opforge.spatial_pyramid_pool: see Note [Generated autograd] in README.md.
@@ -94,15 +138,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("spatial_pyramid_pool", TORCH_FN(spatial_pyramid_pool_cpu_checked));
+  m.impl("spatial_pyramid_pool", TORCH_FN(spatial_pyramid_pool_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("spatial_pyramid_pool", TORCH_FN(spatial_pyramid_pool_cuda_checked));
+  m.impl("spatial_pyramid_pool", TORCH_FN(spatial_pyramid_pool_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("spatial_pyramid_pool", TORCH_FN(spatial_pyramid_pool_meta_checked));
+  m.impl("spatial_pyramid_pool", TORCH_FN(spatial_pyramid_pool_meta_structured));
 }

@@ -13,6 +13,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t spatial_pyramid_pool_backward_cuda(scalar_t* result, const scalar_t* grad_output, const scalar_t* self, const opforge::spp_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::spatial_pyramid_pool_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
   static const auto op = c10::Dispatcher::singleton()
@@ -23,25 +35,40 @@ at::Tensor opforge::ops::spatial_pyramid_pool_backward(const at::Tensor& grad_ou
 
 namespace {
 
-at::Tensor spatial_pyramid_pool_backward_cpu_checked(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
+at::Tensor spatial_pyramid_pool_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.spatial_pyramid_pool_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::spatial_pyramid_pool_backward_cpu<float>(grad_output, self, levels, mode);
-    case at::ScalarType::Double: return opforge::spatial_pyramid_pool_backward_cpu<double>(grad_output, self, levels, mode);
-    case at::ScalarType::Half: return opforge::spatial_pyramid_pool_backward_cpu<c10::Half>(grad_output, self, levels, mode);
-    case at::ScalarType::BFloat16: return opforge::spatial_pyramid_pool_backward_cpu<c10::BFloat16>(grad_output, self, levels, mode);
-    default: break;
+  auto meta = opforge::spatial_pyramid_pool_backward_meta<int64_t>(kOp, grad_output, self, levels, mode);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor self_c = self.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        opforge::spatial_pyramid_pool_backward_cpu<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan);
+        break;
+      case at::ScalarType::Double:
+        opforge::spatial_pyramid_pool_backward_cpu<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan);
+        break;
+      case at::ScalarType::Half:
+        opforge::spatial_pyramid_pool_backward_cpu<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan);
+        break;
+      case at::ScalarType::BFloat16:
+        opforge::spatial_pyramid_pool_backward_cpu<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan);
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor spatial_pyramid_pool_backward_cuda_checked(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
+at::Tensor spatial_pyramid_pool_backward_cuda_structured(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.spatial_pyramid_pool_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
@@ -49,22 +76,42 @@ at::Tensor spatial_pyramid_pool_backward_cuda_checked(const at::Tensor& grad_out
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::spatial_pyramid_pool_backward_cuda<float>(grad_output, self, levels, mode);
-    case at::ScalarType::Double: return opforge::spatial_pyramid_pool_backward_cuda<double>(grad_output, self, levels, mode);
-    case at::ScalarType::Half: return opforge::spatial_pyramid_pool_backward_cuda<c10::Half>(grad_output, self, levels, mode);
-    case at::ScalarType::BFloat16: return opforge::spatial_pyramid_pool_backward_cuda<c10::BFloat16>(grad_output, self, levels, mode);
-    default: break;
+  auto meta = opforge::spatial_pyramid_pool_backward_meta<int64_t>(kOp, grad_output, self, levels, mode);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor self_c = self.contiguous();
+    switch (grad_output.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor spatial_pyramid_pool_backward_meta_checked(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
+at::Tensor spatial_pyramid_pool_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.spatial_pyramid_pool_backward";
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
-  return opforge::spatial_pyramid_pool_backward_meta(grad_output, self, levels, mode);
+  const auto meta = opforge::spatial_pyramid_pool_backward_meta<c10::SymInt>(kOp, grad_output, self, levels, mode);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  return result;
 }
 
 // Autograd for opforge.spatial_pyramid_pool_backward: see Note [Generated autograd] in README.md.
@@ -97,15 +144,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("spatial_pyramid_pool_backward", TORCH_FN(spatial_pyramid_pool_backward_cpu_checked));
+  m.impl("spatial_pyramid_pool_backward", TORCH_FN(spatial_pyramid_pool_backward_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("spatial_pyramid_pool_backward", TORCH_FN(spatial_pyramid_pool_backward_cuda_checked));
+  m.impl("spatial_pyramid_pool_backward", TORCH_FN(spatial_pyramid_pool_backward_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("spatial_pyramid_pool_backward", TORCH_FN(spatial_pyramid_pool_backward_meta_checked));
+  m.impl("spatial_pyramid_pool_backward", TORCH_FN(spatial_pyramid_pool_backward_meta_structured));
 }

@@ -1,7 +1,7 @@
 #pragma once
-// Argument checks and output sizes shared by the pooling kernels (CPU, CUDA)
-// and their meta functions. Sizes are templates over int64_t (kernels) and
-// c10::SymInt (meta functions under torch.compile). Inputs are (N, C, H, W) or
+// Argument checks and output sizes of the pooling ops' meta functions
+// (opforge/meta/pooling.h). Sizes are templates over int64_t (the backend keys)
+// and c10::SymInt (Meta, torch.compile). Inputs are (N, C, H, W) or
 // unbatched (C, H, W); pooling runs over the last two dims of each plane.
 #include <opforge/math/pooling.h>
 
@@ -156,67 +156,6 @@ template <typename Size>
 void check_indices(const char* op, c10::ArrayRef<Size> indices, c10::ArrayRef<Size> grad) {
   TORCH_CHECK(indices.equals(grad), op, ": expected 'indices' to have the shape of 'grad_output' ",
               grad, ", got ", indices);
-}
-
-// The planes of a contiguous input pooled to out_sizes (whose last two dims
-// are the pooled ones), for the kernels.
-inline math::planes plane_shape(const at::Tensor& input, c10::IntArrayRef out_sizes) {
-  const int64_t h = input.size(-2);
-  const int64_t w = input.size(-1);
-  const int64_t count = h * w == 0 ? 0 : input.numel() / (h * w);
-  return {count, h, w, out_sizes[out_sizes.size() - 2], out_sizes.back()};
-}
-
-// One call's windows along H and W and its output sizes, for the kernels;
-// `window` estimates the input elements one output reads (the parallel grain).
-template <typename Win>
-struct geometry {
-  sizes_t<int64_t> sizes;
-  Win rows;
-  Win cols;
-  int64_t window;
-};
-
-inline geometry<math::strided_windows> max_geometry(const char* op, c10::IntArrayRef in,
-                                                    c10::IntArrayRef kernel_size,
-                                                    c10::IntArrayRef stride,
-                                                    c10::IntArrayRef padding,
-                                                    c10::IntArrayRef dilation, bool ceil_mode) {
-  const window2d w = window_args(op, kernel_size, stride, padding, dilation);
-  auto sizes = pool2d_sizes(op, in, w, ceil_mode);
-  const size_t n = sizes.size();
-  return {sizes, {w.h, in[n - 2], sizes[n - 2]}, {w.w, in[n - 1], sizes[n - 1]},
-          w.h.kernel * w.w.kernel};
-}
-
-inline geometry<math::avg_windows> avg_geometry(const char* op, c10::IntArrayRef in,
-                                                c10::IntArrayRef kernel_size,
-                                                c10::IntArrayRef stride, c10::IntArrayRef padding,
-                                                bool ceil_mode,
-                                                std::optional<int64_t> divisor_override) {
-  const window2d w = avg_window_args(op, kernel_size, stride, padding, divisor_override);
-  auto sizes = pool2d_sizes(op, in, w, ceil_mode);
-  const size_t n = sizes.size();
-  return {sizes, {w.h, in[n - 2], sizes[n - 2]}, {w.w, in[n - 1], sizes[n - 1]},
-          w.h.kernel * w.w.kernel};
-}
-
-// Adaptive bins of `in` pooled to output sizes `sizes` (checked by the caller).
-inline geometry<math::adaptive_windows> adaptive_geometry(c10::IntArrayRef in,
-                                                          sizes_t<int64_t> sizes) {
-  const size_t n = sizes.size();
-  const math::adaptive_windows rows{in[n - 2], sizes[n - 2]};
-  const math::adaptive_windows cols{in[n - 1], sizes[n - 1]};
-  // A bin spans at most in / out + 1 elements per dim.
-  return {sizes, rows, cols, (rows.in / rows.out + 1) * (cols.in / cols.out + 1)};
-}
-
-// adaptive_*_backward: the bins of `self` for grad_output's pooled size.
-inline geometry<math::adaptive_windows> adaptive_backward_geometry(const char* op,
-                                                                   c10::IntArrayRef grad,
-                                                                   c10::IntArrayRef self) {
-  adaptive_backward_sizes(op, grad, self);
-  return adaptive_geometry(self, sizes_t<int64_t>(grad.begin(), grad.end()));
 }
 
 // Spatial pyramid pooling: the levels and the mode, checked.

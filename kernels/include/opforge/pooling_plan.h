@@ -5,6 +5,7 @@
 #include <opforge/math/pooling.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace opforge {
 
@@ -27,5 +28,21 @@ struct avg_plan : pool_plan<Win> {
 
 using avg_pool_plan = avg_plan<math::avg_windows>;
 using adaptive_avg_pool_plan = avg_plan<math::adaptive_windows>;
+
+// Spatial pyramid pooling of (N, C, H, W): plane p = (n, c) pooled to an
+// n_l x n_l grid per level l, written at row n, column offsets[l] + c * n_l^2
+// of the (N, C * bins) output. The CUDA backward keeps the forward's argmax in
+// `workspace` (workspace_bytes, allocated by the generated code; see
+// structured::attach_workspace).
+struct spp_plan {
+  math::planes g;  // out_h / out_w unused: each level has its own
+  int64_t channels = 0;
+  int64_t row = 0;  // an output row's length, C * bins
+  bool max = true;  // mode 'max', else 'avg'
+  std::vector<int64_t> levels;
+  std::vector<int64_t> offsets;
+  int64_t workspace_bytes = 0;
+  void* workspace = nullptr;
+};
 
 } // namespace opforge

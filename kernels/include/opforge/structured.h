@@ -13,15 +13,17 @@
 // `if constexpr (structured::concrete<Int>)` guards the plan's computation.
 //
 // The generated code of each key runs the meta function, allocates the
-// outputs, skips the kernel when every output is empty, allocates the scratch
-// memory the plan asks for (attach_workspace), makes the tensor inputs
-// contiguous and calls the kernel with raw pointers and the plan:
+// outputs, skips the kernel when every output is empty, allocates the device
+// scratch the plan asks for (CUDA: attach_workspace), makes the tensor inputs
+// contiguous (writing back those the schema marks `Tensor(a!)`) and calls the
+// kernel with raw pointers and the plan:
 //
 //   CPU:  void K(T* out..., const T* in..., const P& plan)
 //   CUDA: cudaError_t K(T* out..., const T* in..., const P& plan, cudaStream_t)
 //
 // (the CUDA host side guards the device, takes the current stream and checks
-// the returned error). Kernels check nothing. Their sources are
+// the returned error). Outputs the meta function leaves undefined (`defined =
+// false`) and absent `Tensor?` arguments are null pointers. Kernels check nothing. Their sources are
 // kernels/cpu/<source>.cpp and kernels/cuda/<source>.cu, compiled through
 // generated units that instantiate them for the entry's `dtypes`.
 #include <ATen/core/Tensor.h>
@@ -60,6 +62,7 @@ struct output {
   sizes_vector<Int> sizes;
   at::ScalarType dtype = at::ScalarType::Undefined;
   at::MemoryFormat memory_format = at::MemoryFormat::Contiguous;
+  bool defined = true;  // false: not computed (a backward op's output_mask), undefined
 };
 
 // An output with `like`'s sizes and dtype.
@@ -81,6 +84,9 @@ struct result {
 // The tensor for `spec`, on the device of `like`.
 template <typename Int>
 at::Tensor allocate(const output<Int>& spec, const at::Tensor& like) {
+  if (!spec.defined) {
+    return at::Tensor();
+  }
   const auto options = like.options().dtype(spec.dtype).memory_format(spec.memory_format);
   if constexpr (concrete<Int>) {
     return at::empty(spec.sizes, options);
@@ -92,16 +98,17 @@ at::Tensor allocate(const output<Int>& spec, const at::Tensor& like) {
 // The kernel is skipped when it has nothing to write.
 inline bool all_empty(std::initializer_list<const at::Tensor*> outputs) {
   for (const at::Tensor* t : outputs) {
-    if (t->numel() != 0) {
+    if (t->defined() && t->numel() != 0) {
       return false;
     }
   }
   return true;
 }
 
-// Scratch memory a plan asks for (members `int64_t workspace_bytes` and
-// `void* workspace`), allocated on the device of `like` and kept alive by the
-// returned tensor until the kernel has been launched; undefined when none.
+// Device scratch memory a plan asks for its CUDA kernel (members `int64_t
+// workspace_bytes` and `void* workspace`), from the caching allocator on the
+// device of `like`, kept alive by the returned tensor until the kernel has
+// been launched; undefined when none. CPU kernels keep their own host scratch.
 template <typename Plan>
 at::Tensor attach_workspace(Plan& plan, const at::Tensor& like) {
   if constexpr (requires { plan.workspace_bytes; plan.workspace; }) {
@@ -114,6 +121,12 @@ at::Tensor attach_workspace(Plan& plan, const at::Tensor& like) {
   return at::Tensor();
 }
 
+// Bytes of one math::opmath_t<T> accumulator for dtype T (double for double,
+// float for the others), for plans that size their workspace.
+inline int64_t opmath_bytes(at::ScalarType dtype) {
+  return dtype == at::ScalarType::Double ? 8 : 4;
+}
+
 // A contiguous copy of an optional tensor argument (undefined when absent).
 inline at::Tensor contiguous_or_undefined(const std::optional<at::Tensor>& t) {
   return t.has_value() && t->defined() ? t->contiguous() : at::Tensor();
@@ -122,6 +135,24 @@ inline at::Tensor contiguous_or_undefined(const std::optional<at::Tensor>& t) {
 template <typename T>
 const T* data_or_null(const at::Tensor& t) {
   return t.defined() ? t.const_data_ptr<T>() : nullptr;
+}
+
+template <typename T>
+T* mutable_data_or_null(const at::Tensor& t) {
+  return t.defined() ? t.mutable_data_ptr<T>() : nullptr;
+}
+
+// A tensor argument the kernel updated through its contiguous copy.
+inline void write_back(const at::Tensor& arg, const at::Tensor& copy) {
+  if (copy.defined() && !copy.is_same(arg)) {
+    arg.copy_(copy);
+  }
+}
+
+inline void write_back(const std::optional<at::Tensor>& arg, const at::Tensor& copy) {
+  if (arg.has_value()) {
+    write_back(*arg, copy);
+  }
 }
 
 } // namespace opforge::structured

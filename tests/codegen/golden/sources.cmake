@@ -7,13 +7,22 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/crop.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gather_stats.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/scale_add.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/select_max.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/total.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/clamp_to_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/select_cpu.cpp
 )
 # The generated CUDA device code (nvcc, or the CUDA simulator's C++ build); the
 # host code is in the op's registration unit and in csrc/cuda_sim.cpp.
 set(OPFORGE_GENERATED_CUDA_DEVICE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/clamp_to.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/select.cu
+)
+# Structured ops' kernel sources (relative to the project root): the generated
+# units above include them, so the kernels/ globs leave them out.
+set(OPFORGE_STRUCTURED_KERNEL_FILES
+  kernels/cpu/select.cpp
+  kernels/cuda/select.cu
 )
 # The CUDA simulator's op registrations (opforge._cuda_sim).
 set(OPFORGE_CUDA_SIM_GENERATED_SOURCES ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim.cpp)

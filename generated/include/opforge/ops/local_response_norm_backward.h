@@ -14,32 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/norm.h>
+
 namespace opforge {
 
-// local_response_norm_backward [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_local_response_norm_backward_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// local_response_norm_backward [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-at::Tensor local_response_norm_backward_cpu(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k);
-#define OPFORGE_INSTANTIATE_local_response_norm_backward_cpu \
-  template at::Tensor local_response_norm_backward_cpu<float>(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k); \
-  template at::Tensor local_response_norm_backward_cpu<double>(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k); \
-  template at::Tensor local_response_norm_backward_cpu<c10::Half>(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k); \
-  template at::Tensor local_response_norm_backward_cpu<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k);
-
-// local_response_norm_backward [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_local_response_norm_backward_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-at::Tensor local_response_norm_backward_cuda(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k);
-#define OPFORGE_INSTANTIATE_local_response_norm_backward_cuda \
-  template at::Tensor local_response_norm_backward_cuda<float>(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k); \
-  template at::Tensor local_response_norm_backward_cuda<double>(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k); \
-  template at::Tensor local_response_norm_backward_cuda<c10::Half>(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k); \
-  template at::Tensor local_response_norm_backward_cuda<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k);
-
-// local_response_norm_backward [Meta, shape rule]
-at::Tensor local_response_norm_backward_meta(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k);
+void local_response_norm_backward_cpu(scalar_t* result, const scalar_t* grad_output, const scalar_t* input, const opforge::lrn_plan& plan);
 
 namespace ops {
 // local_response_norm_backward

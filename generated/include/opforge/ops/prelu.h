@@ -14,29 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/activation.h>
+
 namespace opforge {
 
-// prelu [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_prelu_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// prelu [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-at::Tensor prelu_cpu(const at::Tensor& self, const at::Tensor& weight);
-#define OPFORGE_INSTANTIATE_prelu_cpu \
-  template at::Tensor prelu_cpu<float>(const at::Tensor& self, const at::Tensor& weight); \
-  template at::Tensor prelu_cpu<double>(const at::Tensor& self, const at::Tensor& weight); \
-  template at::Tensor prelu_cpu<c10::Half>(const at::Tensor& self, const at::Tensor& weight); \
-  template at::Tensor prelu_cpu<c10::BFloat16>(const at::Tensor& self, const at::Tensor& weight);
-
-// prelu [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_prelu_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-at::Tensor prelu_cuda(const at::Tensor& self, const at::Tensor& weight);
-#define OPFORGE_INSTANTIATE_prelu_cuda \
-  template at::Tensor prelu_cuda<float>(const at::Tensor& self, const at::Tensor& weight); \
-  template at::Tensor prelu_cuda<double>(const at::Tensor& self, const at::Tensor& weight); \
-  template at::Tensor prelu_cuda<c10::Half>(const at::Tensor& self, const at::Tensor& weight); \
-  template at::Tensor prelu_cuda<c10::BFloat16>(const at::Tensor& self, const at::Tensor& weight);
+void prelu_cpu(scalar_t* result, const scalar_t* self, const scalar_t* weight, const opforge::prelu_plan& plan);
 
 namespace ops {
 // prelu

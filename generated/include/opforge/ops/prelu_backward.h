@@ -14,32 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/activation.h>
+
 namespace opforge {
 
-// prelu_backward [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_prelu_backward_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// prelu_backward [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor> prelu_backward_cpu(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight);
-#define OPFORGE_INSTANTIATE_prelu_backward_cpu \
-  template std::tuple<at::Tensor, at::Tensor> prelu_backward_cpu<float>(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight); \
-  template std::tuple<at::Tensor, at::Tensor> prelu_backward_cpu<double>(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight); \
-  template std::tuple<at::Tensor, at::Tensor> prelu_backward_cpu<c10::Half>(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight); \
-  template std::tuple<at::Tensor, at::Tensor> prelu_backward_cpu<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight);
-
-// prelu_backward [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_prelu_backward_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight);
-#define OPFORGE_INSTANTIATE_prelu_backward_cuda \
-  template std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda<float>(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight); \
-  template std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda<double>(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight); \
-  template std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda<c10::Half>(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight); \
-  template std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight);
-
-// prelu_backward [Meta, shape rule]
-std::tuple<at::Tensor, at::Tensor> prelu_backward_meta(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight);
+void prelu_backward_cpu(scalar_t* result0, scalar_t* result1, const scalar_t* grad_output, const scalar_t* self, const scalar_t* weight, const opforge::prelu_plan& plan);
 
 namespace ops {
 // prelu_backward

@@ -14,32 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/pooling.h>
+
 namespace opforge {
 
-// spatial_pyramid_pool [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_spatial_pyramid_pool_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// spatial_pyramid_pool [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-at::Tensor spatial_pyramid_pool_cpu(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode);
-#define OPFORGE_INSTANTIATE_spatial_pyramid_pool_cpu \
-  template at::Tensor spatial_pyramid_pool_cpu<float>(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode); \
-  template at::Tensor spatial_pyramid_pool_cpu<double>(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode); \
-  template at::Tensor spatial_pyramid_pool_cpu<c10::Half>(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode); \
-  template at::Tensor spatial_pyramid_pool_cpu<c10::BFloat16>(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode);
-
-// spatial_pyramid_pool [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_spatial_pyramid_pool_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-at::Tensor spatial_pyramid_pool_cuda(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode);
-#define OPFORGE_INSTANTIATE_spatial_pyramid_pool_cuda \
-  template at::Tensor spatial_pyramid_pool_cuda<float>(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode); \
-  template at::Tensor spatial_pyramid_pool_cuda<double>(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode); \
-  template at::Tensor spatial_pyramid_pool_cuda<c10::Half>(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode); \
-  template at::Tensor spatial_pyramid_pool_cuda<c10::BFloat16>(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode);
-
-// spatial_pyramid_pool [Meta, shape rule]
-at::Tensor spatial_pyramid_pool_meta(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode);
+void spatial_pyramid_pool_cpu(scalar_t* result, const scalar_t* self, const opforge::spp_plan& plan);
 
 namespace ops {
 // spatial_pyramid_pool

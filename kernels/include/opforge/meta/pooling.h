@@ -34,8 +34,11 @@ inline max_pool_plan max_plan(c10::IntArrayRef in, c10::IntArrayRef out, const w
 }
 
 inline adaptive_pool_plan adaptive_plan(c10::IntArrayRef in, c10::IntArrayRef out) {
-  const auto m = adaptive_geometry(in, sizes_t<int64_t>(out.begin(), out.end()));
-  return plan_of(in, out, m.rows, m.cols, m.window);
+  const size_t n = in.size();
+  const math::adaptive_windows rows{in[n - 2], out[n - 2]};
+  const math::adaptive_windows cols{in[n - 1], out[n - 1]};
+  // A bin spans at most in / out + 1 elements per dim.
+  return plan_of(in, out, rows, cols, (rows.in / rows.out + 1) * (cols.in / cols.out + 1));
 }
 
 inline avg_pool_plan avg_plan_of(c10::IntArrayRef in, c10::IntArrayRef out, const window2d& w,
@@ -174,6 +177,50 @@ structured::result<Int, 1, adaptive_avg_pool_plan> adaptive_avg_pool2d_backward_
   structured::result<Int, 1, adaptive_avg_pool_plan> r{{structured::like<Int>(self)}};
   if constexpr (structured::concrete<Int>) {
     r.plan = pooling::adaptive_avg_plan(self.sizes(), grad_output.sizes());
+  }
+  return r;
+}
+
+namespace pooling {
+
+inline spp_plan spp_plan_of(c10::IntArrayRef in, c10::IntArrayRef levels, spp_mode mode,
+                            int64_t row) {
+  return {{in[0] * in[1], in[2], in[3], 0, 0}, in[1], row, mode == spp_mode::max,
+          std::vector<int64_t>(levels.begin(), levels.end()), spp_offsets(levels, in[1])};
+}
+
+} // namespace pooling
+
+// (N, C, H, W) -> (N, C * bins): every level's bins of every plane.
+template <typename Int>
+structured::result<Int, 1, spp_plan> spatial_pyramid_pool_meta(const char* op,
+                                                                const at::Tensor& self,
+                                                                at::IntArrayRef levels,
+                                                                c10::string_view mode) {
+  const pooling::spp_mode m = pooling::spp_mode_arg(op, mode);
+  const auto sizes = pooling::spp_sizes(op, structured::sizes_of<Int>(self), levels);
+  structured::result<Int, 1, spp_plan> r{{pooling::output_of<Int>(sizes, self.scalar_type())}};
+  if constexpr (structured::concrete<Int>) {
+    r.plan = pooling::spp_plan_of(self.sizes(), levels, m, sizes[1]);
+  }
+  return r;
+}
+
+// The gradient like `self`; 'max' needs the forward's argmax (int64, laid out
+// like grad_output) as scratch on CUDA.
+template <typename Int>
+structured::result<Int, 1, spp_plan> spatial_pyramid_pool_backward_meta(
+    const char* op, const at::Tensor& grad_output, const at::Tensor& self,
+    at::IntArrayRef levels, c10::string_view mode) {
+  const pooling::spp_mode m = pooling::spp_mode_arg(op, mode);
+  const auto sizes = pooling::spp_sizes(op, structured::sizes_of<Int>(self), levels);
+  pooling::check_grad_output(op, structured::sizes_of<Int>(grad_output), sizes);
+  structured::result<Int, 1, spp_plan> r{{structured::like<Int>(self)}};
+  if constexpr (structured::concrete<Int>) {
+    r.plan = pooling::spp_plan_of(self.sizes(), levels, m, sizes[1]);
+    if (r.plan.max) {
+      r.plan.workspace_bytes = sizes[0] * sizes[1] * static_cast<int64_t>(sizeof(int64_t));
+    }
   }
   return r;
 }

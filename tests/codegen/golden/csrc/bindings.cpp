@@ -10,6 +10,7 @@
 #include <opforge/ops/crop.h>
 #include <opforge/ops/gather_stats.h>
 #include <opforge/ops/scale_add.h>
+#include <opforge/ops/select_max.h>
 #include <opforge/ops/total.h>
 
 namespace opforge::bindings {
@@ -95,6 +96,17 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("self"),
       pybind11::arg("other"),
       pybind11::arg("alpha")
+      );
+  m.def(
+      "select_max",
+      [](const at::Tensor& self, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& counts, int64_t dim) -> std::tuple<at::Tensor, at::Tensor> {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::select_max(self, weight, counts, dim);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("weight"),
+      pybind11::arg("counts"),
+      pybind11::arg("dim")
       );
   m.def(
       "total",

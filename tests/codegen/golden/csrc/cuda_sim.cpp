@@ -6,6 +6,7 @@
 #include <opforge/ops/crop.h>
 #include <opforge/ops/gather_stats.h>
 #include <opforge/ops/scale_add.h>
+#include <opforge/ops/select_max.h>
 #include <opforge/ops/total.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -19,6 +20,12 @@
 #include <opforge/math/two_ops.h>
 
 namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t select_max_cuda(scalar_t* result0, int64_t* result1, const scalar_t* self, const scalar_t* weight, int64_t* counts, const opforge::dim_split& plan, cudaStream_t stream);
+
 
 // The CUDA host code of clamp_to: the plan of opforge::math::clamp_to_fn, launched
 // on the current stream (generated/csrc/kernels/clamp_to.cu instantiates the launch).
@@ -79,6 +86,13 @@ at::Tensor opforge::ops::scale_add(const at::Tensor& self, const at::Tensor& oth
   return op.call(self, other, alpha);
 }
 
+std::tuple<at::Tensor, at::Tensor> opforge::ops::select_max(const at::Tensor& self, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& counts, int64_t dim) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::select_max", "")
+      .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, int64_t)>();
+  return op.call(self, weight, counts, dim);
+}
+
 at::Tensor opforge::ops::total(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, c10::string_view mode) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::total", "")
@@ -90,6 +104,7 @@ at::Tensor opforge::ops::total(const at::Tensor& self, at::OptionalIntArrayRef d
 TORCH_LIBRARY(opforge_cuda_sim, m) {
   m.def(R"schema(clamp_to(Tensor self, Scalar low, Scalar high) -> Tensor)schema");
   m.def(R"schema(scale_add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor)schema");
+  m.def(R"schema(select_max(Tensor self, Tensor? weight, Tensor(a!)? counts, int dim) -> (Tensor, Tensor))schema");
 }
 
 namespace {
@@ -140,9 +155,48 @@ at::Tensor scale_add_Tensor_cuda_simulated(const at::Tensor& self, const at::Ten
   const at::Tensor other_p = other.to(promoted);
   return opforge::scale_add_cuda(self_p, other_p, alpha);
 }
+
+std::tuple<at::Tensor, at::Tensor> select_max_cuda_simulated(const at::Tensor& self, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& counts, int64_t dim) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.select_max";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "counts", counts, c10::DeviceType::CPU);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'counts'", counts, {at::ScalarType::Long}, "a tensor of dtype (int64)");
+  opforge::check::same_dtype(kOp, "weight", weight, "self", self);
+  auto meta = opforge::select_max_meta<int64_t>(kOp, self, weight, counts, dim);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self);
+  if (!opforge::structured::all_empty({&result0, &result1})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor self_c = self.contiguous();
+    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
+    const at::Tensor counts_c = opforge::structured::contiguous_or_undefined(counts);
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::select_max_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::select_max_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::select_max_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::select_max_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+    opforge::structured::write_back(counts, counts_c);
+  }
+  return std::make_tuple(result0, result1);
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge_cuda_sim, CPU, m) {
   m.impl("clamp_to", TORCH_FN(clamp_to_cuda_simulated));
   m.impl("scale_add.Tensor", TORCH_FN(scale_add_Tensor_cuda_simulated));
+  m.impl("select_max", TORCH_FN(select_max_cuda_simulated));
 }

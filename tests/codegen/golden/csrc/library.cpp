@@ -10,5 +10,6 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(crop.name(Tensor self, str size) -> Tensor)schema", {});
   m.def(R"schema(gather_stats(Tensor table, Tensor index, Tensor(a!)? running, *, Generator? generator=None) -> (Tensor, Tensor))schema", {});
   m.def(R"schema(scale_add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor)schema", {at::Tag::pointwise});
+  m.def(R"schema(select_max(Tensor self, Tensor? weight, Tensor(a!)? counts, int dim) -> (Tensor, Tensor))schema", {});
   m.def(R"schema(total(Tensor self, int[1]? dim=None, bool keepdim=False, *, str mode='sum') -> Tensor)schema", {});
 }

@@ -28,7 +28,7 @@ def _expand(value: Any, n: int) -> Any:
     return [value] * n if isinstance(value, (int, torch.SymInt)) and not isinstance(value, bool) else value
 
 
-__all__ = ["clamp_to", "clamp_to_", "crop", "gather_stats", "scale_add", "total", ]
+__all__ = ["clamp_to", "clamp_to_", "crop", "gather_stats", "scale_add", "select_max", "total", ]
 
 # One row per operator overload, as declared in schemas/ (used by build_info and the tests).
 OP_TABLE: tuple[dict[str, Any], ...] = (
@@ -39,6 +39,7 @@ OP_TABLE: tuple[dict[str, Any], ...] = (
     {'qualified': 'crop.name', 'schema': 'crop.name(Tensor self, str size) -> Tensor', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.sum', 'family': 'two_ops', 'shape': None, 'samples': []},
     {'qualified': 'gather_stats', 'schema': 'gather_stats(Tensor table, Tensor index, Tensor(a!)? running, *, Generator? generator=None) -> (Tensor, Tensor)', 'keys': ['CPU'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'index': ['int64', 'int32']}, 'reference': 'torch.sum', 'family': 'two_ops', 'shape': 'gather_stats_meta', 'samples': []},
     {'qualified': 'scale_add.Tensor', 'schema': 'scale_add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'int64'], 'arg_dtypes': {}, 'reference': 'torch.add', 'family': 'two_ops', 'shape': 'broadcast(self, other)', 'samples': []},
+    {'qualified': 'select_max', 'schema': 'select_max(Tensor self, Tensor? weight, Tensor(a!)? counts, int dim) -> (Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'result1': ['int64'], 'counts': ['int64']}, 'reference': 'torch.max', 'family': 'two_ops', 'shape': None, 'samples': []},
     {'qualified': 'total', 'schema': "total(Tensor self, int[1]? dim=None, bool keepdim=False, *, str mode='sum') -> Tensor", 'keys': ['CPU'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.sum', 'family': 'two_ops', 'shape': 'reduce(self, dim, keepdim)', 'samples': []},
 )
 
@@ -104,6 +105,17 @@ def scale_add(self: Tensor, other: Tensor, *, alpha: Number = 1) -> Tensor:
     if _compiling():
         return _ops.scale_add.Tensor(self, other, alpha=alpha)
     return _C.scale_add(self, other, alpha)
+
+
+def select_max(self: Tensor, weight: Tensor | None, counts: Tensor | None, dim: int) -> tuple[Tensor, Tensor]:
+    """A structured op with an optional and a written tensor argument and a typed second output.
+
+    Schema: ``select_max(Tensor self, Tensor? weight, Tensor(a!)? counts, int dim) -> (Tensor, Tensor)``
+    Dtypes: float32, float64, float16, bfloat16; result1: int64; counts: int64.
+    """
+    if _compiling():
+        return _ops.select_max.default(self, weight, counts, dim)
+    return _C.select_max(self, weight, counts, dim)
 
 
 def total(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, mode: str = 'sum') -> Tensor:
