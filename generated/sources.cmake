@@ -97,6 +97,10 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus_backward_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_shuffle_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_batch_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_group_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_layer_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_lrn_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_avg_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_max_cpu.cpp
@@ -130,6 +134,10 @@ set(OPFORGE_GENERATED_CUDA_DEVICE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus_backward.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_backward.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_shuffle.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_batch.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_group.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_layer.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_lrn.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_avg.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_max.cu
@@ -141,6 +149,10 @@ set(OPFORGE_GENERATED_CUDA_DEVICE_SOURCES
 # Structured ops' kernel sources (relative to the project root): the generated
 # units above include them, so the kernels/ globs leave them out.
 set(OPFORGE_STRUCTURED_KERNEL_FILES
+  kernels/cpu/layers_shuffle.cpp
+  kernels/cpu/norm_batch.cpp
+  kernels/cpu/norm_group.cpp
+  kernels/cpu/norm_layer.cpp
   kernels/cpu/norm_lrn.cpp
   kernels/cpu/pooling_avg.cpp
   kernels/cpu/pooling_max.cpp
@@ -148,6 +160,10 @@ set(OPFORGE_STRUCTURED_KERNEL_FILES
   kernels/cpu/prelu.cpp
   kernels/cpu/softmax.cpp
   kernels/cpu/softmax_backward.cpp
+  kernels/cuda/layers_shuffle.cu
+  kernels/cuda/norm_batch.cu
+  kernels/cuda/norm_group.cu
+  kernels/cuda/norm_layer.cu
   kernels/cuda/norm_lrn.cu
   kernels/cuda/pooling_avg.cu
   kernels/cuda/pooling_max.cu

@@ -13,7 +13,7 @@ from typing import Any
 from codegen.api import cpp as cpp_api
 from codegen.dest import cpp
 from codegen.dest.common import sources
-from codegen.model import OptionalType
+from codegen.model import FunctionSchema, OptionalType
 from codegen.opdecl import CPP_SCALAR, DTYPES, OpDecl, kernel_name
 from codegen.parse import output_names
 
@@ -46,23 +46,41 @@ def _written(f: OpDecl) -> set[str]:
     return {a.name for a in f.schema.arguments.flat_non_out if a.is_write}
 
 
-def _element(f: OpDecl, name: str, scalar: str) -> str:
+def _element_of(arg_dtypes: dict[str, tuple[str, ...]], name: str, scalar: str) -> str:
     """The C++ element type of tensor `name`: its own single dtype, else the kernel's."""
-    own = dict(f.arg_dtypes).get(name)
+    own = arg_dtypes.get(name)
     return CPP_SCALAR[own[0]] if own is not None and len(own) == 1 else scalar
+
+
+def _element(f: OpDecl, name: str, scalar: str) -> str:
+    return _element_of(dict(f.arg_dtypes), name, scalar)
 
 
 def kernel_signature(f: OpDecl, key: str, scalar: str = SCALAR, name: str | None = None) -> str:
     """`void softmax_cpu(T* result, const T* self, const opforge::dim_split& plan)`, and for
     CUDA `cudaError_t softmax_cuda(..., cudaStream_t stream)`."""
-    params = [f"{_element(f, o, scalar)}* {o}" for o in outputs(f)]
-    written = _written(f)
-    params += [
-        f"{'' if n in written else 'const '}{_element(f, n, scalar)}* {n}"
-        for n, _ in _tensor_inputs(f)
-    ]
-    params.append(f"const opforge::{_spec(f).plan}& plan")
     kernel = name or kernel_name(f.kernel(key) or "")
+    return signature_of(f.schema, dict(f.arg_dtypes), _spec(f).plan, kernel, key, scalar)
+
+
+def signature_of(
+    schema: FunctionSchema,
+    arg_dtypes: dict[str, tuple[str, ...]],
+    plan: str,
+    kernel: str,
+    key: str,
+    scalar: str = SCALAR,
+) -> str:
+    """A structured kernel's signature from the schema alone (`codegen new` has no OpDecl)."""
+
+    def element(name: str) -> str:
+        return _element_of(arg_dtypes, name, scalar)
+
+    written = {a.name for a in schema.arguments.flat_non_out if a.is_write}
+    tensors = [a.name for a in schema.arguments.flat_non_out if a.type.is_tensor_like()]
+    params = [f"{element(o)}* {o}" for o in output_names(schema)]
+    params += [f"{'' if n in written else 'const '}{element(n)}* {n}" for n in tensors]
+    params.append(f"const opforge::{plan}& plan")
     if key == "CUDA":
         return f"cudaError_t {kernel}({', '.join([*params, 'cudaStream_t stream'])})"
     return f"void {kernel}({', '.join(params)})"

@@ -121,6 +121,41 @@ cudaError_t avg_pool2d_backward_cuda(scalar_t* result, const scalar_t* grad_outp
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t>
+cudaError_t batch_norm_backward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_out, const scalar_t* input, const scalar_t* save_mean, const scalar_t* save_invstd, const scalar_t* weight, const scalar_t* grad_mean, const scalar_t* grad_invstd, const opforge::batch_norm_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t batch_norm_forward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, scalar_t* running_mean, scalar_t* running_var, const opforge::batch_norm_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t channel_shuffle_cuda(scalar_t* result, const scalar_t* self, const opforge::channel_shuffle_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t group_norm_backward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_out, const scalar_t* input, const scalar_t* mean, const scalar_t* rstd, const scalar_t* weight, const scalar_t* grad_mean, const scalar_t* grad_rstd, const opforge::group_norm_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t group_norm_forward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, const opforge::group_norm_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t layer_norm_backward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_out, const scalar_t* input, const scalar_t* mean, const scalar_t* rstd, const scalar_t* weight, const scalar_t* grad_mean, const scalar_t* grad_rstd, const opforge::layer_norm_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t layer_norm_forward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, const opforge::layer_norm_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
 cudaError_t local_response_norm_cuda(scalar_t* result, const scalar_t* input, const opforge::lrn_plan& plan, cudaStream_t stream);
 
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
@@ -1582,14 +1617,37 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cuda_simulate
   opforge::check::same_dtype(kOp, "weight", weight, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "grad_invstd", grad_invstd, "grad_out", grad_out);
-  switch (grad_out.scalar_type()) {
-    case at::ScalarType::Float: return opforge::batch_norm_backward_cuda<float>(grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
-    case at::ScalarType::Double: return opforge::batch_norm_backward_cuda<double>(grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
-    case at::ScalarType::Half: return opforge::batch_norm_backward_cuda<c10::Half>(grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
-    case at::ScalarType::BFloat16: return opforge::batch_norm_backward_cuda<c10::BFloat16>(grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
-    default: break;
+  auto meta = opforge::batch_norm_backward_meta<int64_t>(kOp, grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out);
+  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_out);
+    const at::Tensor grad_out_c = grad_out.contiguous();
+    const at::Tensor input_c = input.contiguous();
+    const at::Tensor save_mean_c = save_mean.contiguous();
+    const at::Tensor save_invstd_c = save_invstd.contiguous();
+    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
+    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean);
+    const at::Tensor grad_invstd_c = opforge::structured::contiguous_or_undefined(grad_invstd);
+    switch (grad_out.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), grad_out_c.const_data_ptr<float>(), input_c.const_data_ptr<float>(), save_mean_c.const_data_ptr<float>(), save_invstd_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(grad_mean_c), opforge::structured::data_or_null<float>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), grad_out_c.const_data_ptr<double>(), input_c.const_data_ptr<double>(), save_mean_c.const_data_ptr<double>(), save_invstd_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(grad_mean_c), opforge::structured::data_or_null<double>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), grad_out_c.const_data_ptr<c10::Half>(), input_c.const_data_ptr<c10::Half>(), save_mean_c.const_data_ptr<c10::Half>(), save_invstd_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(grad_mean_c), opforge::structured::data_or_null<c10::Half>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), grad_out_c.const_data_ptr<c10::BFloat16>(), input_c.const_data_ptr<c10::BFloat16>(), save_mean_c.const_data_ptr<c10::BFloat16>(), save_invstd_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(grad_mean_c), opforge::structured::data_or_null<c10::BFloat16>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1, result2);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cuda_simulated(const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps) {
@@ -1608,21 +1666,84 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cuda_simulated
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   opforge::check::same_dtype(kOp, "running_mean", running_mean, "input", input);
   opforge::check::same_dtype(kOp, "running_var", running_var, "input", input);
-  switch (input.scalar_type()) {
-    case at::ScalarType::Float: return opforge::batch_norm_forward_cuda<float>(input, weight, bias, running_mean, running_var, training, momentum, eps);
-    case at::ScalarType::Double: return opforge::batch_norm_forward_cuda<double>(input, weight, bias, running_mean, running_var, training, momentum, eps);
-    case at::ScalarType::Half: return opforge::batch_norm_forward_cuda<c10::Half>(input, weight, bias, running_mean, running_var, training, momentum, eps);
-    case at::ScalarType::BFloat16: return opforge::batch_norm_forward_cuda<c10::BFloat16>(input, weight, bias, running_mean, running_var, training, momentum, eps);
-    default: break;
+  auto meta = opforge::batch_norm_forward_meta<int64_t>(kOp, input, weight, bias, running_mean, running_var, training, momentum, eps);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input);
+  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
+    const at::Tensor input_c = input.contiguous();
+    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
+    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
+    const at::Tensor running_mean_c = opforge::structured::contiguous_or_undefined(running_mean);
+    const at::Tensor running_var_c = opforge::structured::contiguous_or_undefined(running_var);
+    switch (input.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::batch_norm_forward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), input_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(bias_c), opforge::structured::mutable_data_or_null<float>(running_mean_c), opforge::structured::mutable_data_or_null<float>(running_var_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::batch_norm_forward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), input_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(bias_c), opforge::structured::mutable_data_or_null<double>(running_mean_c), opforge::structured::mutable_data_or_null<double>(running_var_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::batch_norm_forward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), input_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(bias_c), opforge::structured::mutable_data_or_null<c10::Half>(running_mean_c), opforge::structured::mutable_data_or_null<c10::Half>(running_var_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::batch_norm_forward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), input_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(bias_c), opforge::structured::mutable_data_or_null<c10::BFloat16>(running_mean_c), opforge::structured::mutable_data_or_null<c10::BFloat16>(running_var_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+    opforge::structured::write_back(running_mean, running_mean_c);
+    opforge::structured::write_back(running_var, running_var_c);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1, result2);
 }
 
 at::Tensor channel_shuffle_cuda_simulated(const at::Tensor& self, c10::SymInt groups) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.channel_shuffle";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Char, at::ScalarType::Byte, at::ScalarType::Short, at::ScalarType::Int, at::ScalarType::Long, at::ScalarType::Bool}, "a tensor of dtype (float32, float64, float16, bfloat16, int8, uint8, int16, int32, int64, bool)");
-  return opforge::channel_shuffle_cuda(self, groups);
+  auto meta = opforge::channel_shuffle_meta<int64_t>(kOp, self, groups);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor self_c = self.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Char:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<int8_t>(opforge::structured::mutable_data_or_null<int8_t>(result), self_c.const_data_ptr<int8_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Byte:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<uint8_t>(opforge::structured::mutable_data_or_null<uint8_t>(result), self_c.const_data_ptr<uint8_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Short:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<int16_t>(opforge::structured::mutable_data_or_null<int16_t>(result), self_c.const_data_ptr<int16_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Int:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<int32_t>(opforge::structured::mutable_data_or_null<int32_t>(result), self_c.const_data_ptr<int32_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Long:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<int64_t>(opforge::structured::mutable_data_or_null<int64_t>(result), self_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Bool:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<bool>(opforge::structured::mutable_data_or_null<bool>(result), self_c.const_data_ptr<bool>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return result;
 }
 
 at::Tensor conv2d_cuda_simulated(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
@@ -1937,14 +2058,37 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward_cuda_simulate
   opforge::check::same_dtype(kOp, "weight", weight, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "grad_rstd", grad_rstd, "grad_out", grad_out);
-  switch (grad_out.scalar_type()) {
-    case at::ScalarType::Float: return opforge::group_norm_backward_cuda<float>(grad_out, input, num_groups, mean, rstd, output_mask, weight, grad_mean, grad_rstd);
-    case at::ScalarType::Double: return opforge::group_norm_backward_cuda<double>(grad_out, input, num_groups, mean, rstd, output_mask, weight, grad_mean, grad_rstd);
-    case at::ScalarType::Half: return opforge::group_norm_backward_cuda<c10::Half>(grad_out, input, num_groups, mean, rstd, output_mask, weight, grad_mean, grad_rstd);
-    case at::ScalarType::BFloat16: return opforge::group_norm_backward_cuda<c10::BFloat16>(grad_out, input, num_groups, mean, rstd, output_mask, weight, grad_mean, grad_rstd);
-    default: break;
+  auto meta = opforge::group_norm_backward_meta<int64_t>(kOp, grad_out, input, num_groups, mean, rstd, output_mask, weight, grad_mean, grad_rstd);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out);
+  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_out);
+    const at::Tensor grad_out_c = grad_out.contiguous();
+    const at::Tensor input_c = input.contiguous();
+    const at::Tensor mean_c = mean.contiguous();
+    const at::Tensor rstd_c = rstd.contiguous();
+    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
+    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean);
+    const at::Tensor grad_rstd_c = opforge::structured::contiguous_or_undefined(grad_rstd);
+    switch (grad_out.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::group_norm_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), grad_out_c.const_data_ptr<float>(), input_c.const_data_ptr<float>(), mean_c.const_data_ptr<float>(), rstd_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(grad_mean_c), opforge::structured::data_or_null<float>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::group_norm_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), grad_out_c.const_data_ptr<double>(), input_c.const_data_ptr<double>(), mean_c.const_data_ptr<double>(), rstd_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(grad_mean_c), opforge::structured::data_or_null<double>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::group_norm_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), grad_out_c.const_data_ptr<c10::Half>(), input_c.const_data_ptr<c10::Half>(), mean_c.const_data_ptr<c10::Half>(), rstd_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(grad_mean_c), opforge::structured::data_or_null<c10::Half>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::group_norm_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), grad_out_c.const_data_ptr<c10::BFloat16>(), input_c.const_data_ptr<c10::BFloat16>(), mean_c.const_data_ptr<c10::BFloat16>(), rstd_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(grad_mean_c), opforge::structured::data_or_null<c10::BFloat16>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1, result2);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cuda_simulated(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
@@ -1957,14 +2101,33 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cuda_simulated
   opforge::check::dtype(kOp, "'bias'", bias, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
-  switch (input.scalar_type()) {
-    case at::ScalarType::Float: return opforge::group_norm_forward_cuda<float>(input, num_groups, weight, bias, eps);
-    case at::ScalarType::Double: return opforge::group_norm_forward_cuda<double>(input, num_groups, weight, bias, eps);
-    case at::ScalarType::Half: return opforge::group_norm_forward_cuda<c10::Half>(input, num_groups, weight, bias, eps);
-    case at::ScalarType::BFloat16: return opforge::group_norm_forward_cuda<c10::BFloat16>(input, num_groups, weight, bias, eps);
-    default: break;
+  auto meta = opforge::group_norm_forward_meta<int64_t>(kOp, input, num_groups, weight, bias, eps);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input);
+  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
+    const at::Tensor input_c = input.contiguous();
+    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
+    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
+    switch (input.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), input_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(bias_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), input_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(bias_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), input_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(bias_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), input_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(bias_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1, result2);
 }
 
 void hardsigmoid_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
@@ -2087,14 +2250,37 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cuda_simulate
   opforge::check::same_dtype(kOp, "weight", weight, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "grad_rstd", grad_rstd, "grad_out", grad_out);
-  switch (grad_out.scalar_type()) {
-    case at::ScalarType::Float: return opforge::layer_norm_backward_cuda<float>(grad_out, input, normalized_shape, mean, rstd, output_mask, weight, grad_mean, grad_rstd);
-    case at::ScalarType::Double: return opforge::layer_norm_backward_cuda<double>(grad_out, input, normalized_shape, mean, rstd, output_mask, weight, grad_mean, grad_rstd);
-    case at::ScalarType::Half: return opforge::layer_norm_backward_cuda<c10::Half>(grad_out, input, normalized_shape, mean, rstd, output_mask, weight, grad_mean, grad_rstd);
-    case at::ScalarType::BFloat16: return opforge::layer_norm_backward_cuda<c10::BFloat16>(grad_out, input, normalized_shape, mean, rstd, output_mask, weight, grad_mean, grad_rstd);
-    default: break;
+  auto meta = opforge::layer_norm_backward_meta<int64_t>(kOp, grad_out, input, normalized_shape, mean, rstd, output_mask, weight, grad_mean, grad_rstd);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out);
+  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_out);
+    const at::Tensor grad_out_c = grad_out.contiguous();
+    const at::Tensor input_c = input.contiguous();
+    const at::Tensor mean_c = mean.contiguous();
+    const at::Tensor rstd_c = rstd.contiguous();
+    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
+    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean);
+    const at::Tensor grad_rstd_c = opforge::structured::contiguous_or_undefined(grad_rstd);
+    switch (grad_out.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::layer_norm_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), grad_out_c.const_data_ptr<float>(), input_c.const_data_ptr<float>(), mean_c.const_data_ptr<float>(), rstd_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(grad_mean_c), opforge::structured::data_or_null<float>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::layer_norm_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), grad_out_c.const_data_ptr<double>(), input_c.const_data_ptr<double>(), mean_c.const_data_ptr<double>(), rstd_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(grad_mean_c), opforge::structured::data_or_null<double>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::layer_norm_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), grad_out_c.const_data_ptr<c10::Half>(), input_c.const_data_ptr<c10::Half>(), mean_c.const_data_ptr<c10::Half>(), rstd_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(grad_mean_c), opforge::structured::data_or_null<c10::Half>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::layer_norm_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), grad_out_c.const_data_ptr<c10::BFloat16>(), input_c.const_data_ptr<c10::BFloat16>(), mean_c.const_data_ptr<c10::BFloat16>(), rstd_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(grad_mean_c), opforge::structured::data_or_null<c10::BFloat16>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1, result2);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cuda_simulated(const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
@@ -2107,14 +2293,33 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cuda_simulated
   opforge::check::dtype(kOp, "'bias'", bias, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
-  switch (input.scalar_type()) {
-    case at::ScalarType::Float: return opforge::layer_norm_forward_cuda<float>(input, normalized_shape, weight, bias, eps);
-    case at::ScalarType::Double: return opforge::layer_norm_forward_cuda<double>(input, normalized_shape, weight, bias, eps);
-    case at::ScalarType::Half: return opforge::layer_norm_forward_cuda<c10::Half>(input, normalized_shape, weight, bias, eps);
-    case at::ScalarType::BFloat16: return opforge::layer_norm_forward_cuda<c10::BFloat16>(input, normalized_shape, weight, bias, eps);
-    default: break;
+  auto meta = opforge::layer_norm_forward_meta<int64_t>(kOp, input, normalized_shape, weight, bias, eps);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input);
+  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
+    const at::Tensor input_c = input.contiguous();
+    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
+    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
+    switch (input.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::layer_norm_forward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), input_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(bias_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::layer_norm_forward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), input_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(bias_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::layer_norm_forward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), input_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(bias_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::layer_norm_forward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), input_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(bias_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1, result2);
 }
 
 void leaky_relu_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& negative_slope, at::ScalarType dtype) {

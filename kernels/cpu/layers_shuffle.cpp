@@ -2,32 +2,24 @@
 // output plane is one unit-stride copy. Output planes are walked in order with
 // running (batch, i, j) indices rather than a division per plane, which matters
 // when planes are a single element ((N, C, 1, 1) after global pooling).
+// A structured op (Note [Structured ops]).
 #include <opforge/ops/channel_shuffle.h>
 
-#include <opforge/layers.h>
+#include <opforge/layers_plan.h>
 
 #include <ATen/Parallel.h>
-#include <ATen/ops/empty.h>
 
 #include <algorithm>
 
 namespace opforge {
 
 template <typename scalar_t>
-at::Tensor channel_shuffle_cpu(const at::Tensor& self, c10::SymInt groups) {
-  channel_shuffle_check("opforge.channel_shuffle", self, groups);
-  const at::Tensor in = self.contiguous();
-  at::Tensor out = at::empty(in.sizes(), in.options());
-  if (in.numel() == 0) {
-    return out;
-  }
-  const int64_t g = groups.expect_int();
-  const int64_t channels = in.size(1);
+void channel_shuffle_cpu(scalar_t* dst, const scalar_t* src, const channel_shuffle_plan& plan) {
+  const int64_t g = plan.groups;
+  const int64_t channels = plan.channels;
   const int64_t per_group = channels / g;
-  const int64_t planes = in.size(0) * channels;
-  const int64_t inner = in.numel() / planes;
-  const scalar_t* src = in.const_data_ptr<scalar_t>();
-  scalar_t* dst = out.mutable_data_ptr<scalar_t>();
+  const int64_t planes = plan.batch * channels;
+  const int64_t inner = plan.inner;
   at::parallel_for(0, planes, std::max<int64_t>(1, 32768 / inner), [&](int64_t p0, int64_t p1) {
     // Output plane p = (b, i, j) over (batch, per_group, g) reads input plane (b, j, i) over (batch, g, per_group).
     int64_t b = p0 / channels;
@@ -48,9 +40,6 @@ at::Tensor channel_shuffle_cpu(const at::Tensor& self, c10::SymInt groups) {
       }
     }
   });
-  return out;
 }
-
-OPFORGE_INSTANTIATE_channel_shuffle_cpu
 
 }  // namespace opforge

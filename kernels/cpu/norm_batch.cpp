@@ -1,5 +1,5 @@
-// CPU kernels for batch_norm_forward and batch_norm_backward (templates over the
-// scalar type; the generated wrapper dispatches on dtype). The input is viewed as
+// CPU kernels for batch_norm_forward and batch_norm_backward, structured ops
+// (Note [Structured ops]; the plan in opforge/norm_plan.h). The input is viewed as
 // [N, C, HxW]; each channel's statistics reduce over N and HxW. Per-channel sums
 // run one channel per task over its N contiguous runs, except for [N, C] inputs
 // (HxW = 1), which are reduced row by row into per-chunk partial sums so the
@@ -11,14 +11,12 @@
 
 #include <opforge/math/norm.h>
 #include <opforge/math/opmath.h>
-#include <opforge/norm.h>
+#include <opforge/norm_plan.h>
 
 #include <ATen/Parallel.h>
-#include <ATen/ops/empty.h>
 
 #include <algorithm>
 #include <limits>
-#include <tuple>
 #include <vector>
 
 namespace opforge {
@@ -35,7 +33,7 @@ constexpr int64_t k_flush_rows = 256;
 // Per channel c, the sums over the batch and spatial positions of f1(c, i) and,
 // if Two, f2(c, i), i a flat index into [N, C, HxW]. Returns [C][2].
 template <typename T, bool Two, typename F1, typename F2>
-std::vector<sum_t<T>> channel_sums(const group_layout& l, F1 f1, F2 f2) {
+std::vector<sum_t<T>> channel_sums(const batch_norm_plan& l, F1 f1, F2 f2) {
   using A = acc_t<T>;
   using S = sum_t<T>;
   const int64_t ch = l.channels;
@@ -105,7 +103,7 @@ std::vector<sum_t<T>> channel_sums(const group_layout& l, F1 f1, F2 f2) {
 
 // out[i] = f(c, i) for every element i of [N, C, HxW], c its channel.
 template <typename T, typename F>
-void channel_map(const group_layout& l, T* out, F f) {
+void channel_map(const batch_norm_plan& l, T* out, F f) {
   const int64_t ch = l.channels;
   if (l.hw > 1) {
     at::parallel_for(0, l.n * ch, std::max<int64_t>(1, cpu::k_norm_grain / l.hw), [&](int64_t begin, int64_t end) {
@@ -132,11 +130,9 @@ void channel_map(const group_layout& l, T* out, F f) {
 
 // A per-channel tensor's values in opmath (`fill` where undefined).
 template <typename T>
-std::vector<acc_t<T>> channel_values(const at::Tensor& t, int64_t channels, acc_t<T> fill) {
+std::vector<acc_t<T>> channel_values(const T* p, int64_t channels, acc_t<T> fill) {
   std::vector<acc_t<T>> v(static_cast<size_t>(channels), fill);
-  if (t.defined()) {
-    const at::Tensor c = t.contiguous();
-    const T* p = c.const_data_ptr<T>();
+  if (p != nullptr) {
     for (int64_t i = 0; i < channels; ++i) {
       v[i] = math::cast_to<acc_t<T>>(p[i]);
     }
@@ -144,27 +140,21 @@ std::vector<acc_t<T>> channel_values(const at::Tensor& t, int64_t channels, acc_
   return v;
 }
 
-// running = (1 - momentum) * running + momentum * stat[c], in place (any strides).
+// running = (1 - momentum) * running + momentum * stat[c], in place.
 template <typename T>
-void update_running(const std::optional<at::Tensor>& running, const std::vector<acc_t<T>>& stat, double momentum) {
-  if (!defined(running)) {
+void update_running(T* p, const std::vector<acc_t<T>>& stat, double momentum) {
+  if (p == nullptr) {
     return;
   }
   using A = acc_t<T>;
-  at::Tensor c = running->contiguous();
-  T* p = c.mutable_data_ptr<T>();
   const auto mom = static_cast<A>(momentum);
   for (size_t i = 0; i < stat.size(); ++i) {
     p[i] = math::cast_to<T>((A(1) - mom) * math::cast_to<A>(p[i]) + mom * stat[i]);
   }
-  if (!c.is_same(*running)) {
-    running->copy_(c);
-  }
 }
 
 template <typename T>
-void write_channels(at::Tensor& t, const std::vector<acc_t<T>>& v) {
-  T* p = t.mutable_data_ptr<T>();
+void write_channels(T* p, const std::vector<acc_t<T>>& v) {
   for (size_t i = 0; i < v.size(); ++i) {
     p[i] = math::cast_to<T>(v[i]);
   }
@@ -173,27 +163,22 @@ void write_channels(at::Tensor& t, const std::vector<acc_t<T>>& v) {
 } // namespace
 
 template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cpu(
-    const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias,
-    const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training,
-    double momentum, double eps) {
+void batch_norm_forward_cpu(scalar_t* out, scalar_t* save_mean, scalar_t* save_invstd,
+                            const scalar_t* x, const scalar_t* weight, const scalar_t* bias,
+                            scalar_t* running_mean, scalar_t* running_var,
+                            const batch_norm_plan& l) {
   using A = acc_t<scalar_t>;
-  batch_norm_forward_check("opforge.batch_norm_forward", input, weight, bias, running_mean, running_var, training);
-  const group_layout l = batch_norm_layout(input);
+  const bool training = l.training;
+  const double eps = l.eps;
   const int64_t count = l.n * l.hw;
-  const at::Tensor xt = input.contiguous();
-  at::Tensor out = at::empty(xt.sizes(), xt.options());
-  at::Tensor save_mean = at::empty({l.channels}, xt.options());
-  at::Tensor save_invstd = at::empty({l.channels}, xt.options());
   std::vector<A> mean(static_cast<size_t>(l.channels));
   std::vector<A> invstd(mean.size());
-  const scalar_t* x = xt.const_data_ptr<scalar_t>();
   if (training) {
     if (count == 0) {
       // An empty batch has no statistics; the running ones stay as they are (as in torch).
-      save_mean.zero_();
-      save_invstd.fill_(std::numeric_limits<double>::quiet_NaN());
-      return {out, save_mean, save_invstd};
+      std::fill(save_mean, save_mean + l.channels, scalar_t(0));
+      std::fill(save_invstd, save_invstd + l.channels, std::numeric_limits<scalar_t>::quiet_NaN());
+      return;
     }
     const auto n = static_cast<sum_t<scalar_t>>(count);
     const auto none = [](int64_t, int64_t) { return A(0); };
@@ -215,11 +200,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cpu(
       invstd[c] = math::norm_rstd(var, eps);
       unbiased[c] = static_cast<A>(sq[2 * c] / (n - 1));
     }
-    update_running<scalar_t>(running_mean, mean, momentum);
-    update_running<scalar_t>(running_var, unbiased, momentum);
+    update_running<scalar_t>(running_mean, mean, l.momentum);
+    update_running<scalar_t>(running_var, unbiased, l.momentum);
   } else {
-    mean = channel_values<scalar_t>(*running_mean, l.channels, A(0));
-    invstd = channel_values<scalar_t>(*running_var, l.channels, A(0));
+    mean = channel_values<scalar_t>(running_mean, l.channels, A(0));
+    invstd = channel_values<scalar_t>(running_var, l.channels, A(0));
     for (A& v : invstd) {
       v = math::norm_rstd(v, eps);
     }
@@ -227,71 +212,63 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cpu(
   write_channels<scalar_t>(save_mean, mean);
   write_channels<scalar_t>(save_invstd, invstd);
   // y = (x - mean) * invstd * w + b = (x - mean) * scale + shift per channel.
-  const std::vector<A> w = channel_values<scalar_t>(contiguous_or_undefined(weight), l.channels, A(1));
-  const std::vector<A> shift = channel_values<scalar_t>(contiguous_or_undefined(bias), l.channels, A(0));
+  const std::vector<A> w = channel_values<scalar_t>(weight, l.channels, A(1));
+  const std::vector<A> shift = channel_values<scalar_t>(bias, l.channels, A(0));
   std::vector<A> scale(mean.size());
   for (size_t c = 0; c < scale.size(); ++c) {
     scale[c] = invstd[c] * w[c];
   }
-  channel_map(l, out.mutable_data_ptr<scalar_t>(), [&](int64_t c, int64_t i) {
+  channel_map(l, out, [&](int64_t c, int64_t i) {
     return math::cast_to<scalar_t>((math::cast_to<A>(x[i]) - mean[c]) * scale[c] + shift[c]);
   });
-  return {out, save_mean, save_invstd};
 }
 
 template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cpu(
-    const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& save_mean, const at::Tensor& save_invstd,
-    bool training, std::array<bool, 3> output_mask, const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_invstd) {
+void batch_norm_backward_cpu(scalar_t* dx, scalar_t* dw, scalar_t* db, const scalar_t* g,
+                             const scalar_t* x, const scalar_t* save_mean,
+                             const scalar_t* save_invstd, const scalar_t* weight,
+                             const scalar_t* grad_mean, const scalar_t* grad_invstd,
+                             const batch_norm_plan& l) {
   using A = acc_t<scalar_t>;
-  batch_norm_backward_check("opforge.batch_norm_backward", grad_out, input, save_mean, save_invstd, weight,
-                            grad_mean, grad_invstd);
-  const group_layout l = batch_norm_layout(input);
-  const at::Tensor xt = input.contiguous();
-  const at::Tensor gt = grad_out.contiguous();
-  const scalar_t* x = xt.const_data_ptr<scalar_t>();
-  const scalar_t* g = gt.const_data_ptr<scalar_t>();
+  const bool training = l.training;
+  const int64_t numel = l.n * l.channels * l.hw;
   const std::vector<A> m = channel_values<scalar_t>(save_mean, l.channels, A(0));
   const std::vector<A> r = channel_values<scalar_t>(save_invstd, l.channels, A(0));
-  const std::vector<A> w = channel_values<scalar_t>(contiguous_or_undefined(weight), l.channels, A(1));
-  at::Tensor dx = output_mask[0] ? at::empty(xt.sizes(), xt.options()) : at::Tensor();
-  at::Tensor dw = output_mask[1] ? at::empty({l.channels}, xt.options()) : at::Tensor();
-  at::Tensor db = output_mask[2] ? at::empty({l.channels}, xt.options()) : at::Tensor();
+  const std::vector<A> w = channel_values<scalar_t>(weight, l.channels, A(1));
   // Per channel: sum of g and of g * (x - mean).
   std::vector<sum_t<scalar_t>> sums(static_cast<size_t>(2 * l.channels), 0);
-  if (xt.numel() > 0 && ((dx.defined() && training) || dw.defined() || db.defined())) {
+  if (numel > 0 && ((dx != nullptr && training) || dw != nullptr || db != nullptr)) {
     sums = channel_sums<scalar_t, true>(
         l, [&](int64_t, int64_t i) { return math::cast_to<A>(g[i]); },
         [&](int64_t c, int64_t i) { return math::cast_to<A>(g[i]) * (math::cast_to<A>(x[i]) - m[c]); });
   }
   std::vector<A> col(static_cast<size_t>(l.channels));
-  if (dw.defined()) {
+  if (dw != nullptr) {
     for (size_t c = 0; c < col.size(); ++c) {
       col[c] = static_cast<A>(sums[2 * c + 1]) * r[c];
     }
     write_channels<scalar_t>(dw, col);
   }
-  if (db.defined()) {
+  if (db != nullptr) {
     for (size_t c = 0; c < col.size(); ++c) {
       col[c] = static_cast<A>(sums[2 * c]);
     }
     write_channels<scalar_t>(db, col);
   }
-  if (!dx.defined() || xt.numel() == 0) {
-    return {dx, dw, db};
+  if (dx == nullptr || numel == 0) {
+    return;
   }
-  scalar_t* d = dx.mutable_data_ptr<scalar_t>();
+  scalar_t* d = dx;
   if (!training) {
     // The statistics are constants: dx = g * w * invstd.
     for (size_t c = 0; c < col.size(); ++c) {
       col[c] = w[c] * r[c];
     }
     channel_map(l, d, [&](int64_t c, int64_t i) { return math::cast_to<scalar_t>(math::cast_to<A>(g[i]) * col[c]); });
-    return {dx, dw, db};
+    return;
   }
-  const std::vector<A> gm = channel_values<scalar_t>(contiguous_or_undefined(grad_mean), l.channels, A(0));
-  const std::vector<A> gr = channel_values<scalar_t>(contiguous_or_undefined(grad_invstd), l.channels, A(0));
+  const std::vector<A> gm = channel_values<scalar_t>(grad_mean, l.channels, A(0));
+  const std::vector<A> gr = channel_values<scalar_t>(grad_invstd, l.channels, A(0));
   // Note [Norm backward coefficients] per channel, as arrays so the [N, C] loop vectorizes.
   std::vector<A> abar(col.size());
   std::vector<A> kc(col.size());
@@ -310,10 +287,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cpu(
     const math::norm_backward_coeffs<A> k{r[c], abar[c], m[c], kc[c], k0[c]};
     return math::cast_to<scalar_t>(k(math::cast_to<A>(g[i]) * w[c], math::cast_to<A>(x[i])));
   });
-  return {dx, dw, db};
 }
-
-OPFORGE_INSTANTIATE_batch_norm_forward_cpu
-OPFORGE_INSTANTIATE_batch_norm_backward_cpu
 
 } // namespace opforge

@@ -1,5 +1,5 @@
-// CPU kernels for group_norm_forward and group_norm_backward (templates over the
-// scalar type; the generated wrapper dispatches on dtype). The input is viewed as
+// CPU kernels for group_norm_forward and group_norm_backward, structured ops
+// (Note [Structured ops]; the plan in opforge/norm_plan.h). The input is viewed as
 // [N, C, HxW]; group (n, g) is the contiguous slab of its C/G channels, one
 // parallel task each.
 #include <opforge/ops/group_norm_backward.h>
@@ -9,15 +9,13 @@
 
 #include <opforge/math/norm.h>
 #include <opforge/math/opmath.h>
-#include <opforge/norm.h>
+#include <opforge/norm_plan.h>
 
 #include <ATen/Parallel.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/zeros.h>
 
 #include <algorithm>
 #include <limits>
-#include <tuple>
+#include <vector>
 
 namespace opforge {
 namespace {
@@ -26,7 +24,7 @@ template <typename T>
 using acc_t = math::opmath_t<T>;
 
 template <typename F>
-void for_each_group(const group_layout& l, F f) {
+void for_each_group(const group_norm_plan& l, F f) {
   const int64_t slab = l.group_channels() * l.hw;
   at::parallel_for(0, l.n * l.groups, std::max<int64_t>(1, cpu::k_norm_grain / std::max<int64_t>(1, slab)),
                    [&](int64_t begin, int64_t end) {
@@ -37,7 +35,7 @@ void for_each_group(const group_layout& l, F f) {
 }
 
 template <typename T, bool HasW, bool HasB>
-void forward_groups(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, const group_layout& l,
+void forward_groups(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, const group_norm_plan& l,
                     double eps) {
   using A = acc_t<T>;
   const int64_t d = l.group_channels();
@@ -68,7 +66,7 @@ void forward_groups(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, 
 // See Note [Norm backward coefficients].
 template <typename T, bool HasW>
 void backward_groups(const T* gout, const T* x, const T* w, const T* mean, const T* rstd, const T* grad_mean,
-                     const T* grad_rstd, const group_layout& l, T* dx, acc_t<T>* sums) {
+                     const T* grad_rstd, const group_norm_plan& l, T* dx, acc_t<T>* sums) {
   using A = acc_t<T>;
   const int64_t d = l.group_channels();
   const int64_t hw = l.hw;
@@ -117,74 +115,41 @@ void backward_groups(const T* gout, const T* x, const T* w, const T* mean, const
 } // namespace
 
 template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cpu(const at::Tensor& input, int64_t num_groups,
-                                                                      const std::optional<at::Tensor>& weight,
-                                                                      const std::optional<at::Tensor>& bias,
-                                                                      double eps) {
-  group_norm_check("opforge.group_norm_forward", input, num_groups, weight, bias);
-  const group_layout l = group_norm_layout(input, num_groups);
-  const at::Tensor x = input.contiguous();
-  const at::Tensor w = contiguous_or_undefined(weight);
-  const at::Tensor b = contiguous_or_undefined(bias);
-  at::Tensor out = at::empty(x.sizes(), x.options());
-  at::Tensor mean = at::empty({l.n, num_groups}, x.options());
-  at::Tensor rstd = at::empty({l.n, num_groups}, x.options());
-  if (l.n == 0) {
-    return {out, mean, rstd};
-  }
+void group_norm_forward_cpu(scalar_t* out, scalar_t* mean, scalar_t* rstd, const scalar_t* input,
+                            const scalar_t* weight, const scalar_t* bias,
+                            const group_norm_plan& l) {
   if (l.group_channels() * l.hw == 0) {
     // Empty groups, as layer_norm's empty rows: mean 0, rstd NaN.
-    mean.zero_();
-    rstd.fill_(std::numeric_limits<double>::quiet_NaN());
-    return {out, mean, rstd};
+    std::fill(mean, mean + l.n * l.groups, scalar_t(0));
+    std::fill(rstd, rstd + l.n * l.groups, std::numeric_limits<scalar_t>::quiet_NaN());
+    return;
   }
-  cpu::with_flags(w.defined(), b.defined(), [&](auto has_w, auto has_b) {
-    forward_groups<scalar_t, has_w.value, has_b.value>(
-        x.const_data_ptr<scalar_t>(), data_or_null<scalar_t>(w), data_or_null<scalar_t>(b),
-        out.mutable_data_ptr<scalar_t>(), mean.mutable_data_ptr<scalar_t>(), rstd.mutable_data_ptr<scalar_t>(), l,
-        eps);
+  cpu::with_flags(weight != nullptr, bias != nullptr, [&](auto has_w, auto has_b) {
+    forward_groups<scalar_t, has_w.value, has_b.value>(input, weight, bias, out, mean, rstd, l,
+                                                       l.eps);
   });
-  return {out, mean, rstd};
 }
 
 template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward_cpu(
-    const at::Tensor& grad_out, const at::Tensor& input, int64_t num_groups, const at::Tensor& mean,
-    const at::Tensor& rstd, std::array<bool, 3> output_mask, const std::optional<at::Tensor>& weight,
-    const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd) {
+void group_norm_backward_cpu(scalar_t* dx, scalar_t* dw_ptr, scalar_t* db_ptr,
+                             const scalar_t* grad_out, const scalar_t* input, const scalar_t* mean,
+                             const scalar_t* rstd, const scalar_t* weight,
+                             const scalar_t* grad_mean, const scalar_t* grad_rstd,
+                             const group_norm_plan& l) {
   using A = acc_t<scalar_t>;
-  constexpr const char* op = "opforge.group_norm_backward";
-  group_norm_check(op, input, num_groups, weight, std::nullopt);
-  stats_check(op, grad_out, input, group_norm_stat_sizes(input, num_groups), mean, rstd, grad_mean, grad_rstd);
-  const group_layout l = group_norm_layout(input, num_groups);
-  const at::Tensor g = grad_out.contiguous();
-  const at::Tensor x = input.contiguous();
-  const at::Tensor w = contiguous_or_undefined(weight);
-  const at::Tensor m = mean.contiguous();
-  const at::Tensor rs = rstd.contiguous();
-  const at::Tensor gm = contiguous_or_undefined(grad_mean);
-  const at::Tensor gr = contiguous_or_undefined(grad_rstd);
-  at::Tensor dx = output_mask[0] ? at::empty(x.sizes(), x.options()) : at::Tensor();
-  at::Tensor dw = output_mask[1] ? at::empty({l.channels}, x.options()) : at::Tensor();
-  at::Tensor db = output_mask[2] ? at::empty({l.channels}, x.options()) : at::Tensor();
-  const bool want_wb = output_mask[1] || output_mask[2];
+  const bool want_wb = dw_ptr != nullptr || db_ptr != nullptr;
   // Per (n, channel): sum of g and of g * (x - mean), for the weight and bias gradients.
-  at::Tensor sums = at::zeros({want_wb ? l.n : 0, l.channels, 2}, x.options().dtype(c10::CppTypeToScalarType<A>::value));
-  if (x.numel() > 0 && (dx.defined() || want_wb)) {
-    cpu::with_flag(w.defined(), [&](auto has_w) {
-      backward_groups<scalar_t, has_w.value>(
-          g.const_data_ptr<scalar_t>(), x.const_data_ptr<scalar_t>(), data_or_null<scalar_t>(w),
-          m.const_data_ptr<scalar_t>(), rs.const_data_ptr<scalar_t>(), data_or_null<scalar_t>(gm),
-          data_or_null<scalar_t>(gr), l, mutable_data_or_null<scalar_t>(dx),
-          want_wb ? sums.mutable_data_ptr<A>() : nullptr);
+  std::vector<A> sums(static_cast<size_t>(want_wb ? l.n * l.channels * 2 : 0), A(0));
+  if (l.n * l.channels * l.hw > 0) {
+    cpu::with_flag(weight != nullptr, [&](auto has_w) {
+      backward_groups<scalar_t, has_w.value>(grad_out, input, weight, mean, rstd, grad_mean,
+                                             grad_rstd, l, dx, want_wb ? sums.data() : nullptr);
     });
   }
   if (want_wb) {
-    const A* s = sums.const_data_ptr<A>();
-    const scalar_t* rp = rs.const_data_ptr<scalar_t>();
+    const A* s = sums.data();
+    const scalar_t* rp = rstd;
     const int64_t d = l.group_channels();
-    scalar_t* dw_ptr = mutable_data_or_null<scalar_t>(dw);
-    scalar_t* db_ptr = mutable_data_or_null<scalar_t>(db);
     at::parallel_for(0, l.channels, std::max<int64_t>(1, cpu::k_norm_grain / std::max<int64_t>(1, l.n)),
                      [&](int64_t begin, int64_t end) {
                        for (int64_t ch = begin; ch < end; ++ch) {
@@ -199,10 +164,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward_cpu(
                        }
                      });
   }
-  return {dx, dw, db};
 }
-
-OPFORGE_INSTANTIATE_group_norm_forward_cpu
-OPFORGE_INSTANTIATE_group_norm_backward_cpu
 
 } // namespace opforge

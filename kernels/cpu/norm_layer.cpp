@@ -1,6 +1,6 @@
-// CPU kernels for layer_norm_forward and layer_norm_backward (templates over the
-// scalar type; the generated wrapper dispatches on dtype). The input is viewed as
-// [M rows, N normalized elements]; each row is one group (norm_stats.h).
+// CPU kernels for layer_norm_forward and layer_norm_backward, structured ops
+// (Note [Structured ops]; the plan in opforge/norm_plan.h). The input is viewed
+// as [M rows, N normalized elements]; each row is one group (norm_stats.h).
 #include <opforge/ops/layer_norm_backward.h>
 #include <opforge/ops/layer_norm_forward.h>
 
@@ -8,15 +8,13 @@
 
 #include <opforge/math/norm.h>
 #include <opforge/math/opmath.h>
-#include <opforge/norm.h>
+#include <opforge/norm_plan.h>
 
 #include <ATen/Parallel.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/zeros.h>
 
 #include <algorithm>
 #include <limits>
-#include <tuple>
+#include <vector>
 
 namespace opforge {
 namespace {
@@ -110,109 +108,69 @@ void backward_rows(const backward_args<T>& p, int64_t begin, int64_t end, T* dx,
 } // namespace
 
 template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cpu(const at::Tensor& input,
-                                                                      c10::SymIntArrayRef normalized_shape,
-                                                                      const std::optional<at::Tensor>& weight,
-                                                                      const std::optional<at::Tensor>& bias,
-                                                                      double eps) {
-  const int64_t axis = layer_norm_check("opforge.layer_norm_forward", input, normalized_shape, weight, bias);
-  const rows_layout v = layer_norm_rows(input, axis);
-  const at::Tensor x = input.contiguous();
-  const at::Tensor w = contiguous_or_undefined(weight);
-  const at::Tensor b = contiguous_or_undefined(bias);
-  at::Tensor out = at::empty(x.sizes(), x.options());
-  const sym_sizes_t stat_sizes = layer_norm_stat_sizes(input, axis);
-  at::Tensor mean = at::empty(C10_AS_INTARRAYREF_SLOW(stat_sizes), x.options());
-  at::Tensor rstd = at::empty(C10_AS_INTARRAYREF_SLOW(stat_sizes), x.options());
-  if (v.rows == 0) {
-    return {out, mean, rstd};
-  }
-  if (v.n == 0) {
+void layer_norm_forward_cpu(scalar_t* out, scalar_t* mean, scalar_t* rstd, const scalar_t* input,
+                            const scalar_t* weight, const scalar_t* bias,
+                            const layer_norm_plan& plan) {
+  if (plan.n == 0) {
     // torch's convention for empty rows: mean 0, rstd 1/sqrt(0/0 + eps) = NaN.
-    mean.zero_();
-    rstd.fill_(std::numeric_limits<double>::quiet_NaN());
-    return {out, mean, rstd};
+    std::fill(mean, mean + plan.rows, scalar_t(0));
+    std::fill(rstd, rstd + plan.rows, std::numeric_limits<scalar_t>::quiet_NaN());
+    return;
   }
-  cpu::with_flags(w.defined(), b.defined(), [&](auto has_w, auto has_b) {
-    forward_rows<scalar_t, has_w.value, has_b.value>(
-        x.const_data_ptr<scalar_t>(), data_or_null<scalar_t>(w), data_or_null<scalar_t>(b),
-        out.mutable_data_ptr<scalar_t>(), mean.mutable_data_ptr<scalar_t>(), rstd.mutable_data_ptr<scalar_t>(),
-        v.rows, v.n, eps);
+  cpu::with_flags(weight != nullptr, bias != nullptr, [&](auto has_w, auto has_b) {
+    forward_rows<scalar_t, has_w.value, has_b.value>(input, weight, bias, out, mean, rstd, plan.rows,
+                                                     plan.n, plan.eps);
   });
-  return {out, mean, rstd};
 }
 
 template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cpu(
-    const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape,
-    const at::Tensor& mean, const at::Tensor& rstd, std::array<bool, 3> output_mask,
-    const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean,
-    const std::optional<at::Tensor>& grad_rstd) {
+void layer_norm_backward_cpu(scalar_t* dx_ptr, scalar_t* dw_ptr, scalar_t* db_ptr,
+                             const scalar_t* grad_out, const scalar_t* input, const scalar_t* mean,
+                             const scalar_t* rstd, const scalar_t* weight,
+                             const scalar_t* grad_mean, const scalar_t* grad_rstd,
+                             const layer_norm_plan& plan) {
   using A = acc_t<scalar_t>;
-  constexpr const char* op = "opforge.layer_norm_backward";
-  const int64_t axis = layer_norm_check(op, input, normalized_shape, weight, std::nullopt);
-  stats_check(op, grad_out, input, layer_norm_stat_sizes(input, axis), mean, rstd, grad_mean, grad_rstd);
-  const rows_layout v = layer_norm_rows(input, axis);
-  const at::Tensor g = grad_out.contiguous();
-  const at::Tensor x = input.contiguous();
-  const at::Tensor w = contiguous_or_undefined(weight);
-  const at::Tensor m = mean.contiguous();
-  const at::Tensor rs = rstd.contiguous();
-  const at::Tensor gm = contiguous_or_undefined(grad_mean);
-  const at::Tensor gr = contiguous_or_undefined(grad_rstd);
-  const auto wshape = C10_AS_INTARRAYREF_SLOW(normalized_shape);
-  at::Tensor dx = output_mask[0] ? at::empty(x.sizes(), x.options()) : at::Tensor();
-  at::Tensor dw = output_mask[1] ? at::empty(wshape, x.options()) : at::Tensor();
-  at::Tensor db = output_mask[2] ? at::empty(wshape, x.options()) : at::Tensor();
-  const bool want_wb = output_mask[1] || output_mask[2];
-  if (v.rows == 0 || v.n == 0 || !(output_mask[0] || want_wb)) {
-    for (at::Tensor* t : {&dw, &db}) {
-      if (t->defined()) {
-        t->zero_();
+  const int64_t rows = plan.rows;
+  const int64_t n = plan.n;
+  const bool want_wb = dw_ptr != nullptr || db_ptr != nullptr;
+  if (rows == 0 || n == 0) {
+    for (scalar_t* t : {dw_ptr, db_ptr}) {
+      if (t != nullptr) {
+        std::fill(t, t + n, scalar_t(0));
       }
     }
-    return {dx, dw, db};
+    return;
   }
-  const backward_args<scalar_t> p{g.const_data_ptr<scalar_t>(),  x.const_data_ptr<scalar_t>(),
-                                  data_or_null<scalar_t>(w),     m.const_data_ptr<scalar_t>(),
-                                  rs.const_data_ptr<scalar_t>(), data_or_null<scalar_t>(gm),
-                                  data_or_null<scalar_t>(gr),    v.n};
-  scalar_t* dx_ptr = mutable_data_or_null<scalar_t>(dx);
+  const backward_args<scalar_t> p{grad_out, input, weight, mean, rstd, grad_mean, grad_rstd, n};
   // Per-chunk partial sums of g * xhat (weight) and g (bias), added up below.
-  const int64_t chunks = want_wb ? cpu::chunk_count(v.rows) : 0;
-  const at::Tensor partial = at::zeros({chunks, 2, v.n}, x.options().dtype(c10::CppTypeToScalarType<A>::value));
-  A* part = partial.mutable_data_ptr<A>();
-  cpu::with_flags(w.defined(), want_wb, [&](auto has_w, auto wb) {
+  const int64_t chunks = want_wb ? cpu::chunk_count(rows) : 0;
+  std::vector<A> partial(static_cast<size_t>(chunks * 2 * n), A(0));
+  A* part = partial.data();
+  cpu::with_flags(weight != nullptr, want_wb, [&](auto has_w, auto wb) {
     if constexpr (wb.value) {
-      cpu::for_each_chunk(v.rows, chunks, [&](int64_t c, int64_t begin, int64_t end) {
-        A* ws = part + c * 2 * v.n;
-        backward_rows<scalar_t, has_w.value, true>(p, begin, end, dx_ptr, ws, ws + v.n);
+      cpu::for_each_chunk(rows, chunks, [&](int64_t c, int64_t begin, int64_t end) {
+        A* ws = part + c * 2 * n;
+        backward_rows<scalar_t, has_w.value, true>(p, begin, end, dx_ptr, ws, ws + n);
       });
     } else {
-      at::parallel_for(0, v.rows, std::max<int64_t>(1, cpu::k_norm_grain / v.n), [&](int64_t begin, int64_t end) {
+      at::parallel_for(0, rows, std::max<int64_t>(1, cpu::k_norm_grain / n), [&](int64_t begin, int64_t end) {
         backward_rows<scalar_t, has_w.value, false>(p, begin, end, dx_ptr, nullptr, nullptr);
       });
     }
   });
   if (want_wb) {
-    scalar_t* dw_ptr = mutable_data_or_null<scalar_t>(dw);
-    scalar_t* db_ptr = mutable_data_or_null<scalar_t>(db);
-    at::parallel_for(0, v.n, cpu::k_norm_grain / std::max<int64_t>(1, chunks), [&](int64_t begin, int64_t end) {
+    at::parallel_for(0, n, cpu::k_norm_grain / std::max<int64_t>(1, chunks), [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         A sw = 0;
         A sb = 0;
         for (int64_t c = 0; c < chunks; ++c) {
-          sw += part[c * 2 * v.n + i];
-          sb += part[c * 2 * v.n + v.n + i];
+          sw += part[c * 2 * n + i];
+          sb += part[c * 2 * n + n + i];
         }
         cpu::store_weight_grads(dw_ptr, db_ptr, i, sw, sb);
       }
     });
   }
-  return {dx, dw, db};
 }
-
-OPFORGE_INSTANTIATE_layer_norm_forward_cpu
-OPFORGE_INSTANTIATE_layer_norm_backward_cpu
 
 } // namespace opforge

@@ -1,8 +1,9 @@
 // CUDA kernel for channel_shuffle: a dtype-free copy of contiguous planes, one
 // thread per machine word of the widest size (up to 16 bytes) that divides a
-// plane and the pointers' alignment.
+// plane and the pointers' alignment. A structured op (Note [Structured ops]).
 #include "common.cuh"
-#include "layers_shuffle.cuh"
+
+#include <opforge/layers_plan.h>
 
 #include <cstdint>
 
@@ -33,8 +34,8 @@ cudaError_t launch(void* out, const void* in, int64_t batch, int64_t channels, i
   return cudaGetLastError();
 }
 
-}  // namespace
-
+// Contiguous (batch, channels, plane_bytes) bytes: output plane (b, i * groups + j)
+// gets input plane (b, j * (channels / groups) + i).
 cudaError_t launch_channel_shuffle(void* out, const void* in, int64_t batch, int64_t channels, int64_t groups,
                                    int64_t plane_bytes, cudaStream_t stream) {
   if (batch * channels * plane_bytes == 0) {
@@ -59,4 +60,16 @@ cudaError_t launch_channel_shuffle(void* out, const void* in, int64_t batch, int
   return launch<uint8_t>(out, in, batch, channels, groups, plane_bytes, stream);
 }
 
+}  // namespace
 }  // namespace opforge::cuda
+
+namespace opforge {
+
+template <typename T>
+cudaError_t channel_shuffle_cuda(T* result, const T* self, const channel_shuffle_plan& plan,
+                                 cudaStream_t stream) {
+  return cuda::launch_channel_shuffle(result, self, plan.batch, plan.channels, plan.groups,
+                                      plan.inner * static_cast<int64_t>(sizeof(T)), stream);
+}
+
+}  // namespace opforge

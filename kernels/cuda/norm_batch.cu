@@ -2,17 +2,25 @@
 // reductions: blocks (channel, split) reduce a share of a channel each, one
 // thread per channel merges the shares in order (deterministic), and an
 // elementwise pass writes the output (or input gradient). A channel of a large
-// batch is spread over up to 64 blocks instead of one.
-#include "norm_batch.cuh"
+// batch is spread over up to 64 blocks instead of one. Structured ops (Note
+// [Structured ops]; the plan in opforge/norm_plan.h).
 #include "norm_common.cuh"
 
 #include <opforge/math/norm.h>
+#include <opforge/norm_plan.h>
 
 namespace opforge::cuda {
 namespace {
 
-constexpr int64_t k_elements_per_split = 4096;
-constexpr int64_t k_max_splits = 64;
+// The input as [n, channels, hw] contiguous; weight may be null.
+template <typename T>
+struct batch_norm_args {
+  const T* x;
+  const T* weight;
+  int64_t n;
+  int64_t channels;
+  int64_t hw;
+};
 
 // Channel c's elements, k over [0, n * hw): image k / hw, position k % hw.
 __device__ inline int64_t channel_offset(int64_t k, int64_t c, int64_t channels, int64_t hw) {
@@ -199,15 +207,8 @@ dim3 split_grid(int64_t channels, int64_t splits) {
   return {static_cast<unsigned>(channels < k_max_blocks ? channels : k_max_blocks), static_cast<unsigned>(splits)};
 }
 
-} // namespace
-
-int64_t batch_norm_splits(int64_t n, int64_t hw) {
-  const int64_t splits = ceil_div(n * hw, k_elements_per_split);
-  return splits < 1 ? 1 : (splits > k_max_splits ? k_max_splits : splits);
-}
-
 template <typename T>
-cudaError_t launch_batch_norm_forward(const batch_norm_args<T>& a, const T* bias, T* running_mean, T* running_var,
+cudaError_t batch_norm_forward(const batch_norm_args<T>& a, const T* bias, T* running_mean, T* running_var,
                                       bool training, double momentum, double eps, T* y, T* save_mean,
                                       T* save_invstd, norm_acc_t<T>* workspace, cudaStream_t stream) {
   if (a.channels == 0) {
@@ -230,7 +231,7 @@ cudaError_t launch_batch_norm_forward(const batch_norm_args<T>& a, const T* bias
 }
 
 template <typename T>
-cudaError_t launch_batch_norm_backward(const batch_norm_args<T>& a, const T* grad, const T* save_mean,
+cudaError_t batch_norm_backward(const batch_norm_args<T>& a, const T* grad, const T* save_mean,
                                        const T* save_invstd, const T* grad_mean, const T* grad_invstd,
                                        bool training, T* dx, T* dw, T* db, norm_acc_t<T>* workspace,
                                        cudaStream_t stream) {
@@ -254,13 +255,35 @@ cudaError_t launch_batch_norm_backward(const batch_norm_args<T>& a, const T* gra
   return cudaGetLastError();
 }
 
-#define OPFORGE_INSTANTIATE(T)                                                                               \
-  template cudaError_t launch_batch_norm_forward<T>(const batch_norm_args<T>&, const T*, T*, T*, bool,     \
-                                                    double, double, T*, T*, T*, norm_acc_t<T>*, cudaStream_t); \
-  template cudaError_t launch_batch_norm_backward<T>(const batch_norm_args<T>&, const T*, const T*, const T*, \
-                                                     const T*, const T*, bool, T*, T*, T*, norm_acc_t<T>*,    \
-                                                     cudaStream_t);
-OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
-#undef OPFORGE_INSTANTIATE
-
+} // namespace
 } // namespace opforge::cuda
+
+namespace opforge {
+
+template <typename T>
+cudaError_t batch_norm_forward_cuda(T* out, T* save_mean, T* save_invstd, const T* input,
+                                    const T* weight, const T* bias, T* running_mean,
+                                    T* running_var, const batch_norm_plan& l,
+                                    cudaStream_t stream) {
+  using namespace cuda;
+  if (l.training && l.n * l.hw == 0) {
+    // An empty batch has no statistics; the running ones stay as they are (as in torch).
+    return launch_empty_stats(save_mean, save_invstd, l.channels, stream);
+  }
+  return batch_norm_forward<T>({input, weight, l.n, l.channels, l.hw}, bias, running_mean,
+                               running_var, l.training, l.momentum, l.eps, out, save_mean,
+                               save_invstd, static_cast<norm_acc_t<T>*>(l.workspace), stream);
+}
+
+template <typename T>
+cudaError_t batch_norm_backward_cuda(T* dx, T* dw, T* db, const T* grad_out, const T* input,
+                                     const T* save_mean, const T* save_invstd, const T* weight,
+                                     const T* grad_mean, const T* grad_invstd,
+                                     const batch_norm_plan& l, cudaStream_t stream) {
+  using namespace cuda;
+  return batch_norm_backward<T>({input, weight, l.n, l.channels, l.hw}, grad_out, save_mean,
+                                save_invstd, grad_mean, grad_invstd, l.training, dx, dw, db,
+                                static_cast<norm_acc_t<T>*>(l.workspace), stream);
+}
+
+} // namespace opforge

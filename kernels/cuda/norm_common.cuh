@@ -8,6 +8,7 @@
 #include <opforge/math/opmath.h>
 
 #include <cstdint>
+#include <math.h>
 
 namespace opforge::cuda {
 
@@ -65,6 +66,25 @@ inline int norm_threads(int64_t n) {
 
 inline unsigned norm_blocks(int64_t groups) {
   return static_cast<unsigned>(groups < k_max_blocks ? groups : k_max_blocks);
+}
+
+// Statistics of groups with no elements: torch's mean 0 and rstd (invstd)
+// 1/sqrt(0/0 + eps) = NaN.
+template <typename T>
+__global__ void empty_stats_kernel(T* mean, T* rstd, int64_t count) {
+  for (int64_t i = global_thread(); i < count; i += grid_threads()) {
+    mean[i] = math::cast_to<T>(0.0f);
+    rstd[i] = math::cast_to<T>(nanf(""));
+  }
+}
+
+template <typename T>
+cudaError_t launch_empty_stats(T* mean, T* rstd, int64_t count, cudaStream_t stream) {
+  if (count == 0) {
+    return cudaSuccess;
+  }
+  OPFORGE_LAUNCH(elementwise_blocks(count), k_threads, 0, stream, empty_stats_kernel<T>)(mean, rstd, count);
+  return cudaGetLastError();
 }
 
 } // namespace opforge::cuda

@@ -1,13 +1,26 @@
 // CUDA kernels for group_norm_forward and group_norm_backward: one block per
 // (n, group) slab for the statistics, the output and the input gradient; one
 // block per channel, across the batch, for the weight and bias gradients.
+// Structured ops (Note [Structured ops]; the plan in opforge/norm_plan.h).
 #include "norm_common.cuh"
-#include "norm_group.cuh"
 
 #include <opforge/math/norm.h>
+#include <opforge/norm_plan.h>
+
 
 namespace opforge::cuda {
 namespace {
+
+// The input as [N, C, HxW] contiguous; weight may be null.
+template <typename T>
+struct group_norm_args {
+  const T* x;
+  const T* weight;
+  int64_t n;
+  int64_t channels;
+  int64_t hw;
+  int64_t groups;
+};
 
 template <typename T>
 __global__ void __launch_bounds__(k_max_block_reduce_threads) forward_kernel(group_norm_args<T> a, const T* bias, T* y, T* mean, T* rstd, double eps) {
@@ -103,10 +116,8 @@ __global__ void __launch_bounds__(k_max_block_reduce_threads) backward_weight_ke
   }
 }
 
-} // namespace
-
 template <typename T>
-cudaError_t launch_group_norm_forward(const group_norm_args<T>& a, const T* bias, T* y, T* mean, T* rstd,
+cudaError_t group_norm_forward(const group_norm_args<T>& a, const T* bias, T* y, T* mean, T* rstd,
                                       double eps, cudaStream_t stream) {
   const int64_t groups = a.n * a.groups;
   if (groups == 0) {
@@ -118,7 +129,7 @@ cudaError_t launch_group_norm_forward(const group_norm_args<T>& a, const T* bias
 }
 
 template <typename T>
-cudaError_t launch_group_norm_backward_input(const group_norm_args<T>& a, const T* grad, const T* mean,
+cudaError_t group_norm_backward_input(const group_norm_args<T>& a, const T* grad, const T* mean,
                                              const T* rstd, const T* grad_mean, const T* grad_rstd, T* dx,
                                              cudaStream_t stream) {
   const int64_t groups = a.n * a.groups;
@@ -132,7 +143,7 @@ cudaError_t launch_group_norm_backward_input(const group_norm_args<T>& a, const 
 }
 
 template <typename T>
-cudaError_t launch_group_norm_backward_weight(const group_norm_args<T>& a, const T* grad, const T* mean,
+cudaError_t group_norm_backward_weight(const group_norm_args<T>& a, const T* grad, const T* mean,
                                               const T* rstd, T* dw, T* db, cudaStream_t stream) {
   if (a.channels == 0) {
     return cudaSuccess;
@@ -142,14 +153,40 @@ cudaError_t launch_group_norm_backward_weight(const group_norm_args<T>& a, const
   return cudaGetLastError();
 }
 
-#define OPFORGE_INSTANTIATE(T)                                                                                \
-  template cudaError_t launch_group_norm_forward<T>(const group_norm_args<T>&, const T*, T*, T*, T*, double, \
-                                                    cudaStream_t);                                            \
-  template cudaError_t launch_group_norm_backward_input<T>(const group_norm_args<T>&, const T*, const T*,     \
-                                                           const T*, const T*, const T*, T*, cudaStream_t);   \
-  template cudaError_t launch_group_norm_backward_weight<T>(const group_norm_args<T>&, const T*, const T*,    \
-                                                            const T*, T*, T*, cudaStream_t);
-OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
-#undef OPFORGE_INSTANTIATE
-
+} // namespace
 } // namespace opforge::cuda
+
+namespace opforge {
+
+template <typename T>
+cudaError_t group_norm_forward_cuda(T* out, T* mean, T* rstd, const T* input, const T* weight,
+                                    const T* bias, const group_norm_plan& l, cudaStream_t stream) {
+  using namespace cuda;
+  if (l.group_channels() * l.hw == 0) {
+    return launch_empty_stats(mean, rstd, l.n * l.groups, stream);
+  }
+  return group_norm_forward<T>({input, weight, l.n, l.channels, l.hw, l.groups}, bias, out, mean,
+                               rstd, l.eps, stream);
+}
+
+template <typename T>
+cudaError_t group_norm_backward_cuda(T* dx, T* dw, T* db, const T* grad_out, const T* input,
+                                     const T* mean, const T* rstd, const T* weight,
+                                     const T* grad_mean, const T* grad_rstd, const group_norm_plan& l,
+                                     cudaStream_t stream) {
+  using namespace cuda;
+  const group_norm_args<T> a{input, weight, l.n, l.channels, l.hw, l.groups};
+  if (dx != nullptr) {
+    const cudaError_t err =
+        group_norm_backward_input(a, grad_out, mean, rstd, grad_mean, grad_rstd, dx, stream);
+    if (err != cudaSuccess) {
+      return err;
+    }
+  }
+  if (dw == nullptr && db == nullptr) {
+    return cudaSuccess;
+  }
+  return group_norm_backward_weight(a, grad_out, mean, rstd, dw, db, stream);
+}
+
+} // namespace opforge

@@ -1,13 +1,24 @@
 // CUDA kernels for layer_norm_forward and layer_norm_backward: one block per row
 // for the statistics, the output and the input gradient; the weight and bias
 // gradients are column sums over rows, split into row chunks and then added up.
+// Structured ops (Note [Structured ops]; the plan in opforge/norm_plan.h).
 #include "norm_common.cuh"
-#include "norm_layer.cuh"
 
 #include <opforge/math/norm.h>
+#include <opforge/norm_plan.h>
+
 
 namespace opforge::cuda {
 namespace {
+
+// The input as [rows, n] contiguous; weight may be null.
+template <typename T>
+struct layer_norm_args {
+  const T* x;
+  const T* weight;
+  int64_t rows;
+  int64_t n;
+};
 
 template <typename T>
 __global__ void __launch_bounds__(k_max_block_reduce_threads) forward_kernel(layer_norm_args<T> a, const T* bias, T* y, T* mean, T* rstd, double eps) {
@@ -131,15 +142,8 @@ __global__ void weight_final_kernel(const norm_acc_t<T>* partial, int64_t chunks
   }
 }
 
-} // namespace
-
-int64_t layer_norm_weight_chunks(int64_t rows) {
-  const int64_t c = ceil_div(rows, 64);
-  return c < 1 ? 1 : (c > 256 ? 256 : c);
-}
-
 template <typename T>
-cudaError_t launch_layer_norm_forward(const layer_norm_args<T>& a, const T* bias, T* y, T* mean, T* rstd,
+cudaError_t layer_norm_forward(const layer_norm_args<T>& a, const T* bias, T* y, T* mean, T* rstd,
                                       double eps, cudaStream_t stream) {
   if (a.rows == 0) {
     return cudaSuccess;
@@ -149,7 +153,7 @@ cudaError_t launch_layer_norm_forward(const layer_norm_args<T>& a, const T* bias
 }
 
 template <typename T>
-cudaError_t launch_layer_norm_backward_input(const layer_norm_args<T>& a, const T* grad, const T* mean,
+cudaError_t layer_norm_backward_input(const layer_norm_args<T>& a, const T* grad, const T* mean,
                                              const T* rstd, const T* grad_mean, const T* grad_rstd, T* dx,
                                              cudaStream_t stream) {
   if (a.rows == 0 || a.n == 0) {
@@ -161,7 +165,7 @@ cudaError_t launch_layer_norm_backward_input(const layer_norm_args<T>& a, const 
 }
 
 template <typename T>
-cudaError_t launch_layer_norm_backward_weight(const layer_norm_args<T>& a, const T* grad, const T* mean,
+cudaError_t layer_norm_backward_weight(const layer_norm_args<T>& a, const T* grad, const T* mean,
                                               const T* rstd, T* dw, T* db, math::opmath_t<T>* partial,
                                               cudaStream_t stream) {
   if (a.n == 0) {
@@ -175,15 +179,41 @@ cudaError_t launch_layer_norm_backward_weight(const layer_norm_args<T>& a, const
   return cudaGetLastError();
 }
 
-#define OPFORGE_INSTANTIATE(T)                                                                                \
-  template cudaError_t launch_layer_norm_forward<T>(const layer_norm_args<T>&, const T*, T*, T*, T*, double, \
-                                                    cudaStream_t);                                            \
-  template cudaError_t launch_layer_norm_backward_input<T>(const layer_norm_args<T>&, const T*, const T*,     \
-                                                           const T*, const T*, const T*, T*, cudaStream_t);   \
-  template cudaError_t launch_layer_norm_backward_weight<T>(const layer_norm_args<T>&, const T*, const T*,    \
-                                                            const T*, T*, T*, math::opmath_t<T>*,            \
-                                                            cudaStream_t);
-OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
-#undef OPFORGE_INSTANTIATE
-
+} // namespace
 } // namespace opforge::cuda
+
+namespace opforge {
+
+template <typename T>
+cudaError_t layer_norm_forward_cuda(T* out, T* mean, T* rstd, const T* input, const T* weight,
+                                    const T* bias, const layer_norm_plan& plan, cudaStream_t stream) {
+  using namespace cuda;
+  if (plan.n == 0) {
+    return launch_empty_stats(mean, rstd, plan.rows, stream);
+  }
+  return layer_norm_forward<T>({input, weight, plan.rows, plan.n}, bias, out, mean, rstd, plan.eps,
+                               stream);
+}
+
+template <typename T>
+cudaError_t layer_norm_backward_cuda(T* dx, T* dw, T* db, const T* grad_out, const T* input,
+                                     const T* mean, const T* rstd, const T* weight,
+                                     const T* grad_mean, const T* grad_rstd,
+                                     const layer_norm_plan& plan, cudaStream_t stream) {
+  using namespace cuda;
+  const layer_norm_args<T> a{input, weight, plan.rows, plan.n};
+  if (dx != nullptr) {
+    const cudaError_t err =
+        layer_norm_backward_input(a, grad_out, mean, rstd, grad_mean, grad_rstd, dx, stream);
+    if (err != cudaSuccess) {
+      return err;
+    }
+  }
+  if (dw == nullptr && db == nullptr) {
+    return cudaSuccess;
+  }
+  return layer_norm_backward_weight(a, grad_out, mean, rstd, dw, db,
+                                    static_cast<math::opmath_t<T>*>(plan.workspace), stream);
+}
+
+} // namespace opforge

@@ -1,7 +1,6 @@
 // Meta (fake) kernels for the layer ops whose output shapes a shape rule cannot
 // say. The generated Meta wrappers have already checked devices and dtypes; the
 // argument checks are the kernels' own (opforge/layers.h).
-#include <opforge/ops/channel_shuffle.h>
 #include <opforge/ops/dropout_forward.h>
 #include <opforge/ops/embedding.h>
 #include <opforge/ops/embedding_backward.h>
@@ -41,11 +40,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> linear_backward_meta(const at::Te
     grad_bias = at::empty_symint({weight.sym_size(0)}, weight.options());
   }
   return {grad_input, grad_weight, grad_bias};
-}
-
-at::Tensor channel_shuffle_meta(const at::Tensor& self, c10::SymInt groups) {
-  channel_shuffle_check("opforge.channel_shuffle", self, groups);
-  return at::empty_symint(self.sym_sizes(), self.options());
 }
 
 at::Tensor embedding_meta(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {

@@ -52,31 +52,29 @@ def test_new_refuses_an_existing_op(checkout: Path, capsys: pytest.CaptureFixtur
     assert "operator 'relu' already exists" in capsys.readouterr().err
 
 
-def test_new_stub_compiles(checkout: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert (
-        main(
-            [
-                "new",
-                "cube",
-                "--family",
-                "cubes",
-                "--keys",
-                "CPU",
-                "--reference",
-                "torch.square",
-                "--root",
-                str(checkout),
-            ]
-        )
-        == 0
-    )
-    assert (
-        main(["gen", "--schemas", str(checkout / "schemas"), "--out", str(checkout / "generated")])
-        == 0
-    )
-    include_dirs = [checkout / "generated/include", checkout / "kernels/include"]
-    proc = syntax_check(checkout / "kernels/cpu/cubes.cpp", include_dirs)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_new_structured_op_passes_check_and_compiles(
+    checkout: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`codegen new` without --pointwise: a structured entry, its plan, meta function and
+    pointer kernels; the generated registration and kernel unit compile around the stubs."""
+    args = ["new", "cube", "--family", "cubes", "--reference", "torch.square"]
+    args += ["--func", "cube(Tensor self, Tensor? weight, int dim) -> (Tensor, Tensor)"]
+    assert main([*args, "--root", str(checkout)]) == 0
+    out = capsys.readouterr().out
+    for path in ("cubes_plan.h", "meta/cubes.h", "kernels/cpu/cubes.cpp", "kernels/cuda/cubes.cu"):
+        assert path in out
+    yaml = (checkout / "schemas/cubes.yaml").read_text()
+    assert "structured: {meta: cube_meta, plan: cube_plan, source: cubes}" in yaml
+    schemas, gen = str(checkout / "schemas"), str(checkout / "generated")
+    assert main(["gen", "--schemas", schemas, "--out", gen]) == 0
+    assert main(["check", "--schemas", schemas, "--out", gen]) == 0
+    include_dirs = [checkout / "generated/include", checkout / "kernels/include", checkout]
+    for unit in ("csrc/structured/cubes_cpu.cpp", "csrc/ops/cube.cpp"):
+        proc = syntax_check(checkout / "generated" / unit, include_dirs)
+        assert proc.returncode == 0, f"{unit}:\n{proc.stderr[-3000:]}"
+    # A second op of the family lands in the same files.
+    assert main(["new", "cube2", "--family", "cubes", "--root", str(checkout)]) == 0
+    assert (checkout / "kernels/cpu/cubes.cpp").read_text().count("namespace opforge {") == 1
 
 
 def test_list_and_explain(capsys: pytest.CaptureFixture[str]) -> None:

@@ -92,6 +92,13 @@ def test_layer_norm_backward_many_rows(cuda_sim: Any, dtype: torch.dtype) -> Non
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
+def test_norms_of_empty_groups(cuda_sim: Any, dtype: torch.dtype) -> None:
+    """Rows / groups of no elements: mean 0 and rstd NaN, as torch (equal_nan compare)."""
+    agree("layer_norm_forward", [rand(3, 0, dtype=dtype), [0], None, None, 1e-5])
+    agree("group_norm_forward", [rand(2, 4, 0, dtype=dtype), 2, None, None, 1e-5])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("hw", [(3, 5), (24, 24)], ids=["hw<32", "hw>=512"])
 def test_batch_and_group_norm(cuda_sim: Any, hw: tuple[int, int], dtype: torch.dtype) -> None:
     n, c = 3, 6

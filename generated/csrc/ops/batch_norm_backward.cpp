@@ -14,6 +14,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t batch_norm_backward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_out, const scalar_t* input, const scalar_t* save_mean, const scalar_t* save_invstd, const scalar_t* weight, const scalar_t* grad_mean, const scalar_t* grad_invstd, const opforge::batch_norm_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::batch_norm_backward(const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& save_mean, const at::Tensor& save_invstd, bool training, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_invstd) {
   static const auto op = c10::Dispatcher::singleton()
@@ -24,7 +36,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::batch_norm_backward
 
 namespace {
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cpu_checked(const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& save_mean, const at::Tensor& save_invstd, bool training, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_invstd) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cpu_structured(const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& save_mean, const at::Tensor& save_invstd, bool training, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_invstd) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.batch_norm_backward";
   opforge::check::device_type(kOp, "grad_out", grad_out, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
@@ -46,18 +58,40 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cpu_checked(c
   opforge::check::same_dtype(kOp, "weight", weight, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "grad_invstd", grad_invstd, "grad_out", grad_out);
-  switch (grad_out.scalar_type()) {
-    case at::ScalarType::Float: return opforge::batch_norm_backward_cpu<float>(grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
-    case at::ScalarType::Double: return opforge::batch_norm_backward_cpu<double>(grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
-    case at::ScalarType::Half: return opforge::batch_norm_backward_cpu<c10::Half>(grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
-    case at::ScalarType::BFloat16: return opforge::batch_norm_backward_cpu<c10::BFloat16>(grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
-    default: break;
+  auto meta = opforge::batch_norm_backward_meta<int64_t>(kOp, grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out);
+  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+    const at::Tensor grad_out_c = grad_out.contiguous();
+    const at::Tensor input_c = input.contiguous();
+    const at::Tensor save_mean_c = save_mean.contiguous();
+    const at::Tensor save_invstd_c = save_invstd.contiguous();
+    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
+    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean);
+    const at::Tensor grad_invstd_c = opforge::structured::contiguous_or_undefined(grad_invstd);
+    switch (grad_out.scalar_type()) {
+      case at::ScalarType::Float:
+        opforge::batch_norm_backward_cpu<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), grad_out_c.const_data_ptr<float>(), input_c.const_data_ptr<float>(), save_mean_c.const_data_ptr<float>(), save_invstd_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(grad_mean_c), opforge::structured::data_or_null<float>(grad_invstd_c), meta.plan);
+        break;
+      case at::ScalarType::Double:
+        opforge::batch_norm_backward_cpu<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), grad_out_c.const_data_ptr<double>(), input_c.const_data_ptr<double>(), save_mean_c.const_data_ptr<double>(), save_invstd_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(grad_mean_c), opforge::structured::data_or_null<double>(grad_invstd_c), meta.plan);
+        break;
+      case at::ScalarType::Half:
+        opforge::batch_norm_backward_cpu<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), grad_out_c.const_data_ptr<c10::Half>(), input_c.const_data_ptr<c10::Half>(), save_mean_c.const_data_ptr<c10::Half>(), save_invstd_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(grad_mean_c), opforge::structured::data_or_null<c10::Half>(grad_invstd_c), meta.plan);
+        break;
+      case at::ScalarType::BFloat16:
+        opforge::batch_norm_backward_cpu<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), grad_out_c.const_data_ptr<c10::BFloat16>(), input_c.const_data_ptr<c10::BFloat16>(), save_mean_c.const_data_ptr<c10::BFloat16>(), save_invstd_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(grad_mean_c), opforge::structured::data_or_null<c10::BFloat16>(grad_invstd_c), meta.plan);
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1, result2);
 }
 #ifdef OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cuda_checked(const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& save_mean, const at::Tensor& save_invstd, bool training, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_invstd) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cuda_structured(const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& save_mean, const at::Tensor& save_invstd, bool training, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_invstd) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.batch_norm_backward";
   opforge::check::device_type(kOp, "grad_out", grad_out, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "input", input, "grad_out", grad_out);
@@ -80,18 +114,41 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cuda_checked(
   opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "grad_invstd", grad_invstd, "grad_out", grad_out);
   const c10::DeviceGuard device_guard(grad_out.device());
-  switch (grad_out.scalar_type()) {
-    case at::ScalarType::Float: return opforge::batch_norm_backward_cuda<float>(grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
-    case at::ScalarType::Double: return opforge::batch_norm_backward_cuda<double>(grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
-    case at::ScalarType::Half: return opforge::batch_norm_backward_cuda<c10::Half>(grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
-    case at::ScalarType::BFloat16: return opforge::batch_norm_backward_cuda<c10::BFloat16>(grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
-    default: break;
+  auto meta = opforge::batch_norm_backward_meta<int64_t>(kOp, grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out);
+  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_out);
+    const at::Tensor grad_out_c = grad_out.contiguous();
+    const at::Tensor input_c = input.contiguous();
+    const at::Tensor save_mean_c = save_mean.contiguous();
+    const at::Tensor save_invstd_c = save_invstd.contiguous();
+    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
+    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean);
+    const at::Tensor grad_invstd_c = opforge::structured::contiguous_or_undefined(grad_invstd);
+    switch (grad_out.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), grad_out_c.const_data_ptr<float>(), input_c.const_data_ptr<float>(), save_mean_c.const_data_ptr<float>(), save_invstd_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(grad_mean_c), opforge::structured::data_or_null<float>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), grad_out_c.const_data_ptr<double>(), input_c.const_data_ptr<double>(), save_mean_c.const_data_ptr<double>(), save_invstd_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(grad_mean_c), opforge::structured::data_or_null<double>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), grad_out_c.const_data_ptr<c10::Half>(), input_c.const_data_ptr<c10::Half>(), save_mean_c.const_data_ptr<c10::Half>(), save_invstd_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(grad_mean_c), opforge::structured::data_or_null<c10::Half>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), grad_out_c.const_data_ptr<c10::BFloat16>(), input_c.const_data_ptr<c10::BFloat16>(), save_mean_c.const_data_ptr<c10::BFloat16>(), save_invstd_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(grad_mean_c), opforge::structured::data_or_null<c10::BFloat16>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1, result2);
 }
 #endif  // OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_meta_checked(const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& save_mean, const at::Tensor& save_invstd, bool training, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_invstd) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_meta_structured(const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& save_mean, const at::Tensor& save_invstd, bool training, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_invstd) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.batch_norm_backward";
   opforge::check::same_device(kOp, "input", input, "grad_out", grad_out);
   opforge::check::same_device(kOp, "save_mean", save_mean, "grad_out", grad_out);
@@ -99,13 +156,24 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_meta_checked(
   opforge::check::same_device(kOp, "weight", weight, "grad_out", grad_out);
   opforge::check::same_device(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
   opforge::check::same_device(kOp, "grad_invstd", grad_invstd, "grad_out", grad_out);
+  opforge::check::dtype(kOp, "'grad_out'", grad_out, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'save_mean'", save_mean, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'save_invstd'", save_invstd, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'grad_mean'", grad_mean, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'grad_invstd'", grad_invstd, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "input", input, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "save_mean", save_mean, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "save_invstd", save_invstd, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "grad_invstd", grad_invstd, "grad_out", grad_out);
-  return opforge::batch_norm_backward_meta(grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
+  const auto meta = opforge::batch_norm_backward_meta<c10::SymInt>(kOp, grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out);
+  return std::make_tuple(result0, result1, result2);
 }
 
 // Autograd for opforge.batch_norm_backward: see Note [Generated autograd] in README.md.
@@ -149,15 +217,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("batch_norm_backward", TORCH_FN(batch_norm_backward_cpu_checked));
+  m.impl("batch_norm_backward", TORCH_FN(batch_norm_backward_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("batch_norm_backward", TORCH_FN(batch_norm_backward_cuda_checked));
+  m.impl("batch_norm_backward", TORCH_FN(batch_norm_backward_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("batch_norm_backward", TORCH_FN(batch_norm_backward_meta_checked));
+  m.impl("batch_norm_backward", TORCH_FN(batch_norm_backward_meta_structured));
 }

@@ -13,6 +13,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t channel_shuffle_cuda(scalar_t* result, const scalar_t* self, const opforge::channel_shuffle_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::channel_shuffle(const at::Tensor& self, c10::SymInt groups) {
   static const auto op = c10::Dispatcher::singleton()
@@ -23,39 +35,108 @@ at::Tensor opforge::ops::channel_shuffle(const at::Tensor& self, c10::SymInt gro
 
 namespace {
 
-at::Tensor channel_shuffle_cpu_checked(const at::Tensor& self, c10::SymInt groups) {
+at::Tensor channel_shuffle_cpu_structured(const at::Tensor& self, c10::SymInt groups) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.channel_shuffle";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Char, at::ScalarType::Byte, at::ScalarType::Short, at::ScalarType::Int, at::ScalarType::Long, at::ScalarType::Bool}, "a tensor of dtype (float32, float64, float16, bfloat16, int8, uint8, int16, int32, int64, bool)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::channel_shuffle_cpu<float>(self, groups);
-    case at::ScalarType::Double: return opforge::channel_shuffle_cpu<double>(self, groups);
-    case at::ScalarType::Half: return opforge::channel_shuffle_cpu<c10::Half>(self, groups);
-    case at::ScalarType::BFloat16: return opforge::channel_shuffle_cpu<c10::BFloat16>(self, groups);
-    case at::ScalarType::Char: return opforge::channel_shuffle_cpu<int8_t>(self, groups);
-    case at::ScalarType::Byte: return opforge::channel_shuffle_cpu<uint8_t>(self, groups);
-    case at::ScalarType::Short: return opforge::channel_shuffle_cpu<int16_t>(self, groups);
-    case at::ScalarType::Int: return opforge::channel_shuffle_cpu<int32_t>(self, groups);
-    case at::ScalarType::Long: return opforge::channel_shuffle_cpu<int64_t>(self, groups);
-    case at::ScalarType::Bool: return opforge::channel_shuffle_cpu<bool>(self, groups);
-    default: break;
+  auto meta = opforge::channel_shuffle_meta<int64_t>(kOp, self, groups);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor self_c = self.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        opforge::channel_shuffle_cpu<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan);
+        break;
+      case at::ScalarType::Double:
+        opforge::channel_shuffle_cpu<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan);
+        break;
+      case at::ScalarType::Half:
+        opforge::channel_shuffle_cpu<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan);
+        break;
+      case at::ScalarType::BFloat16:
+        opforge::channel_shuffle_cpu<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan);
+        break;
+      case at::ScalarType::Char:
+        opforge::channel_shuffle_cpu<int8_t>(opforge::structured::mutable_data_or_null<int8_t>(result), self_c.const_data_ptr<int8_t>(), meta.plan);
+        break;
+      case at::ScalarType::Byte:
+        opforge::channel_shuffle_cpu<uint8_t>(opforge::structured::mutable_data_or_null<uint8_t>(result), self_c.const_data_ptr<uint8_t>(), meta.plan);
+        break;
+      case at::ScalarType::Short:
+        opforge::channel_shuffle_cpu<int16_t>(opforge::structured::mutable_data_or_null<int16_t>(result), self_c.const_data_ptr<int16_t>(), meta.plan);
+        break;
+      case at::ScalarType::Int:
+        opforge::channel_shuffle_cpu<int32_t>(opforge::structured::mutable_data_or_null<int32_t>(result), self_c.const_data_ptr<int32_t>(), meta.plan);
+        break;
+      case at::ScalarType::Long:
+        opforge::channel_shuffle_cpu<int64_t>(opforge::structured::mutable_data_or_null<int64_t>(result), self_c.const_data_ptr<int64_t>(), meta.plan);
+        break;
+      case at::ScalarType::Bool:
+        opforge::channel_shuffle_cpu<bool>(opforge::structured::mutable_data_or_null<bool>(result), self_c.const_data_ptr<bool>(), meta.plan);
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor channel_shuffle_cuda_checked(const at::Tensor& self, c10::SymInt groups) {
+at::Tensor channel_shuffle_cuda_structured(const at::Tensor& self, c10::SymInt groups) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.channel_shuffle";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Char, at::ScalarType::Byte, at::ScalarType::Short, at::ScalarType::Int, at::ScalarType::Long, at::ScalarType::Bool}, "a tensor of dtype (float32, float64, float16, bfloat16, int8, uint8, int16, int32, int64, bool)");
   const c10::DeviceGuard device_guard(self.device());
-  return opforge::channel_shuffle_cuda(self, groups);
+  auto meta = opforge::channel_shuffle_meta<int64_t>(kOp, self, groups);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::all_empty({&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor self_c = self.contiguous();
+    switch (self.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Char:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<int8_t>(opforge::structured::mutable_data_or_null<int8_t>(result), self_c.const_data_ptr<int8_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Byte:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<uint8_t>(opforge::structured::mutable_data_or_null<uint8_t>(result), self_c.const_data_ptr<uint8_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Short:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<int16_t>(opforge::structured::mutable_data_or_null<int16_t>(result), self_c.const_data_ptr<int16_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Int:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<int32_t>(opforge::structured::mutable_data_or_null<int32_t>(result), self_c.const_data_ptr<int32_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Long:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<int64_t>(opforge::structured::mutable_data_or_null<int64_t>(result), self_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Bool:
+        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<bool>(opforge::structured::mutable_data_or_null<bool>(result), self_c.const_data_ptr<bool>(), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
+  }
+  return result;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor channel_shuffle_meta_checked(const at::Tensor& self, c10::SymInt groups) {
+at::Tensor channel_shuffle_meta_structured(const at::Tensor& self, c10::SymInt groups) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.channel_shuffle";
-  return opforge::channel_shuffle_meta(self, groups);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Char, at::ScalarType::Byte, at::ScalarType::Short, at::ScalarType::Int, at::ScalarType::Long, at::ScalarType::Bool}, "a tensor of dtype (float32, float64, float16, bfloat16, int8, uint8, int16, int32, int64, bool)");
+  const auto meta = opforge::channel_shuffle_meta<c10::SymInt>(kOp, self, groups);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  return result;
 }
 
 // Autograd for opforge.channel_shuffle: see Note [Generated autograd] in README.md.
@@ -90,15 +171,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("channel_shuffle", TORCH_FN(channel_shuffle_cpu_checked));
+  m.impl("channel_shuffle", TORCH_FN(channel_shuffle_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("channel_shuffle", TORCH_FN(channel_shuffle_cuda_checked));
+  m.impl("channel_shuffle", TORCH_FN(channel_shuffle_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("channel_shuffle", TORCH_FN(channel_shuffle_meta_checked));
+  m.impl("channel_shuffle", TORCH_FN(channel_shuffle_meta_structured));
 }

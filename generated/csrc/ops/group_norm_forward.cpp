@@ -14,6 +14,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t group_norm_forward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, const opforge::group_norm_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::group_norm_forward(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
   static const auto op = c10::Dispatcher::singleton()
@@ -24,7 +36,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::group_norm_forward(
 
 namespace {
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cpu_checked(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cpu_structured(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.group_norm_forward";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
@@ -34,18 +46,36 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cpu_checked(co
   opforge::check::dtype(kOp, "'bias'", bias, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
-  switch (input.scalar_type()) {
-    case at::ScalarType::Float: return opforge::group_norm_forward_cpu<float>(input, num_groups, weight, bias, eps);
-    case at::ScalarType::Double: return opforge::group_norm_forward_cpu<double>(input, num_groups, weight, bias, eps);
-    case at::ScalarType::Half: return opforge::group_norm_forward_cpu<c10::Half>(input, num_groups, weight, bias, eps);
-    case at::ScalarType::BFloat16: return opforge::group_norm_forward_cpu<c10::BFloat16>(input, num_groups, weight, bias, eps);
-    default: break;
+  auto meta = opforge::group_norm_forward_meta<int64_t>(kOp, input, num_groups, weight, bias, eps);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input);
+  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+    const at::Tensor input_c = input.contiguous();
+    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
+    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
+    switch (input.scalar_type()) {
+      case at::ScalarType::Float:
+        opforge::group_norm_forward_cpu<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), input_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(bias_c), meta.plan);
+        break;
+      case at::ScalarType::Double:
+        opforge::group_norm_forward_cpu<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), input_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(bias_c), meta.plan);
+        break;
+      case at::ScalarType::Half:
+        opforge::group_norm_forward_cpu<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), input_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(bias_c), meta.plan);
+        break;
+      case at::ScalarType::BFloat16:
+        opforge::group_norm_forward_cpu<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), input_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(bias_c), meta.plan);
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1, result2);
 }
 #ifdef OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cuda_checked(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cuda_structured(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.group_norm_forward";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "weight", weight, "input", input);
@@ -56,24 +86,50 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cuda_checked(c
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   const c10::DeviceGuard device_guard(input.device());
-  switch (input.scalar_type()) {
-    case at::ScalarType::Float: return opforge::group_norm_forward_cuda<float>(input, num_groups, weight, bias, eps);
-    case at::ScalarType::Double: return opforge::group_norm_forward_cuda<double>(input, num_groups, weight, bias, eps);
-    case at::ScalarType::Half: return opforge::group_norm_forward_cuda<c10::Half>(input, num_groups, weight, bias, eps);
-    case at::ScalarType::BFloat16: return opforge::group_norm_forward_cuda<c10::BFloat16>(input, num_groups, weight, bias, eps);
-    default: break;
+  auto meta = opforge::group_norm_forward_meta<int64_t>(kOp, input, num_groups, weight, bias, eps);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input);
+  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
+    const at::Tensor input_c = input.contiguous();
+    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
+    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
+    switch (input.scalar_type()) {
+      case at::ScalarType::Float:
+        OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), input_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(bias_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Double:
+        OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), input_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(bias_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::Half:
+        OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), input_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(bias_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      case at::ScalarType::BFloat16:
+        OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), input_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(bias_c), meta.plan, opforge::cuda::current_stream()));
+        break;
+      default:
+        TORCH_CHECK(false, kOp, ": unreachable dtype");
+    }
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1, result2);
 }
 #endif  // OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_meta_checked(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_meta_structured(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.group_norm_forward";
   opforge::check::same_device(kOp, "weight", weight, "input", input);
   opforge::check::same_device(kOp, "bias", bias, "input", input);
+  opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'bias'", bias, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
-  return opforge::group_norm_forward_meta(input, num_groups, weight, bias, eps);
+  const auto meta = opforge::group_norm_forward_meta<c10::SymInt>(kOp, input, num_groups, weight, bias, eps);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input);
+  return std::make_tuple(result0, result1, result2);
 }
 
 // Autograd for opforge.group_norm_forward: see Note [Generated autograd] in README.md.
@@ -114,15 +170,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("group_norm_forward", TORCH_FN(group_norm_forward_cpu_checked));
+  m.impl("group_norm_forward", TORCH_FN(group_norm_forward_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("group_norm_forward", TORCH_FN(group_norm_forward_cuda_checked));
+  m.impl("group_norm_forward", TORCH_FN(group_norm_forward_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("group_norm_forward", TORCH_FN(group_norm_forward_meta_checked));
+  m.impl("group_norm_forward", TORCH_FN(group_norm_forward_meta_structured));
 }

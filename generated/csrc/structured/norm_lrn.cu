@@ -5,6 +5,12 @@
 //   opforge.local_response_norm_backward
 #include <kernels/cuda/norm_lrn.cu>
 
+// The scalar types the instantiations name.
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cstdint>
+
 namespace opforge {
 
 template cudaError_t local_response_norm_cuda<float>(float* result, const float* input, const opforge::lrn_plan& plan, cudaStream_t stream);

@@ -5,6 +5,12 @@
 //   opforge.local_response_norm_backward
 #include <kernels/cpu/norm_lrn.cpp>
 
+// The scalar types the instantiations name.
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cstdint>
+
 namespace opforge {
 
 template void local_response_norm_cpu<float>(float* result, const float* input, const opforge::lrn_plan& plan);

@@ -7,6 +7,12 @@
 //   opforge.avg_pool2d_backward
 #include <kernels/cpu/pooling_avg.cpp>
 
+// The scalar types the instantiations name.
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cstdint>
+
 namespace opforge {
 
 template void adaptive_avg_pool2d_cpu<float>(float* result, const float* self, const opforge::adaptive_avg_pool_plan& plan);

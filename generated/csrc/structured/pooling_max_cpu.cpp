@@ -7,6 +7,12 @@
 //   opforge.max_pool2d_with_indices
 #include <kernels/cpu/pooling_max.cpp>
 
+// The scalar types the instantiations name.
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cstdint>
+
 namespace opforge {
 
 template void adaptive_max_pool2d_backward_cpu<float>(float* result, const float* grad_output, const float* self, const int64_t* indices, const opforge::adaptive_pool_plan& plan);

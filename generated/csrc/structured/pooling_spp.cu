@@ -5,6 +5,12 @@
 //   opforge.spatial_pyramid_pool_backward
 #include <kernels/cuda/pooling_spp.cu>
 
+// The scalar types the instantiations name.
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cstdint>
+
 namespace opforge {
 
 template cudaError_t spatial_pyramid_pool_cuda<float>(float* result, const float* self, const opforge::spp_plan& plan, cudaStream_t stream);

@@ -5,6 +5,12 @@
 //   opforge.spatial_pyramid_pool_backward
 #include <kernels/cpu/pooling_spp.cpp>
 
+// The scalar types the instantiations name.
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cstdint>
+
 namespace opforge {
 
 template void spatial_pyramid_pool_cpu<float>(float* result, const float* self, const opforge::spp_plan& plan);

@@ -5,6 +5,12 @@
 //   opforge.prelu_backward
 #include <kernels/cpu/prelu.cpp>
 
+// The scalar types the instantiations name.
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cstdint>
+
 namespace opforge {
 
 template void prelu_cpu<float>(float* result, const float* self, const float* weight, const opforge::prelu_plan& plan);

@@ -5,6 +5,12 @@
 //   opforge.softmax
 #include <kernels/cuda/softmax.cu>
 
+// The scalar types the instantiations name.
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cstdint>
+
 namespace opforge {
 
 template cudaError_t log_softmax_cuda<float>(float* result, const float* self, const opforge::dim_split& plan, cudaStream_t stream);

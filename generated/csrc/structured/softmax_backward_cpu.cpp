@@ -5,6 +5,12 @@
 //   opforge.softmax_backward
 #include <kernels/cpu/softmax_backward.cpp>
 
+// The scalar types the instantiations name.
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cstdint>
+
 namespace opforge {
 
 template void log_softmax_backward_cpu<float>(float* result, const float* grad_output, const float* output, const opforge::dim_split& plan);

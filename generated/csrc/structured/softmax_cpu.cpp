@@ -5,6 +5,12 @@
 //   opforge.softmax
 #include <kernels/cpu/softmax.cpp>
 
+// The scalar types the instantiations name.
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cstdint>
+
 namespace opforge {
 
 template void log_softmax_cpu<float>(float* result, const float* self, const opforge::dim_split& plan);

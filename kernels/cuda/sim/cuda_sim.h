@@ -74,6 +74,7 @@ enum cudaError {
   cudaSuccess = 0,
   cudaErrorInvalidValue = 1,
   cudaErrorInvalidConfiguration = 9,
+  cudaErrorNotYetImplemented = 31,  // what a `codegen new` stub returns
   cudaErrorIllegalAddress = 700,
   cudaErrorLaunchOutOfResources = 701,
   cudaErrorAssert = 710,

@@ -597,6 +597,7 @@ const char* cudaGetErrorString(cudaError_t error) {
     case cudaSuccess: return "no error";
     case cudaErrorInvalidValue: return "invalid argument";
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorNotYetImplemented: return "function not yet implemented";
     case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
     case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
     case cudaErrorAssert: return "device-side assert triggered";

@@ -3,6 +3,9 @@
 // and their meta functions (kernels/meta/norm.cpp). The generated wrappers check
 // devices and dtypes; the shapes of weights, statistics and gradients are
 // checked here, on symbolic sizes too, so fake tensors fail like real ones.
+#include <opforge/norm_plan.h>
+#include <opforge/structured.h>
+
 #include <ATen/core/Tensor.h>
 #include <c10/core/SymInt.h>
 #include <c10/util/ArrayRef.h>
@@ -22,19 +25,9 @@ inline bool defined(const std::optional<at::Tensor>& t) {
 }
 
 // Optional inputs for the kernels: a contiguous tensor, or undefined / null.
-inline at::Tensor contiguous_or_undefined(const std::optional<at::Tensor>& t) {
-  return defined(t) ? t->contiguous() : at::Tensor();
-}
-
-template <typename T>
-const T* data_or_null(const at::Tensor& t) {
-  return t.defined() ? t.const_data_ptr<T>() : nullptr;
-}
-
-template <typename T>
-T* mutable_data_or_null(at::Tensor& t) {
-  return t.defined() ? t.mutable_data_ptr<T>() : nullptr;
-}
+using structured::contiguous_or_undefined;
+using structured::data_or_null;
+using structured::mutable_data_or_null;
 
 // `t` must have exactly the sizes `expected` (named `what` in the message).
 inline void expect_sizes(const char* op, const char* arg, const at::Tensor& t,
@@ -128,13 +121,7 @@ inline std::array<c10::SymInt, 2> group_norm_stat_sizes(const at::Tensor& input,
 }
 
 // [N, C, HxW] view of a concrete input; group = C / num_groups channels.
-struct group_layout {
-  int64_t n = 0;
-  int64_t channels = 0;
-  int64_t hw = 1;
-  int64_t groups = 1;
-  int64_t group_channels() const { return channels / groups; }
-};
+using group_layout = group_norm_plan;
 
 inline group_layout group_norm_layout(const at::Tensor& input, int64_t num_groups) {
   group_layout l;

@@ -20,4 +20,55 @@ struct lrn_plan {
   void* workspace = nullptr;
 };
 
+// layer_norm of a contiguous input as [rows, n]: n elements normalized
+// together per row. The CUDA backward sums the weight and bias gradients in
+// layer_norm_weight_chunks(rows) row chunks of 2 * n accumulators
+// (math::opmath_t) in `workspace`.
+struct layer_norm_plan {
+  int64_t rows = 0;
+  int64_t n = 0;
+  double eps = 0;
+  int64_t workspace_bytes = 0;
+  void* workspace = nullptr;
+};
+
+inline int64_t layer_norm_weight_chunks(int64_t rows) {
+  const int64_t c = (rows + 63) / 64;
+  return c < 1 ? 1 : (c > 256 ? 256 : c);
+}
+
+// group_norm (and batch_norm) of a contiguous [n, channels, hw] input;
+// group (n, g) is the slab of its channels / groups channels.
+struct group_norm_plan {
+  int64_t n = 0;
+  int64_t channels = 0;
+  int64_t hw = 1;
+  int64_t groups = 1;
+  double eps = 0;
+  int64_t group_channels() const { return channels / groups; }
+};
+
+// batch_norm of a contiguous [n, channels, hw] input: each channel's
+// statistics reduce over n and hw. The CUDA kernels reduce a channel in
+// batch_norm_splits(n, hw) blocks and keep their partial sums (math::opmath_t)
+// in `workspace`: forward (3 * splits + 2) * channels, backward
+// (2 * splits + 2) * channels values.
+struct batch_norm_plan {
+  int64_t n = 0;
+  int64_t channels = 0;
+  int64_t hw = 1;
+  bool training = false;
+  double momentum = 0;
+  double eps = 0;
+  int64_t workspace_bytes = 0;
+  void* workspace = nullptr;
+};
+
+inline int64_t batch_norm_splits(int64_t n, int64_t hw) {
+  constexpr int64_t k_elements_per_split = 4096;
+  constexpr int64_t k_max_splits = 64;
+  const int64_t splits = (n * hw + k_elements_per_split - 1) / k_elements_per_split;
+  return splits < 1 ? 1 : (splits > k_max_splits ? k_max_splits : splits);
+}
+
 } // namespace opforge

@@ -14,30 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/layers.h>
+
 namespace opforge {
 
-// channel_shuffle [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_channel_shuffle_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// channel_shuffle [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-at::Tensor channel_shuffle_cpu(const at::Tensor& self, c10::SymInt groups);
-#define OPFORGE_INSTANTIATE_channel_shuffle_cpu \
-  template at::Tensor channel_shuffle_cpu<float>(const at::Tensor& self, c10::SymInt groups); \
-  template at::Tensor channel_shuffle_cpu<double>(const at::Tensor& self, c10::SymInt groups); \
-  template at::Tensor channel_shuffle_cpu<c10::Half>(const at::Tensor& self, c10::SymInt groups); \
-  template at::Tensor channel_shuffle_cpu<c10::BFloat16>(const at::Tensor& self, c10::SymInt groups); \
-  template at::Tensor channel_shuffle_cpu<int8_t>(const at::Tensor& self, c10::SymInt groups); \
-  template at::Tensor channel_shuffle_cpu<uint8_t>(const at::Tensor& self, c10::SymInt groups); \
-  template at::Tensor channel_shuffle_cpu<int16_t>(const at::Tensor& self, c10::SymInt groups); \
-  template at::Tensor channel_shuffle_cpu<int32_t>(const at::Tensor& self, c10::SymInt groups); \
-  template at::Tensor channel_shuffle_cpu<int64_t>(const at::Tensor& self, c10::SymInt groups); \
-  template at::Tensor channel_shuffle_cpu<bool>(const at::Tensor& self, c10::SymInt groups);
-
-// channel_shuffle [CUDA]
-at::Tensor channel_shuffle_cuda(const at::Tensor& self, c10::SymInt groups);
-
-// channel_shuffle [Meta, shape rule]
-at::Tensor channel_shuffle_meta(const at::Tensor& self, c10::SymInt groups);
+void channel_shuffle_cpu(scalar_t* result, const scalar_t* self, const opforge::channel_shuffle_plan& plan);
 
 namespace ops {
 // channel_shuffle

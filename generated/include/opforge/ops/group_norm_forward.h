@@ -14,32 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/norm.h>
+
 namespace opforge {
 
-// group_norm_forward [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_group_norm_forward_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// group_norm_forward [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cpu(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps);
-#define OPFORGE_INSTANTIATE_group_norm_forward_cpu \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cpu<float>(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cpu<double>(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cpu<c10::Half>(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cpu<c10::BFloat16>(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps);
-
-// group_norm_forward [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_group_norm_forward_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cuda(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps);
-#define OPFORGE_INSTANTIATE_group_norm_forward_cuda \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cuda<float>(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cuda<double>(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cuda<c10::Half>(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cuda<c10::BFloat16>(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps);
-
-// group_norm_forward [Meta, shape rule]
-std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_meta(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps);
+void group_norm_forward_cpu(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, const opforge::group_norm_plan& plan);
 
 namespace ops {
 // group_norm_forward

@@ -14,32 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/norm.h>
+
 namespace opforge {
 
-// layer_norm_backward [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_layer_norm_backward_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// layer_norm_backward [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cpu(const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean, const at::Tensor& rstd, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd);
-#define OPFORGE_INSTANTIATE_layer_norm_backward_cpu \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cpu<float>(const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean, const at::Tensor& rstd, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cpu<double>(const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean, const at::Tensor& rstd, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cpu<c10::Half>(const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean, const at::Tensor& rstd, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cpu<c10::BFloat16>(const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean, const at::Tensor& rstd, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd);
-
-// layer_norm_backward [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_layer_norm_backward_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cuda(const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean, const at::Tensor& rstd, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd);
-#define OPFORGE_INSTANTIATE_layer_norm_backward_cuda \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cuda<float>(const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean, const at::Tensor& rstd, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cuda<double>(const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean, const at::Tensor& rstd, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cuda<c10::Half>(const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean, const at::Tensor& rstd, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cuda<c10::BFloat16>(const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean, const at::Tensor& rstd, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd);
-
-// layer_norm_backward [Meta, shape rule]
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_meta(const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean, const at::Tensor& rstd, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd);
+void layer_norm_backward_cpu(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_out, const scalar_t* input, const scalar_t* mean, const scalar_t* rstd, const scalar_t* weight, const scalar_t* grad_mean, const scalar_t* grad_rstd, const opforge::layer_norm_plan& plan);
 
 namespace ops {
 // layer_norm_backward

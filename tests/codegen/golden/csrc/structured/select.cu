@@ -4,6 +4,12 @@
 //   opforge.select_max
 #include <kernels/cuda/select.cu>
 
+// The scalar types the instantiations name.
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cstdint>
+
 namespace opforge {
 
 template cudaError_t select_max_cuda<float>(float* result0, int64_t* result1, const float* self, const float* weight, int64_t* counts, const opforge::dim_split& plan, cudaStream_t stream);
