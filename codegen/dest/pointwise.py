@@ -87,10 +87,10 @@ def run_function(f: OpDecl, key: str) -> Context:
     signature = (
         f"void {_run_name(f, key)}(const at::Tensor& out, {_params(f)}, at::ScalarType dtype)"
     )
-    return _wrapper(key, signature, f"opforge.{f.name}", [*lines, "}"])
+    return wrapper(key, signature, f"opforge.{f.name}", [*lines, "}"])
 
 
-def _wrapper(key: str, signature: str, label: str, body: list[str]) -> Context:
+def wrapper(key: str, signature: str, label: str, body: list[str]) -> Context:
     """A generated function: its key (CUDA ones are compiled with CUDA only), signature and
     body, whose last line the template writes apart."""
     return {
@@ -209,7 +209,7 @@ def registration(op: OpDecl, f: OpDecl) -> tuple[list[Context], list[tuple[str, 
             ("Functionalize", f"{op.cpp_id}_functionalize", _variant_functionalize(op, f)),
         ]
     for key, fn, body in bodies:
-        wrappers.append(_wrapper(key, cpp_api.signature(op.schema, fn), label, body))
+        wrappers.append(wrapper(key, cpp_api.signature(op.schema, fn), label, body))
         impls.append((key, fn))
     return wrappers, impls
 
@@ -221,7 +221,7 @@ def simulated_wrappers(f: OpDecl) -> list[Context]:
     body = _kernel_body(f, f, "CUDA", simulated=True)
     return [
         run_function(f, "CUDA"),
-        {**_wrapper("CUDA", cpp_api.signature(f.schema, fn), f"opforge.{f.name}", body), "fn": fn},
+        {**wrapper("CUDA", cpp_api.signature(f.schema, fn), f"opforge.{f.name}", body), "fn": fn},
     ]
 
 

@@ -11,10 +11,10 @@ from itertools import groupby
 from typing import Any
 
 from codegen.api import cpp as cpp_api
-from codegen.dest import cpp
+from codegen.dest import cpp, pointwise
 from codegen.dest.common import sources
 from codegen.model import FunctionSchema, OptionalType
-from codegen.opdecl import CPP_SCALAR, DTYPES, OpDecl, kernel_name
+from codegen.opdecl import CPP_SCALAR, DTYPES, OpDecl, Structured, kernel_name
 from codegen.parse import output_names
 
 Context = dict[str, Any]
@@ -22,7 +22,7 @@ Context = dict[str, Any]
 SCALAR = "scalar_t"
 
 
-def _spec(f: OpDecl) -> Any:
+def _spec(f: OpDecl) -> Structured:
     assert f.structured is not None
     return f.structured
 
@@ -41,9 +41,9 @@ def _tensor_inputs(f: OpDecl) -> list[tuple[str, bool]]:
     ]
 
 
-def _written(f: OpDecl) -> set[str]:
+def _written(schema: FunctionSchema) -> set[str]:
     """Tensor arguments the kernel updates in place (`Tensor(a!)`, e.g. running statistics)."""
-    return {a.name for a in f.schema.arguments.flat_non_out if a.is_write}
+    return {a.name for a in schema.arguments.flat_non_out if a.is_write}
 
 
 def _element_of(arg_dtypes: dict[str, tuple[str, ...]], name: str, scalar: str) -> str:
@@ -76,7 +76,7 @@ def signature_of(
     def element(name: str) -> str:
         return _element_of(arg_dtypes, name, scalar)
 
-    written = {a.name for a in schema.arguments.flat_non_out if a.is_write}
+    written = _written(schema)
     tensors = [a.name for a in schema.arguments.flat_non_out if a.type.is_tensor_like()]
     params = [f"{element(o)}* {o}" for o in output_names(schema)]
     params += [f"{'' if n in written else 'const '}{element(n)}* {n}" for n in tensors]
@@ -124,7 +124,7 @@ def _launch(f: OpDecl, key: str, scalar: str) -> str:
         f"opforge::structured::mutable_data_or_null<{_element(f, o, scalar)}>({o})"
         for o in outputs(f)
     ]
-    written = _written(f)
+    written = _written(f.schema)
     for n, optional in _tensor_inputs(f):
         t = _element(f, n, scalar)
         if n in written:
@@ -164,7 +164,7 @@ def _backend_body(f: OpDecl, key: str, simulated: bool = False) -> list[str]:
         lines.append(f"      {_launch(f, key, CPP_SCALAR[d])}")
         lines.append("      break;")
     lines += ["    default:", '      TORCH_CHECK(false, kOp, ": unreachable dtype");', "  }"]
-    for n in sorted(_written(f)):
+    for n in sorted(_written(f.schema)):
         # The kernel updated a contiguous copy: write it back.
         lines.append(f"  opforge::structured::write_back({renames.get(n, n)}, {n}_c);")
     lines.append("}")
@@ -177,14 +177,8 @@ def _meta_body(f: OpDecl) -> list[str]:
 
 
 def _wrapper(f: OpDecl, key: str, fn: str, body: list[str]) -> Context:
-    return {
-        "key": key,
-        "signature": cpp_api.signature(f.schema, fn),
-        "op_label": f"opforge.{f.name}",
-        "lines": body[:-1],
-        "call": body[-1],
-        "fn": fn,
-    }
+    signature = cpp_api.signature(f.schema, fn)
+    return {**pointwise.wrapper(key, signature, f"opforge.{f.name}", body), "fn": fn}
 
 
 def registration(f: OpDecl) -> list[Context]:
