@@ -1,6 +1,7 @@
 #pragma once
-// Launchers for the pooling kernels (pooling_*.cu); the at::Tensor entry
-// points are in pooling_*.cpp. Torch-free so the .cu files compile fast.
+// Launchers for the pooling kernels (pooling.cu), called by the structured
+// pooling ops' launch functions (pooling_*.cu). Torch-free so the .cu files
+// compile fast.
 // Tensors are contiguous; `g` describes their planes (opforge/math/pooling.h).
 // Window policies (`Win`) are math::strided_windows / math::avg_windows for
 // the regular ops and math::adaptive_windows for the adaptive ones.

@@ -1,8 +1,8 @@
 #pragma once
-// Argument checks and layouts shared by the norm ops' CPU and CUDA entry points
-// and their meta functions (kernels/meta/norm.cpp). The generated wrappers check
-// devices and dtypes; the shapes of weights, statistics and gradients are
-// checked here, on symbolic sizes too, so fake tensors fail like real ones.
+// Argument checks and layouts of the norm ops, for their meta functions
+// (opforge/meta/norm.h). The generated wrappers check devices and dtypes; the
+// shapes of weights, statistics and gradients are checked here, on symbolic
+// sizes too, so fake tensors fail like real ones.
 #include <opforge/norm_plan.h>
 #include <opforge/structured.h>
 
