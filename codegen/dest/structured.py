@@ -14,7 +14,7 @@ from codegen.api import cpp as cpp_api
 from codegen.dest import cpp, pointwise
 from codegen.dest.common import sources
 from codegen.model import FunctionSchema, OptionalType
-from codegen.opdecl import CPP_SCALAR, DTYPES, OpDecl, Structured, kernel_name
+from codegen.opdecl import CPP_SCALAR, OpDecl, Structured, kernel_name
 from codegen.parse import output_names
 
 Context = dict[str, Any]
@@ -158,12 +158,12 @@ def _backend_body(f: OpDecl, key: str, simulated: bool = False) -> list[str]:
             else f"{src}.contiguous()"
         )
         lines.append(f"  const at::Tensor {n}_c = {value};")
-    lines.append(f"  switch ({cpp.dispatch_dtype(f)}) {{")
-    for d in f.dtypes:
-        lines.append(f"    case at::ScalarType::{DTYPES[d]}:")
-        lines.append(f"      {_launch(f, key, CPP_SCALAR[d])}")
-        lines.append("      break;")
-    lines += ["    default:", '      TORCH_CHECK(false, kOp, ": unreachable dtype");', "  }"]
+    types = ", ".join(CPP_SCALAR[d] for d in f.dtypes)
+    lines.append(
+        f"  opforge::structured::dispatch<{types}>({cpp.dispatch_dtype(f)}, kOp, "
+        f"[&]<typename {SCALAR}>() {{"
+    )
+    lines += [f"    {_launch(f, key, SCALAR)}", "  });"]
     for n in sorted(_written(f.schema)):
         # The kernel updated a contiguous copy: write it back.
         lines.append(f"  opforge::structured::write_back({renames.get(n, n)}, {n}_c);")

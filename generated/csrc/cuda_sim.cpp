@@ -1359,22 +1359,9 @@ at::Tensor adaptive_avg_pool2d_cuda_simulated(const at::Tensor& self, c10::SymIn
   if (!opforge::structured::all_empty({&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor self_c = self.contiguous();
-    switch (self.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return result;
 }
@@ -1392,22 +1379,9 @@ at::Tensor adaptive_avg_pool2d_backward_cuda_simulated(const at::Tensor& grad_ou
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor self_c = self.contiguous();
-    switch (grad_output.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return result;
 }
@@ -1428,22 +1402,9 @@ at::Tensor adaptive_max_pool2d_backward_cuda_simulated(const at::Tensor& grad_ou
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor self_c = self.contiguous();
     const at::Tensor indices_c = indices.contiguous();
-    switch (grad_output.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return result;
 }
@@ -1458,22 +1419,9 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_cuda_simulat
   if (!opforge::structured::all_empty({&result0, &result1})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor self_c = self.contiguous();
-    switch (self.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return std::make_tuple(result0, result1);
 }
@@ -1542,22 +1490,9 @@ at::Tensor avg_pool2d_cuda_simulated(const at::Tensor& self, at::IntArrayRef ker
   if (!opforge::structured::all_empty({&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor self_c = self.contiguous();
-    switch (self.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return result;
 }
@@ -1575,22 +1510,9 @@ at::Tensor avg_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, con
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor self_c = self.contiguous();
-    switch (grad_output.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return result;
 }
@@ -1630,22 +1552,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cuda_simulate
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
     const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean);
     const at::Tensor grad_invstd_c = opforge::structured::contiguous_or_undefined(grad_invstd);
-    switch (grad_out.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), grad_out_c.const_data_ptr<float>(), input_c.const_data_ptr<float>(), save_mean_c.const_data_ptr<float>(), save_invstd_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(grad_mean_c), opforge::structured::data_or_null<float>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), grad_out_c.const_data_ptr<double>(), input_c.const_data_ptr<double>(), save_mean_c.const_data_ptr<double>(), save_invstd_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(grad_mean_c), opforge::structured::data_or_null<double>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), grad_out_c.const_data_ptr<c10::Half>(), input_c.const_data_ptr<c10::Half>(), save_mean_c.const_data_ptr<c10::Half>(), save_invstd_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(grad_mean_c), opforge::structured::data_or_null<c10::Half>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), grad_out_c.const_data_ptr<c10::BFloat16>(), input_c.const_data_ptr<c10::BFloat16>(), save_mean_c.const_data_ptr<c10::BFloat16>(), save_invstd_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(grad_mean_c), opforge::structured::data_or_null<c10::BFloat16>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), save_mean_c.const_data_ptr<scalar_t>(), save_invstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return std::make_tuple(result0, result1, result2);
 }
@@ -1677,22 +1586,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cuda_simulated
     const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
     const at::Tensor running_mean_c = opforge::structured::contiguous_or_undefined(running_mean);
     const at::Tensor running_var_c = opforge::structured::contiguous_or_undefined(running_var);
-    switch (input.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::batch_norm_forward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), input_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(bias_c), opforge::structured::mutable_data_or_null<float>(running_mean_c), opforge::structured::mutable_data_or_null<float>(running_var_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::batch_norm_forward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), input_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(bias_c), opforge::structured::mutable_data_or_null<double>(running_mean_c), opforge::structured::mutable_data_or_null<double>(running_var_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::batch_norm_forward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), input_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(bias_c), opforge::structured::mutable_data_or_null<c10::Half>(running_mean_c), opforge::structured::mutable_data_or_null<c10::Half>(running_var_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::batch_norm_forward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), input_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(bias_c), opforge::structured::mutable_data_or_null<c10::BFloat16>(running_mean_c), opforge::structured::mutable_data_or_null<c10::BFloat16>(running_var_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::batch_norm_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), opforge::structured::mutable_data_or_null<scalar_t>(running_mean_c), opforge::structured::mutable_data_or_null<scalar_t>(running_var_c), meta.plan, opforge::cuda::current_stream()));
+    });
     opforge::structured::write_back(running_mean, running_mean_c);
     opforge::structured::write_back(running_var, running_var_c);
   }
@@ -1708,40 +1604,9 @@ at::Tensor channel_shuffle_cuda_simulated(const at::Tensor& self, c10::SymInt gr
   if (!opforge::structured::all_empty({&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor self_c = self.contiguous();
-    switch (self.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Char:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<int8_t>(opforge::structured::mutable_data_or_null<int8_t>(result), self_c.const_data_ptr<int8_t>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Byte:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<uint8_t>(opforge::structured::mutable_data_or_null<uint8_t>(result), self_c.const_data_ptr<uint8_t>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Short:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<int16_t>(opforge::structured::mutable_data_or_null<int16_t>(result), self_c.const_data_ptr<int16_t>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Int:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<int32_t>(opforge::structured::mutable_data_or_null<int32_t>(result), self_c.const_data_ptr<int32_t>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Long:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<int64_t>(opforge::structured::mutable_data_or_null<int64_t>(result), self_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Bool:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<bool>(opforge::structured::mutable_data_or_null<bool>(result), self_c.const_data_ptr<bool>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16, int8_t, uint8_t, int16_t, int32_t, int64_t, bool>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return result;
 }
@@ -2071,22 +1936,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward_cuda_simulate
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
     const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean);
     const at::Tensor grad_rstd_c = opforge::structured::contiguous_or_undefined(grad_rstd);
-    switch (grad_out.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::group_norm_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), grad_out_c.const_data_ptr<float>(), input_c.const_data_ptr<float>(), mean_c.const_data_ptr<float>(), rstd_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(grad_mean_c), opforge::structured::data_or_null<float>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::group_norm_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), grad_out_c.const_data_ptr<double>(), input_c.const_data_ptr<double>(), mean_c.const_data_ptr<double>(), rstd_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(grad_mean_c), opforge::structured::data_or_null<double>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::group_norm_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), grad_out_c.const_data_ptr<c10::Half>(), input_c.const_data_ptr<c10::Half>(), mean_c.const_data_ptr<c10::Half>(), rstd_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(grad_mean_c), opforge::structured::data_or_null<c10::Half>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::group_norm_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), grad_out_c.const_data_ptr<c10::BFloat16>(), input_c.const_data_ptr<c10::BFloat16>(), mean_c.const_data_ptr<c10::BFloat16>(), rstd_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(grad_mean_c), opforge::structured::data_or_null<c10::BFloat16>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::group_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), mean_c.const_data_ptr<scalar_t>(), rstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return std::make_tuple(result0, result1, result2);
 }
@@ -2110,22 +1962,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cuda_simulated
     const at::Tensor input_c = input.contiguous();
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
     const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
-    switch (input.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), input_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(bias_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), input_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(bias_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), input_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(bias_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), input_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(bias_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return std::make_tuple(result0, result1, result2);
 }
@@ -2263,22 +2102,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cuda_simulate
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
     const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean);
     const at::Tensor grad_rstd_c = opforge::structured::contiguous_or_undefined(grad_rstd);
-    switch (grad_out.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::layer_norm_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), grad_out_c.const_data_ptr<float>(), input_c.const_data_ptr<float>(), mean_c.const_data_ptr<float>(), rstd_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(grad_mean_c), opforge::structured::data_or_null<float>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::layer_norm_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), grad_out_c.const_data_ptr<double>(), input_c.const_data_ptr<double>(), mean_c.const_data_ptr<double>(), rstd_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(grad_mean_c), opforge::structured::data_or_null<double>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::layer_norm_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), grad_out_c.const_data_ptr<c10::Half>(), input_c.const_data_ptr<c10::Half>(), mean_c.const_data_ptr<c10::Half>(), rstd_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(grad_mean_c), opforge::structured::data_or_null<c10::Half>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::layer_norm_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), grad_out_c.const_data_ptr<c10::BFloat16>(), input_c.const_data_ptr<c10::BFloat16>(), mean_c.const_data_ptr<c10::BFloat16>(), rstd_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(grad_mean_c), opforge::structured::data_or_null<c10::BFloat16>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::layer_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), mean_c.const_data_ptr<scalar_t>(), rstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return std::make_tuple(result0, result1, result2);
 }
@@ -2302,22 +2128,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cuda_simulated
     const at::Tensor input_c = input.contiguous();
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
     const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
-    switch (input.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::layer_norm_forward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), input_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(bias_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::layer_norm_forward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), input_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(bias_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::layer_norm_forward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), input_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(bias_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::layer_norm_forward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), input_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(bias_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::layer_norm_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return std::make_tuple(result0, result1, result2);
 }
@@ -2406,22 +2219,9 @@ at::Tensor local_response_norm_cuda_simulated(const at::Tensor& input, int64_t s
   if (!opforge::structured::all_empty({&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
     const at::Tensor input_c = input.contiguous();
-    switch (input.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::local_response_norm_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), input_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::local_response_norm_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), input_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::local_response_norm_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), input_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::local_response_norm_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), input_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::local_response_norm_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return result;
 }
@@ -2439,22 +2239,9 @@ at::Tensor local_response_norm_backward_cuda_simulated(const at::Tensor& grad_ou
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor input_c = input.contiguous();
-    switch (grad_output.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::local_response_norm_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), input_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::local_response_norm_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), input_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::local_response_norm_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), input_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::local_response_norm_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), input_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::local_response_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return result;
 }
@@ -2468,22 +2255,9 @@ at::Tensor log_softmax_cuda_simulated(const at::Tensor& self, int64_t dim) {
   if (!opforge::structured::all_empty({&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor self_c = self.contiguous();
-    switch (self.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return result;
 }
@@ -2501,22 +2275,9 @@ at::Tensor log_softmax_backward_cuda_simulated(const at::Tensor& grad_output, co
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor output_c = output.contiguous();
-    switch (grad_output.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), output_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), output_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), output_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), output_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), output_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return result;
 }
@@ -2537,22 +2298,9 @@ at::Tensor max_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, con
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor self_c = self.contiguous();
     const at::Tensor indices_c = indices.contiguous();
-    switch (grad_output.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return result;
 }
@@ -2567,22 +2315,9 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cuda_simulated(const 
   if (!opforge::structured::all_empty({&result0, &result1})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor self_c = self.contiguous();
-    switch (self.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return std::make_tuple(result0, result1);
 }
@@ -2600,22 +2335,9 @@ at::Tensor prelu_cuda_simulated(const at::Tensor& self, const at::Tensor& weight
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor self_c = self.contiguous();
     const at::Tensor weight_c = weight.contiguous();
-    switch (self.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::prelu_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), weight_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::prelu_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), weight_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::prelu_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), weight_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::prelu_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), weight_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::prelu_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return result;
 }
@@ -2638,22 +2360,9 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda_simulated(const at::Tenso
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor self_c = self.contiguous();
     const at::Tensor weight_c = weight.contiguous();
-    switch (grad_output.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::prelu_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), weight_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::prelu_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), weight_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::prelu_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), weight_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::prelu_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), weight_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::prelu_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return std::make_tuple(result0, result1);
 }
@@ -2814,22 +2523,9 @@ at::Tensor softmax_cuda_simulated(const at::Tensor& self, int64_t dim) {
   if (!opforge::structured::all_empty({&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor self_c = self.contiguous();
-    switch (self.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::softmax_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return result;
 }
@@ -2847,22 +2543,9 @@ at::Tensor softmax_backward_cuda_simulated(const at::Tensor& grad_output, const 
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor output_c = output.contiguous();
-    switch (grad_output.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), output_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), output_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), output_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), output_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), output_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return result;
 }
@@ -2925,22 +2608,9 @@ at::Tensor spatial_pyramid_pool_cuda_simulated(const at::Tensor& self, at::IntAr
   if (!opforge::structured::all_empty({&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor self_c = self.contiguous();
-    switch (self.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return result;
 }
@@ -2958,22 +2628,9 @@ at::Tensor spatial_pyramid_pool_backward_cuda_simulated(const at::Tensor& grad_o
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor self_c = self.contiguous();
-    switch (grad_output.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return result;
 }

@@ -48,22 +48,9 @@ at::Tensor adaptive_avg_pool2d_backward_cpu_structured(const at::Tensor& grad_ou
   if (!opforge::structured::all_empty({&result})) {
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor self_c = self.contiguous();
-    switch (grad_output.scalar_type()) {
-      case at::ScalarType::Float:
-        opforge::adaptive_avg_pool2d_backward_cpu<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan);
-        break;
-      case at::ScalarType::Double:
-        opforge::adaptive_avg_pool2d_backward_cpu<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan);
-        break;
-      case at::ScalarType::Half:
-        opforge::adaptive_avg_pool2d_backward_cpu<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan);
-        break;
-      case at::ScalarType::BFloat16:
-        opforge::adaptive_avg_pool2d_backward_cpu<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan);
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::adaptive_avg_pool2d_backward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan);
+    });
   }
   return result;
 }
@@ -83,22 +70,9 @@ at::Tensor adaptive_avg_pool2d_backward_cuda_structured(const at::Tensor& grad_o
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor self_c = self.contiguous();
-    switch (grad_output.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), grad_output_c.const_data_ptr<float>(), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), grad_output_c.const_data_ptr<double>(), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), grad_output_c.const_data_ptr<c10::Half>(), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), grad_output_c.const_data_ptr<c10::BFloat16>(), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return result;
 }

@@ -45,22 +45,9 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_cpu_structur
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self);
   if (!opforge::structured::all_empty({&result0, &result1})) {
     const at::Tensor self_c = self.contiguous();
-    switch (self.scalar_type()) {
-      case at::ScalarType::Float:
-        opforge::adaptive_max_pool2d_with_indices_cpu<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<float>(), meta.plan);
-        break;
-      case at::ScalarType::Double:
-        opforge::adaptive_max_pool2d_with_indices_cpu<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<double>(), meta.plan);
-        break;
-      case at::ScalarType::Half:
-        opforge::adaptive_max_pool2d_with_indices_cpu<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::Half>(), meta.plan);
-        break;
-      case at::ScalarType::BFloat16:
-        opforge::adaptive_max_pool2d_with_indices_cpu<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::BFloat16>(), meta.plan);
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::adaptive_max_pool2d_with_indices_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), meta.plan);
+    });
   }
   return std::make_tuple(result0, result1);
 }
@@ -77,22 +64,9 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_cuda_structu
   if (!opforge::structured::all_empty({&result0, &result1})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor self_c = self.contiguous();
-    switch (self.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return std::make_tuple(result0, result1);
 }

@@ -70,22 +70,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cpu_structure
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
     const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean);
     const at::Tensor grad_invstd_c = opforge::structured::contiguous_or_undefined(grad_invstd);
-    switch (grad_out.scalar_type()) {
-      case at::ScalarType::Float:
-        opforge::batch_norm_backward_cpu<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), grad_out_c.const_data_ptr<float>(), input_c.const_data_ptr<float>(), save_mean_c.const_data_ptr<float>(), save_invstd_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(grad_mean_c), opforge::structured::data_or_null<float>(grad_invstd_c), meta.plan);
-        break;
-      case at::ScalarType::Double:
-        opforge::batch_norm_backward_cpu<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), grad_out_c.const_data_ptr<double>(), input_c.const_data_ptr<double>(), save_mean_c.const_data_ptr<double>(), save_invstd_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(grad_mean_c), opforge::structured::data_or_null<double>(grad_invstd_c), meta.plan);
-        break;
-      case at::ScalarType::Half:
-        opforge::batch_norm_backward_cpu<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), grad_out_c.const_data_ptr<c10::Half>(), input_c.const_data_ptr<c10::Half>(), save_mean_c.const_data_ptr<c10::Half>(), save_invstd_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(grad_mean_c), opforge::structured::data_or_null<c10::Half>(grad_invstd_c), meta.plan);
-        break;
-      case at::ScalarType::BFloat16:
-        opforge::batch_norm_backward_cpu<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), grad_out_c.const_data_ptr<c10::BFloat16>(), input_c.const_data_ptr<c10::BFloat16>(), save_mean_c.const_data_ptr<c10::BFloat16>(), save_invstd_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(grad_mean_c), opforge::structured::data_or_null<c10::BFloat16>(grad_invstd_c), meta.plan);
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::batch_norm_backward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), save_mean_c.const_data_ptr<scalar_t>(), save_invstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_invstd_c), meta.plan);
+    });
   }
   return std::make_tuple(result0, result1, result2);
 }
@@ -127,22 +114,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cuda_structur
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
     const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean);
     const at::Tensor grad_invstd_c = opforge::structured::contiguous_or_undefined(grad_invstd);
-    switch (grad_out.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), grad_out_c.const_data_ptr<float>(), input_c.const_data_ptr<float>(), save_mean_c.const_data_ptr<float>(), save_invstd_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(grad_mean_c), opforge::structured::data_or_null<float>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), grad_out_c.const_data_ptr<double>(), input_c.const_data_ptr<double>(), save_mean_c.const_data_ptr<double>(), save_invstd_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(grad_mean_c), opforge::structured::data_or_null<double>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), grad_out_c.const_data_ptr<c10::Half>(), input_c.const_data_ptr<c10::Half>(), save_mean_c.const_data_ptr<c10::Half>(), save_invstd_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(grad_mean_c), opforge::structured::data_or_null<c10::Half>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), grad_out_c.const_data_ptr<c10::BFloat16>(), input_c.const_data_ptr<c10::BFloat16>(), save_mean_c.const_data_ptr<c10::BFloat16>(), save_invstd_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(grad_mean_c), opforge::structured::data_or_null<c10::BFloat16>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), save_mean_c.const_data_ptr<scalar_t>(), save_invstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return std::make_tuple(result0, result1, result2);
 }

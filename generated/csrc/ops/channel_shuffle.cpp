@@ -43,40 +43,9 @@ at::Tensor channel_shuffle_cpu_structured(const at::Tensor& self, c10::SymInt gr
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
   if (!opforge::structured::all_empty({&result})) {
     const at::Tensor self_c = self.contiguous();
-    switch (self.scalar_type()) {
-      case at::ScalarType::Float:
-        opforge::channel_shuffle_cpu<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan);
-        break;
-      case at::ScalarType::Double:
-        opforge::channel_shuffle_cpu<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan);
-        break;
-      case at::ScalarType::Half:
-        opforge::channel_shuffle_cpu<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan);
-        break;
-      case at::ScalarType::BFloat16:
-        opforge::channel_shuffle_cpu<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan);
-        break;
-      case at::ScalarType::Char:
-        opforge::channel_shuffle_cpu<int8_t>(opforge::structured::mutable_data_or_null<int8_t>(result), self_c.const_data_ptr<int8_t>(), meta.plan);
-        break;
-      case at::ScalarType::Byte:
-        opforge::channel_shuffle_cpu<uint8_t>(opforge::structured::mutable_data_or_null<uint8_t>(result), self_c.const_data_ptr<uint8_t>(), meta.plan);
-        break;
-      case at::ScalarType::Short:
-        opforge::channel_shuffle_cpu<int16_t>(opforge::structured::mutable_data_or_null<int16_t>(result), self_c.const_data_ptr<int16_t>(), meta.plan);
-        break;
-      case at::ScalarType::Int:
-        opforge::channel_shuffle_cpu<int32_t>(opforge::structured::mutable_data_or_null<int32_t>(result), self_c.const_data_ptr<int32_t>(), meta.plan);
-        break;
-      case at::ScalarType::Long:
-        opforge::channel_shuffle_cpu<int64_t>(opforge::structured::mutable_data_or_null<int64_t>(result), self_c.const_data_ptr<int64_t>(), meta.plan);
-        break;
-      case at::ScalarType::Bool:
-        opforge::channel_shuffle_cpu<bool>(opforge::structured::mutable_data_or_null<bool>(result), self_c.const_data_ptr<bool>(), meta.plan);
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16, int8_t, uint8_t, int16_t, int32_t, int64_t, bool>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::channel_shuffle_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan);
+    });
   }
   return result;
 }
@@ -92,40 +61,9 @@ at::Tensor channel_shuffle_cuda_structured(const at::Tensor& self, c10::SymInt g
   if (!opforge::structured::all_empty({&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor self_c = self.contiguous();
-    switch (self.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Char:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<int8_t>(opforge::structured::mutable_data_or_null<int8_t>(result), self_c.const_data_ptr<int8_t>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Byte:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<uint8_t>(opforge::structured::mutable_data_or_null<uint8_t>(result), self_c.const_data_ptr<uint8_t>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Short:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<int16_t>(opforge::structured::mutable_data_or_null<int16_t>(result), self_c.const_data_ptr<int16_t>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Int:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<int32_t>(opforge::structured::mutable_data_or_null<int32_t>(result), self_c.const_data_ptr<int32_t>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Long:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<int64_t>(opforge::structured::mutable_data_or_null<int64_t>(result), self_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Bool:
-        OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<bool>(opforge::structured::mutable_data_or_null<bool>(result), self_c.const_data_ptr<bool>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16, int8_t, uint8_t, int16_t, int32_t, int64_t, bool>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return result;
 }

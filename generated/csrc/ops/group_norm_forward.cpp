@@ -54,22 +54,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cpu_structured
     const at::Tensor input_c = input.contiguous();
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
     const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
-    switch (input.scalar_type()) {
-      case at::ScalarType::Float:
-        opforge::group_norm_forward_cpu<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), input_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(bias_c), meta.plan);
-        break;
-      case at::ScalarType::Double:
-        opforge::group_norm_forward_cpu<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), input_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(bias_c), meta.plan);
-        break;
-      case at::ScalarType::Half:
-        opforge::group_norm_forward_cpu<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), input_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(bias_c), meta.plan);
-        break;
-      case at::ScalarType::BFloat16:
-        opforge::group_norm_forward_cpu<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), input_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(bias_c), meta.plan);
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::group_norm_forward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan);
+    });
   }
   return std::make_tuple(result0, result1, result2);
 }
@@ -95,22 +82,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cuda_structure
     const at::Tensor input_c = input.contiguous();
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
     const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
-    switch (input.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<float>(result1), opforge::structured::mutable_data_or_null<float>(result2), input_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::data_or_null<float>(bias_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<double>(result1), opforge::structured::mutable_data_or_null<double>(result2), input_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::data_or_null<double>(bias_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<c10::Half>(result1), opforge::structured::mutable_data_or_null<c10::Half>(result2), input_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::data_or_null<c10::Half>(bias_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<c10::BFloat16>(result1), opforge::structured::mutable_data_or_null<c10::BFloat16>(result2), input_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::data_or_null<c10::BFloat16>(bias_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return std::make_tuple(result0, result1, result2);
 }

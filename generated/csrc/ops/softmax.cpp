@@ -44,22 +44,9 @@ at::Tensor softmax_cpu_structured(const at::Tensor& self, int64_t dim) {
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
   if (!opforge::structured::all_empty({&result})) {
     const at::Tensor self_c = self.contiguous();
-    switch (self.scalar_type()) {
-      case at::ScalarType::Float:
-        opforge::softmax_cpu<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan);
-        break;
-      case at::ScalarType::Double:
-        opforge::softmax_cpu<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan);
-        break;
-      case at::ScalarType::Half:
-        opforge::softmax_cpu<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan);
-        break;
-      case at::ScalarType::BFloat16:
-        opforge::softmax_cpu<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan);
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::softmax_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan);
+    });
   }
   return result;
 }
@@ -75,22 +62,9 @@ at::Tensor softmax_cuda_structured(const at::Tensor& self, int64_t dim) {
   if (!opforge::structured::all_empty({&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor self_c = self.contiguous();
-    switch (self.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<float>(opforge::structured::mutable_data_or_null<float>(result), self_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<double>(opforge::structured::mutable_data_or_null<double>(result), self_c.const_data_ptr<double>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result), self_c.const_data_ptr<c10::Half>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::softmax_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<c10::BFloat16>(), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::softmax_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
   }
   return result;
 }

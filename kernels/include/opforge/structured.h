@@ -121,6 +121,16 @@ at::Tensor attach_workspace(Plan& plan, const at::Tensor& like) {
   return at::Tensor();
 }
 
+// Calls f.template operator()<T>() for the T of `dtype` among Ts (the entry's
+// dtypes): one generated kernel call serves every dtype.
+template <typename... Ts, typename F>
+void dispatch(at::ScalarType dtype, const char* op, F&& f) {
+  const bool found =
+      ((dtype == c10::CppTypeToScalarType<Ts>::value ? (f.template operator()<Ts>(), true) : false) ||
+       ...);
+  TORCH_CHECK(found, op, ": unreachable dtype");
+}
+
 // Bytes of one math::opmath_t<T> accumulator for dtype T (double for double,
 // float for the others), for plans that size their workspace.
 inline int64_t opmath_bytes(at::ScalarType dtype) {

@@ -51,22 +51,9 @@ std::tuple<at::Tensor, at::Tensor> select_max_cpu_structured(const at::Tensor& s
     const at::Tensor self_c = self.contiguous();
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
     const at::Tensor counts_c = opforge::structured::contiguous_or_undefined(counts);
-    switch (self.scalar_type()) {
-      case at::ScalarType::Float:
-        opforge::select_max_cpu<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan);
-        break;
-      case at::ScalarType::Double:
-        opforge::select_max_cpu<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan);
-        break;
-      case at::ScalarType::Half:
-        opforge::select_max_cpu<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan);
-        break;
-      case at::ScalarType::BFloat16:
-        opforge::select_max_cpu<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan);
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::select_max_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan);
+    });
     opforge::structured::write_back(counts, counts_c);
   }
   return std::make_tuple(result0, result1);
@@ -91,22 +78,9 @@ std::tuple<at::Tensor, at::Tensor> select_max_cuda_structured(const at::Tensor& 
     const at::Tensor self_c = self.contiguous();
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
     const at::Tensor counts_c = opforge::structured::contiguous_or_undefined(counts);
-    switch (self.scalar_type()) {
-      case at::ScalarType::Float:
-        OPFORGE_CUDA_CHECK(opforge::select_max_cuda<float>(opforge::structured::mutable_data_or_null<float>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<float>(), opforge::structured::data_or_null<float>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Double:
-        OPFORGE_CUDA_CHECK(opforge::select_max_cuda<double>(opforge::structured::mutable_data_or_null<double>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<double>(), opforge::structured::data_or_null<double>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::Half:
-        OPFORGE_CUDA_CHECK(opforge::select_max_cuda<c10::Half>(opforge::structured::mutable_data_or_null<c10::Half>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::Half>(), opforge::structured::data_or_null<c10::Half>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      case at::ScalarType::BFloat16:
-        OPFORGE_CUDA_CHECK(opforge::select_max_cuda<c10::BFloat16>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<c10::BFloat16>(), opforge::structured::data_or_null<c10::BFloat16>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan, opforge::cuda::current_stream()));
-        break;
-      default:
-        TORCH_CHECK(false, kOp, ": unreachable dtype");
-    }
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::select_max_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan, opforge::cuda::current_stream()));
+    });
     opforge::structured::write_back(counts, counts_c);
   }
   return std::make_tuple(result0, result1);
