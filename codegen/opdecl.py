@@ -132,6 +132,9 @@ class Structured:
     plan: str  # a C++ type in namespace opforge
     source: str  # kernels/cpu/<source>.cpp and kernels/cuda/<source>.cu
     header: str  # opforge/meta/<family>.h
+    # Keys whose kernel accumulates with atomics (`nondeterministic: [CUDA]`): the generated
+    # code alerts under torch.use_deterministic_algorithms(True).
+    nondeterministic: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -252,13 +252,22 @@ class _EntryParser:
                 hint,
             )
             return None
+        fields = ("meta", "plan", "source", "nondeterministic")
         for key in raw:
-            if key not in ("meta", "plan", "source"):
+            if key not in fields:
                 self.err(
                     "structured",
                     f"unknown 'structured' field '{key}'",
-                    did_you_mean(str(key), ("meta", "plan", "source")),
+                    did_you_mean(str(key), fields),
                 )
+        nondeterministic = raw.get("nondeterministic", [])
+        if not isinstance(nondeterministic, list) or not set(nondeterministic) <= set(BACKEND_KEYS):
+            self.err(
+                "structured",
+                f"structured nondeterministic must list backend keys ({', '.join(BACKEND_KEYS)})",
+                "e.g. nondeterministic: [CUDA] for a kernel that accumulates with atomics",
+            )
+            nondeterministic = []
         meta, plan, source = (str(raw.get(k, family)) for k in ("meta", "plan", "source"))
         ok = True
         for key, value, pattern in (
@@ -285,7 +294,8 @@ class _EntryParser:
         if not schema.returns or any(r.type != BaseType(BaseTy.Tensor) for r in schema.returns):
             self.err("structured", "a structured op returns one or more Tensors")
             ok = False
-        return Structured(meta, plan, source, f"opforge/meta/{family}.h") if ok else None
+        header = f"opforge/meta/{family}.h"
+        return Structured(meta, plan, source, header, tuple(nondeterministic)) if ok else None
 
     def _structured_implied(
         self,

@@ -100,10 +100,8 @@ def explain(ops: Sequence[OpDecl], name: str) -> str:
             )
             out.append(f"                in kernels/include/{st.header}")
             for key in op.keys:
-                out.append(
-                    f"  implement     [{key}] template <typename scalar_t> "
-                    f"{structured.kernel_signature(op, key)};"
-                )
+                declaration = structured.kernel_declaration(op, key).replace("\n", " ")
+                out.append(f"  implement     [{key}] {declaration};")
                 out.append(f"                in {structured.kernel_file(st.source, key)}")
         for key, kernel in op.dispatch if op.pointwise is None and op.structured is None else ():
             sig = cpp.signature(op.schema, kernel_name(kernel))

@@ -97,6 +97,8 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus_backward_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_dropout_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_embedding_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_shuffle_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_batch_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_group_cpu.cpp
@@ -106,6 +108,7 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_max_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_spp_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/prelu_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/reduction_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax_backward_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax_cpu.cpp
 )
@@ -134,6 +137,8 @@ set(OPFORGE_GENERATED_CUDA_DEVICE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus_backward.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_backward.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_dropout.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_embedding.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_shuffle.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_batch.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_group.cu
@@ -143,12 +148,15 @@ set(OPFORGE_GENERATED_CUDA_DEVICE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_max.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_spp.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/prelu.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/reduction.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax_backward.cu
 )
 # Structured ops' kernel sources (relative to the project root): the generated
 # units above include them, so the kernels/ globs leave them out.
 set(OPFORGE_STRUCTURED_KERNEL_FILES
+  kernels/cpu/layers_dropout.cpp
+  kernels/cpu/layers_embedding.cpp
   kernels/cpu/layers_shuffle.cpp
   kernels/cpu/norm_batch.cpp
   kernels/cpu/norm_group.cpp
@@ -158,8 +166,11 @@ set(OPFORGE_STRUCTURED_KERNEL_FILES
   kernels/cpu/pooling_max.cpp
   kernels/cpu/pooling_spp.cpp
   kernels/cpu/prelu.cpp
+  kernels/cpu/reduction.cpp
   kernels/cpu/softmax.cpp
   kernels/cpu/softmax_backward.cpp
+  kernels/cuda/layers_dropout.cu
+  kernels/cuda/layers_embedding.cu
   kernels/cuda/layers_shuffle.cu
   kernels/cuda/norm_batch.cu
   kernels/cuda/norm_group.cu
@@ -169,6 +180,7 @@ set(OPFORGE_STRUCTURED_KERNEL_FILES
   kernels/cuda/pooling_max.cu
   kernels/cuda/pooling_spp.cu
   kernels/cuda/prelu.cu
+  kernels/cuda/reduction.cu
   kernels/cuda/softmax.cu
   kernels/cuda/softmax_backward.cu
 )

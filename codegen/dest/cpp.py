@@ -230,8 +230,8 @@ def header(name: str, ops: Sequence[OpDecl]) -> Context:
                 [
                     {
                         "comment": f"{op.qualified} [CPU]: see Note [Structured ops]",
-                        "signature": structured.kernel_signature(op, "CPU"),
-                        "template": True,
+                        "signature": structured.kernel_declaration(op, "CPU"),
+                        "template": False,
                         "macro": None,
                         "instantiate": [],
                     }

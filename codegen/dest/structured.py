@@ -7,7 +7,7 @@ dtypes. See Note [Structured ops] in kernels/include/opforge/structured.h.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import groupby
+from itertools import groupby, product
 from typing import Any
 
 from codegen.api import cpp as cpp_api
@@ -47,20 +47,48 @@ def _written(schema: FunctionSchema) -> set[str]:
 
 
 def _element_of(arg_dtypes: dict[str, tuple[str, ...]], name: str, scalar: str) -> str:
-    """The C++ element type of tensor `name`: its own single dtype, else the kernel's."""
+    """The C++ element type of tensor `name`: its own single dtype, its own template parameter
+    (`<name>_t`) when it has several, else the kernel's scalar type."""
     own = arg_dtypes.get(name)
-    return CPP_SCALAR[own[0]] if own is not None and len(own) == 1 else scalar
+    if own is None:
+        return scalar
+    return CPP_SCALAR[own[0]] if len(own) == 1 else type_parameter(name)
 
 
 def _element(f: OpDecl, name: str, scalar: str) -> str:
     return _element_of(dict(f.arg_dtypes), name, scalar)
 
 
-def kernel_signature(f: OpDecl, key: str, scalar: str = SCALAR, name: str | None = None) -> str:
+def type_parameter(name: str) -> str:
+    """The kernel's template parameter for an argument of several dtypes (`indices_t`)."""
+    return f"{name}_t"
+
+
+def own_dtype_arguments(arg_dtypes: dict[str, tuple[str, ...]]) -> list[str]:
+    """Arguments whose `arg_dtypes` list several dtypes: each is a template parameter of the
+    kernel after `scalar_t`, dispatched on that argument's own dtype."""
+    return [n for n, dtypes in arg_dtypes.items() if len(dtypes) > 1]
+
+
+def template_line(arg_dtypes: dict[str, tuple[str, ...]]) -> str:
+    """`template <typename scalar_t, typename indices_t>`."""
+    names = [SCALAR, *map(type_parameter, own_dtype_arguments(arg_dtypes))]
+    return f"template <{', '.join(f'typename {n}' for n in names)}>"
+
+
+def kernel_signature(
+    f: OpDecl, key: str, types: dict[str, str] | None = None, name: str | None = None
+) -> str:
     """`void softmax_cpu(T* result, const T* self, const opforge::dim_split& plan)`, and for
-    CUDA `cudaError_t softmax_cuda(..., cudaStream_t stream)`."""
+    CUDA `cudaError_t softmax_cuda(..., cudaStream_t stream)`; `types` substitutes the
+    template parameters (an explicit instantiation)."""
     kernel = name or kernel_name(f.kernel(key) or "")
-    return signature_of(f.schema, dict(f.arg_dtypes), _spec(f).plan, kernel, key, scalar)
+    return signature_of(f.schema, dict(f.arg_dtypes), _spec(f).plan, kernel, key, types)
+
+
+def kernel_declaration(f: OpDecl, key: str) -> str:
+    """The template line and signature of f's `key` kernel."""
+    return f"{template_line(dict(f.arg_dtypes))}\n{kernel_signature(f, key)}"
 
 
 def signature_of(
@@ -69,12 +97,13 @@ def signature_of(
     plan: str,
     kernel: str,
     key: str,
-    scalar: str = SCALAR,
+    types: dict[str, str] | None = None,
 ) -> str:
     """A structured kernel's signature from the schema alone (`codegen new` has no OpDecl)."""
 
     def element(name: str) -> str:
-        return _element_of(arg_dtypes, name, scalar)
+        t = _element_of(arg_dtypes, name, SCALAR)
+        return (types or {}).get(t, t)
 
     written = _written(schema)
     tensors = [a.name for a in schema.arguments.flat_non_out if a.type.is_tensor_like()]
@@ -89,7 +118,14 @@ def signature_of(
 def instances(f: OpDecl, key: str) -> list[str]:
     """The explicit instantiations of f's `key` kernel for its dtypes."""
     base = kernel_name(f.kernel(key) or "")
-    return [kernel_signature(f, key, CPP_SCALAR[d], f"{base}<{CPP_SCALAR[d]}>") for d in f.dtypes]
+    own = own_dtype_arguments(dict(f.arg_dtypes))
+    choices = [f.dtypes, *(dict(f.arg_dtypes)[n] for n in own)]
+    result = []
+    for combo in product(*choices):
+        cpp_types = [CPP_SCALAR[d] for d in combo]
+        types = dict(zip([SCALAR, *map(type_parameter, own)], cpp_types, strict=True))
+        result.append(kernel_signature(f, key, types, f"{base}<{', '.join(cpp_types)}>"))
+    return result
 
 
 def _args(f: OpDecl, renames: dict[str, str]) -> str:
@@ -104,7 +140,7 @@ def _reference(f: OpDecl, renames: dict[str, str]) -> str:
 
 def _allocate(f: OpDecl, size: str, renames: dict[str, str]) -> list[str]:
     ref = _reference(f, renames)
-    # Not const: CUDA attaches its workspace to the plan.
+    # Not const: the generated code attaches scratch, index reports and Philox state to the plan.
     qualifier = "auto" if size == "int64_t" else "const auto"
     lines = [f"{qualifier} meta = opforge::{_spec(f).meta}<{size}>(kOp, {_args(f, renames)});"]
     lines += [
@@ -119,37 +155,79 @@ def _return(f: OpDecl) -> str:
     return f"return {outs[0]};" if len(outs) == 1 else f"return std::make_tuple({', '.join(outs)});"
 
 
-def _launch(f: OpDecl, key: str, scalar: str) -> str:
+def _launch(f: OpDecl, key: str) -> str:
     pointers = [
-        f"opforge::structured::mutable_data_or_null<{_element(f, o, scalar)}>({o})"
+        f"opforge::structured::mutable_data_or_null<{_element(f, o, SCALAR)}>({o})"
         for o in outputs(f)
     ]
     written = _written(f.schema)
     for n, optional in _tensor_inputs(f):
-        t = _element(f, n, scalar)
+        t = _element(f, n, SCALAR)
         if n in written:
             pointers.append(f"opforge::structured::mutable_data_or_null<{t}>({n}_c)")
         elif optional:
             pointers.append(f"opforge::structured::data_or_null<{t}>({n}_c)")
         else:
             pointers.append(f"{n}_c.const_data_ptr<{t}>()")
-    call = f"opforge::{kernel_name(f.kernel(key) or '')}<{scalar}>({', '.join(pointers)}, meta.plan"
+    params = ", ".join([SCALAR, *map(type_parameter, own_dtype_arguments(dict(f.arg_dtypes)))])
+    kernel = kernel_name(f.kernel(key) or "")
+    call = f"opforge::{kernel}<{params}>({', '.join(pointers)}, meta.plan"
     if key == "CUDA":
         return f"OPFORGE_CUDA_CHECK({call}, opforge::cuda::current_stream()));"
     return f"{call});"
+
+
+def _dispatch(f: OpDecl, key: str, renames: dict[str, str]) -> list[str]:
+    """The kernel call inside one `structured::dispatch` per template parameter: the entry's
+    dtypes on the dispatch argument, then each argument of several dtypes on its own."""
+    levels = [(cpp.dispatch_dtype(f), f.dtypes, SCALAR)]
+    arg_dtypes = dict(f.arg_dtypes)
+    levels += [
+        (f"{renames.get(n, n)}.scalar_type()", arg_dtypes[n], type_parameter(n))
+        for n in own_dtype_arguments(arg_dtypes)
+    ]
+    lines = []
+    for depth, (dtype, dtypes, param) in enumerate(levels):
+        types = ", ".join(CPP_SCALAR[d] for d in dtypes)
+        lines.append(
+            f"{'  ' * (depth + 1)}opforge::structured::dispatch<{types}>({dtype}, kOp, "
+            f"[&]<typename {param}>() {{"
+        )
+    lines.append(f"{'  ' * (len(levels) + 1)}{_launch(f, key)}")
+    lines += [f"{'  ' * (depth + 1)}}});" for depth in reversed(range(len(levels)))]
+    return lines
+
+
+def _generator(f: OpDecl) -> str | None:
+    """The op's `Generator?` argument, whose Philox state the plan may ask for."""
+    gens = [a.name for a in f.schema.arguments.flat_all if str(a.type) == "Generator?"]
+    return gens[0] if gens else None
 
 
 def _backend_body(f: OpDecl, key: str, simulated: bool = False) -> list[str]:
     """Checks, meta function, outputs, then the kernel for the argument's dtype."""
     lines, renames = cpp.checks_before_kernel(f, key, simulated=simulated)
     lines += _allocate(f, "int64_t", renames)
+    ref = _reference(f, renames)
     outs = ", ".join(f"&{o}" for o in outputs(f))
-    lines.append(f"if (!opforge::structured::all_empty({{{outs}}})) {{")
-    if key == "CUDA":
-        ref = _reference(f, renames)
+    lines.append(f"if (!opforge::structured::nothing_to_do(meta.plan, {{{outs}}})) {{")
+    if key in _spec(f).nondeterministic:
+        # Atomic accumulation: the result's rounding depends on the threads' order.
+        lines.append(f'  opforge::structured::alert_not_deterministic("opforge.{f.name} ({key})");')
+    cuda = key == "CUDA"
+    if cuda:
         lines.append(
             f"  const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, {ref});"
         )
+    capturing = "&opforge::cuda::stream_capturing" if cuda else "nullptr"
+    lines.append(
+        "  const at::Tensor index_report = "
+        f"opforge::structured::attach_index_report(meta.plan, {ref}, {capturing});"
+    )
+    generator = _generator(f)
+    if generator is not None:
+        draw = "opforge::cuda::draw_philox" if cuda else "opforge::structured::draw_philox"
+        lines.append(f"  {draw}(meta.plan, {renames.get(generator, generator)}, {ref});")
     for n, optional in _tensor_inputs(f):
         src = renames.get(n, n)
         value = (
@@ -158,12 +236,8 @@ def _backend_body(f: OpDecl, key: str, simulated: bool = False) -> list[str]:
             else f"{src}.contiguous()"
         )
         lines.append(f"  const at::Tensor {n}_c = {value};")
-    types = ", ".join(CPP_SCALAR[d] for d in f.dtypes)
-    lines.append(
-        f"  opforge::structured::dispatch<{types}>({cpp.dispatch_dtype(f)}, kOp, "
-        f"[&]<typename {SCALAR}>() {{"
-    )
-    lines += [f"    {_launch(f, key, SCALAR)}", "  });"]
+    lines += _dispatch(f, key, renames)
+    lines.append("  opforge::structured::raise_bad_index(kOp, meta.plan, index_report);")
     for n in sorted(_written(f.schema)):
         # The kernel updated a contiguous copy: write it back.
         lines.append(f"  opforge::structured::write_back({renames.get(n, n)}, {n}_c);")
@@ -201,7 +275,7 @@ def cuda_declarations(ops: Sequence[OpDecl]) -> list[str]:
     """The CUDA kernels' declarations (they need the CUDA runtime's types, so they live in the
     units that call them, not in the torch-facing kernel headers)."""
     return [
-        kernel_signature(f, "CUDA")
+        kernel_declaration(f, "CUDA")
         for f in ops
         if f.structured is not None and f.variant_of is None and "CUDA" in f.keys
     ]

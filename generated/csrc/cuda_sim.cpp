@@ -136,6 +136,26 @@ cudaError_t channel_shuffle_cuda(scalar_t* result, const scalar_t* self, const o
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t>
+cudaError_t dropout_backward_cuda(scalar_t* result, const scalar_t* grad_output, const bool* mask, const opforge::dropout_backward_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t dropout_forward_cuda(scalar_t* result0, bool* result1, const scalar_t* input, const opforge::dropout_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t, typename indices_t>
+cudaError_t embedding_cuda(scalar_t* result, const scalar_t* weight, const indices_t* indices, const opforge::embedding_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t, typename indices_t>
+cudaError_t embedding_backward_cuda(scalar_t* result, const scalar_t* grad_output, const indices_t* indices, const opforge::embedding_backward_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
 cudaError_t group_norm_backward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_out, const scalar_t* input, const scalar_t* mean, const scalar_t* rstd, const scalar_t* weight, const scalar_t* grad_mean, const scalar_t* grad_rstd, const opforge::group_norm_plan& plan, cudaStream_t stream);
 
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
@@ -212,6 +232,11 @@ cudaError_t spatial_pyramid_pool_cuda(scalar_t* result, const scalar_t* self, co
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t>
 cudaError_t spatial_pyramid_pool_backward_cuda(scalar_t* result, const scalar_t* grad_output, const scalar_t* self, const opforge::spp_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t sum_cuda(scalar_t* result, const scalar_t* self, const opforge::sum_plan& plan, cudaStream_t stream);
 
 
 // The CUDA host code of add.Tensor: the plan of opforge::math::add_fn, launched
@@ -1356,12 +1381,14 @@ at::Tensor adaptive_avg_pool2d_cuda_simulated(const at::Tensor& self, c10::SymIn
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::adaptive_avg_pool2d_meta<int64_t>(kOp, self, output_size);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
-  if (!opforge::structured::all_empty({&result})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
     const at::Tensor self_c = self.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return result;
 }
@@ -1375,13 +1402,15 @@ at::Tensor adaptive_avg_pool2d_backward_cuda_simulated(const at::Tensor& grad_ou
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::adaptive_avg_pool2d_backward_meta<int64_t>(kOp, grad_output, self);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
-  if (!opforge::structured::all_empty({&result})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor self_c = self.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return result;
 }
@@ -1397,14 +1426,16 @@ at::Tensor adaptive_max_pool2d_backward_cuda_simulated(const at::Tensor& grad_ou
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::adaptive_max_pool2d_backward_meta<int64_t>(kOp, grad_output, self, indices);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
-  if (!opforge::structured::all_empty({&result})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor self_c = self.contiguous();
     const at::Tensor indices_c = indices.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return result;
 }
@@ -1416,12 +1447,14 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_cuda_simulat
   auto meta = opforge::adaptive_max_pool2d_with_indices_meta<int64_t>(kOp, self, output_size);
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self);
-  if (!opforge::structured::all_empty({&result0, &result1})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
     const at::Tensor self_c = self.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return std::make_tuple(result0, result1);
 }
@@ -1487,12 +1520,14 @@ at::Tensor avg_pool2d_cuda_simulated(const at::Tensor& self, at::IntArrayRef ker
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::avg_pool2d_meta<int64_t>(kOp, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
-  if (!opforge::structured::all_empty({&result})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
     const at::Tensor self_c = self.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return result;
 }
@@ -1506,13 +1541,15 @@ at::Tensor avg_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, con
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::avg_pool2d_backward_meta<int64_t>(kOp, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
-  if (!opforge::structured::all_empty({&result})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor self_c = self.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return result;
 }
@@ -1543,8 +1580,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cuda_simulate
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out);
   at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out);
-  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_out);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_out, &opforge::cuda::stream_capturing);
     const at::Tensor grad_out_c = grad_out.contiguous();
     const at::Tensor input_c = input.contiguous();
     const at::Tensor save_mean_c = save_mean.contiguous();
@@ -1555,6 +1593,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cuda_simulate
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), save_mean_c.const_data_ptr<scalar_t>(), save_invstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return std::make_tuple(result0, result1, result2);
 }
@@ -1579,8 +1618,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cuda_simulated
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input);
   at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input);
-  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
     const at::Tensor input_c = input.contiguous();
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
     const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
@@ -1589,6 +1629,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cuda_simulated
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::batch_norm_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), opforge::structured::mutable_data_or_null<scalar_t>(running_mean_c), opforge::structured::mutable_data_or_null<scalar_t>(running_var_c), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
     opforge::structured::write_back(running_mean, running_mean_c);
     opforge::structured::write_back(running_var, running_var_c);
   }
@@ -1601,12 +1642,14 @@ at::Tensor channel_shuffle_cuda_simulated(const at::Tensor& self, c10::SymInt gr
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Char, at::ScalarType::Byte, at::ScalarType::Short, at::ScalarType::Int, at::ScalarType::Long, at::ScalarType::Bool}, "a tensor of dtype (float32, float64, float16, bfloat16, int8, uint8, int16, int32, int64, bool)");
   auto meta = opforge::channel_shuffle_meta<int64_t>(kOp, self, groups);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
-  if (!opforge::structured::all_empty({&result})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
     const at::Tensor self_c = self.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16, int8_t, uint8_t, int16_t, int32_t, int64_t, bool>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return result;
 }
@@ -1717,29 +1760,39 @@ at::Tensor dropout_backward_cuda_simulated(const at::Tensor& grad_output, const 
   opforge::check::device_type(kOp, "mask", mask, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'mask'", mask, {at::ScalarType::Bool}, "a tensor of dtype (bool)");
-  opforge::check::same_shape(kOp, "mask", mask, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::dropout_backward_cuda<float>(grad_output, mask, scale);
-    case at::ScalarType::Double: return opforge::dropout_backward_cuda<double>(grad_output, mask, scale);
-    case at::ScalarType::Half: return opforge::dropout_backward_cuda<c10::Half>(grad_output, mask, scale);
-    case at::ScalarType::BFloat16: return opforge::dropout_backward_cuda<c10::BFloat16>(grad_output, mask, scale);
-    default: break;
+  auto meta = opforge::dropout_backward_meta<int64_t>(kOp, grad_output, mask, scale);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor mask_c = mask.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::dropout_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), mask_c.const_data_ptr<bool>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 std::tuple<at::Tensor, at::Tensor> dropout_forward_cuda_simulated(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.dropout_forward";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (input.scalar_type()) {
-    case at::ScalarType::Float: return opforge::dropout_forward_cuda<float>(input, p, train, generator);
-    case at::ScalarType::Double: return opforge::dropout_forward_cuda<double>(input, p, train, generator);
-    case at::ScalarType::Half: return opforge::dropout_forward_cuda<c10::Half>(input, p, train, generator);
-    case at::ScalarType::BFloat16: return opforge::dropout_forward_cuda<c10::BFloat16>(input, p, train, generator);
-    default: break;
+  auto meta = opforge::dropout_forward_meta<int64_t>(kOp, input, p, train, generator);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
+    opforge::cuda::draw_philox(meta.plan, generator, input);
+    const at::Tensor input_c = input.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::dropout_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<bool>(result1), input_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1);
 }
 
 void elu_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& alpha, at::ScalarType dtype) {
@@ -1797,14 +1850,21 @@ at::Tensor embedding_cuda_simulated(const at::Tensor& weight, const at::Tensor& 
   opforge::check::device_type(kOp, "indices", indices, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
-  switch (weight.scalar_type()) {
-    case at::ScalarType::Float: return opforge::embedding_cuda<float>(weight, indices, padding_idx);
-    case at::ScalarType::Double: return opforge::embedding_cuda<double>(weight, indices, padding_idx);
-    case at::ScalarType::Half: return opforge::embedding_cuda<c10::Half>(weight, indices, padding_idx);
-    case at::ScalarType::BFloat16: return opforge::embedding_cuda<c10::BFloat16>(weight, indices, padding_idx);
-    default: break;
+  auto meta = opforge::embedding_meta<int64_t>(kOp, weight, indices, padding_idx);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], weight);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, weight);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, weight, &opforge::cuda::stream_capturing);
+    const at::Tensor weight_c = weight.contiguous();
+    const at::Tensor indices_c = indices.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
+        OPFORGE_CUDA_CHECK(opforge::embedding_cuda<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), weight_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan, opforge::cuda::current_stream()));
+      });
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 at::Tensor embedding_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx) {
@@ -1813,14 +1873,22 @@ at::Tensor embedding_backward_cuda_simulated(const at::Tensor& grad_output, cons
   opforge::check::device_type(kOp, "indices", indices, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::embedding_backward_cuda<float>(grad_output, indices, num_weights, padding_idx);
-    case at::ScalarType::Double: return opforge::embedding_backward_cuda<double>(grad_output, indices, num_weights, padding_idx);
-    case at::ScalarType::Half: return opforge::embedding_backward_cuda<c10::Half>(grad_output, indices, num_weights, padding_idx);
-    case at::ScalarType::BFloat16: return opforge::embedding_backward_cuda<c10::BFloat16>(grad_output, indices, num_weights, padding_idx);
-    default: break;
+  auto meta = opforge::embedding_backward_meta<int64_t>(kOp, grad_output, indices, num_weights, padding_idx);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    opforge::structured::alert_not_deterministic("opforge.embedding_backward (CUDA)");
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor indices_c = indices.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
+        OPFORGE_CUDA_CHECK(opforge::embedding_backward_cuda<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan, opforge::cuda::current_stream()));
+      });
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cuda_simulated(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps) {
@@ -1927,8 +1995,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward_cuda_simulate
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out);
   at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out);
-  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_out);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_out, &opforge::cuda::stream_capturing);
     const at::Tensor grad_out_c = grad_out.contiguous();
     const at::Tensor input_c = input.contiguous();
     const at::Tensor mean_c = mean.contiguous();
@@ -1939,6 +2008,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward_cuda_simulate
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::group_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), mean_c.const_data_ptr<scalar_t>(), rstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return std::make_tuple(result0, result1, result2);
 }
@@ -1957,14 +2027,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cuda_simulated
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input);
   at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input);
-  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
     const at::Tensor input_c = input.contiguous();
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
     const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return std::make_tuple(result0, result1, result2);
 }
@@ -2093,8 +2165,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cuda_simulate
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out);
   at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out);
-  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_out);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_out, &opforge::cuda::stream_capturing);
     const at::Tensor grad_out_c = grad_out.contiguous();
     const at::Tensor input_c = input.contiguous();
     const at::Tensor mean_c = mean.contiguous();
@@ -2105,6 +2178,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cuda_simulate
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::layer_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), mean_c.const_data_ptr<scalar_t>(), rstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return std::make_tuple(result0, result1, result2);
 }
@@ -2123,14 +2197,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cuda_simulated
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input);
   at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input);
-  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
     const at::Tensor input_c = input.contiguous();
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
     const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::layer_norm_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return std::make_tuple(result0, result1, result2);
 }
@@ -2216,12 +2292,14 @@ at::Tensor local_response_norm_cuda_simulated(const at::Tensor& input, int64_t s
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::local_response_norm_meta<int64_t>(kOp, input, size, alpha, beta, k);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], input);
-  if (!opforge::structured::all_empty({&result})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
     const at::Tensor input_c = input.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::local_response_norm_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return result;
 }
@@ -2235,13 +2313,15 @@ at::Tensor local_response_norm_backward_cuda_simulated(const at::Tensor& grad_ou
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
   auto meta = opforge::local_response_norm_backward_meta<int64_t>(kOp, grad_output, input, size, alpha, beta, k);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
-  if (!opforge::structured::all_empty({&result})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor input_c = input.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::local_response_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return result;
 }
@@ -2252,12 +2332,14 @@ at::Tensor log_softmax_cuda_simulated(const at::Tensor& self, int64_t dim) {
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::softmax_meta<int64_t>(kOp, self, dim);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
-  if (!opforge::structured::all_empty({&result})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
     const at::Tensor self_c = self.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return result;
 }
@@ -2271,13 +2353,15 @@ at::Tensor log_softmax_backward_cuda_simulated(const at::Tensor& grad_output, co
   opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
   auto meta = opforge::softmax_backward_meta<int64_t>(kOp, grad_output, output, dim);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
-  if (!opforge::structured::all_empty({&result})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor output_c = output.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), output_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return result;
 }
@@ -2293,14 +2377,16 @@ at::Tensor max_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, con
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::max_pool2d_backward_meta<int64_t>(kOp, grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
-  if (!opforge::structured::all_empty({&result})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor self_c = self.contiguous();
     const at::Tensor indices_c = indices.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return result;
 }
@@ -2312,12 +2398,14 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cuda_simulated(const 
   auto meta = opforge::max_pool2d_with_indices_meta<int64_t>(kOp, self, kernel_size, stride, padding, dilation, ceil_mode);
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self);
-  if (!opforge::structured::all_empty({&result0, &result1})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
     const at::Tensor self_c = self.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return std::make_tuple(result0, result1);
 }
@@ -2331,13 +2419,15 @@ at::Tensor prelu_cuda_simulated(const at::Tensor& self, const at::Tensor& weight
   opforge::check::same_dtype(kOp, "weight", weight, "self", self);
   auto meta = opforge::prelu_meta<int64_t>(kOp, self, weight);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
-  if (!opforge::structured::all_empty({&result})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
     const at::Tensor self_c = self.contiguous();
     const at::Tensor weight_c = weight.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::prelu_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return result;
 }
@@ -2355,14 +2445,16 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda_simulated(const at::Tenso
   auto meta = opforge::prelu_backward_meta<int64_t>(kOp, grad_output, self, weight);
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output);
-  if (!opforge::structured::all_empty({&result0, &result1})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor self_c = self.contiguous();
     const at::Tensor weight_c = weight.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::prelu_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return std::make_tuple(result0, result1);
 }
@@ -2520,12 +2612,14 @@ at::Tensor softmax_cuda_simulated(const at::Tensor& self, int64_t dim) {
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::softmax_meta<int64_t>(kOp, self, dim);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
-  if (!opforge::structured::all_empty({&result})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
     const at::Tensor self_c = self.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::softmax_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return result;
 }
@@ -2539,13 +2633,15 @@ at::Tensor softmax_backward_cuda_simulated(const at::Tensor& grad_output, const 
   opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
   auto meta = opforge::softmax_backward_meta<int64_t>(kOp, grad_output, output, dim);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
-  if (!opforge::structured::all_empty({&result})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor output_c = output.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), output_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return result;
 }
@@ -2605,12 +2701,14 @@ at::Tensor spatial_pyramid_pool_cuda_simulated(const at::Tensor& self, at::IntAr
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::spatial_pyramid_pool_meta<int64_t>(kOp, self, levels, mode);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
-  if (!opforge::structured::all_empty({&result})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
     const at::Tensor self_c = self.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return result;
 }
@@ -2624,13 +2722,15 @@ at::Tensor spatial_pyramid_pool_backward_cuda_simulated(const at::Tensor& grad_o
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::spatial_pyramid_pool_backward_meta<int64_t>(kOp, grad_output, self, levels, mode);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
-  if (!opforge::structured::all_empty({&result})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor self_c = self.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return result;
 }
@@ -2639,14 +2739,18 @@ at::Tensor sum_cuda_simulated(const at::Tensor& self, at::OptionalIntArrayRef di
   [[maybe_unused]] constexpr const char* kOp = "opforge.sum";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::sum_cuda<float>(self, dim, keepdim);
-    case at::ScalarType::Double: return opforge::sum_cuda<double>(self, dim, keepdim);
-    case at::ScalarType::Half: return opforge::sum_cuda<c10::Half>(self, dim, keepdim);
-    case at::ScalarType::BFloat16: return opforge::sum_cuda<c10::BFloat16>(self, dim, keepdim);
-    default: break;
+  auto meta = opforge::sum_meta<int64_t>(kOp, self, dim, keepdim);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
+    const at::Tensor self_c = self.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::sum_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 void tanh_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {

@@ -1,14 +1,10 @@
-// CPU kernel for sum over a list of dims (a template over the scalar type; the
-// generated wrapper dispatches on dtype).
-#include <opforge/ops/sum.h>
-
-#include <opforge/dims.h>
+// CPU kernel for sum over a list of dims; the plan (opforge/reduction_plan.h)
+// views the input as [outer, reduced, inner], or has it gathered into rows
+// first. A structured op (Note [Structured ops]).
 #include <opforge/math/opmath.h>
-#include <opforge/reduction.h>
-#include <opforge/shape_rules.h>
+#include <opforge/reduction_plan.h>
 
 #include <ATen/Parallel.h>
-#include <ATen/ops/empty.h>
 
 #include <algorithm>
 #include <vector>
@@ -115,35 +111,41 @@ void sum_columns(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
   });
 }
 
+// dst[e] = src at the offset of element e of the plan's gather order (kept
+// runs, then reduced runs): the input as contiguous [kept, reduced] rows.
+template <typename T>
+void gather_rows(T* dst, const T* src, const sum_plan& plan) {
+  const int64_t total = plan.kept * plan.reduced;
+  at::parallel_for(0, total, k_grain, [&](int64_t begin, int64_t end) {
+    for (int64_t e = begin; e < end; ++e) {
+      int64_t rem = e;
+      int64_t offset = 0;
+      for (int d = plan.gather_dims - 1; d >= 0; --d) {
+        offset += (rem % plan.gather_sizes[d]) * plan.gather_strides[d];
+        rem /= plan.gather_sizes[d];
+      }
+      dst[e] = src[offset];
+    }
+  });
+}
+
 } // namespace
 
 template <typename scalar_t>
-at::Tensor sum_cpu(const at::Tensor& self, at::OptionalIntArrayRef dim,
-                   bool keepdim) {
-  const dim_mask mask = reduced_dims("opforge.sum", "dim", dim, self.dim());
-  // sum_columns handles any [outer, n, inner] shape well.
-  const reduce_plan plan = plan_reduction(
-      self, mask, [](int64_t, int64_t) { return true; });
-  // The same shape rule as the generated Meta kernel.
-  at::Tensor out = at::empty(
-      shape::reduce<int64_t>("opforge.sum", "dim", self.sizes(), dim, keepdim),
-      self.options());
-  if (out.numel() == 0) {
-    return out;
-  }
+void sum_cpu(scalar_t* result, const scalar_t* self, const sum_plan& plan) {
   if (plan.reduced == 0) {
-    return out.zero_();
+    std::fill_n(result, plan.kept, scalar_t(0));
+    return;
   }
-  const scalar_t* x = plan.input.const_data_ptr<scalar_t>();
-  scalar_t* y = out.mutable_data_ptr<scalar_t>();
-  if (plan.inner == 1) {
-    sum_rows(x, y, plan.outer, plan.reduced);
+  if (plan.gather) {
+    std::vector<scalar_t> rows(static_cast<size_t>(plan.kept * plan.reduced));
+    gather_rows(rows.data(), self, plan);
+    sum_rows(rows.data(), result, plan.kept, plan.reduced);
+  } else if (plan.inner == 1) {
+    sum_rows(self, result, plan.outer, plan.reduced);
   } else {
-    sum_columns(x, y, plan.outer, plan.reduced, plan.inner);
+    sum_columns(self, result, plan.outer, plan.reduced, plan.inner);
   }
-  return out;
 }
-
-OPFORGE_INSTANTIATE_sum_cpu
 
 } // namespace opforge

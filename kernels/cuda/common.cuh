@@ -3,6 +3,8 @@
 // code only; no torch headers (README.md, "CUDA kernels without a GPU").
 #include "launch.cuh"
 
+#include <opforge/plan_services.h>
+
 #include <cstdint>
 
 namespace opforge::cuda {
@@ -45,6 +47,33 @@ __device__ inline int64_t global_thread() {
 }
 __device__ inline int64_t grid_threads() {
   return static_cast<int64_t>(gridDim.x) * blockDim.x;
+}
+
+// A bad index goes to the plan's index report (the first thread to report
+// wins), or, with none (CUDA-graph capture, where the host cannot read it back),
+// to a device-side assert. Note [Plan services].
+__device__ inline void record_bad_index(const index_report& report, int64_t index) {
+  if (report.found == nullptr) {
+    OPFORGE_KERNEL_ASSERT(index >= 0 && index < report.limit);
+    return;
+  }
+  auto* flag = reinterpret_cast<unsigned long long*>(report.found);
+  if (atomicCAS(flag, 0ull, 1ull) == 0ull) {
+    report.found[1] = index;
+  }
+}
+
+// A plan's Philox (seed, offset): read from device memory under CUDA-graph
+// capture (as torch's philox::unpack, without std::tuple, which nvcc treats as
+// host code).
+__device__ inline void philox_seed_and_offset(const philox_state& s, uint64_t& seed, uint64_t& offset) {
+  if (s.seed_ptr != nullptr) {
+    seed = static_cast<uint64_t>(*s.seed_ptr);
+    offset = static_cast<uint64_t>(*s.offset_ptr) + s.offset_intragraph;
+  } else {
+    seed = s.seed;
+    offset = s.offset;
+  }
 }
 
 struct sum_op {

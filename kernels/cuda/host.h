@@ -9,6 +9,8 @@
 #if defined(OPFORGE_CUDA_SIM)
 #include "sim/stats.h"
 
+#include <opforge/structured.h>
+
 #include <c10/util/Exception.h>
 
 #include <string>
@@ -21,6 +23,12 @@ inline cudaStream_t current_stream() { return nullptr; }
 // simulator can pretend to, see sim::set_capturing, to test the capture paths).
 inline bool stream_capturing() { return sim::capturing(); }
 
+// The simulator's tensors are CPU tensors: the CPU kernels' Philox draw.
+template <typename Plan>
+void draw_philox(Plan& plan, const std::optional<at::Generator>& generator, const at::Tensor& like) {
+  structured::draw_philox(plan, generator, like);
+}
+
 [[noreturn]] inline void raise_cuda_error(cudaError_t error, const char* func, const char* file, int line) {
   throw c10::AcceleratorError({func, file, static_cast<uint32_t>(line)}, static_cast<int32_t>(error),
                               std::string("CUDA error: ") + cudaGetErrorString(error) +
@@ -29,15 +37,19 @@ inline bool stream_capturing() { return sim::capturing(); }
 
 }  // namespace opforge::cuda
 
-#define OPFORGE_CUDA_CHECK(expr)                                                   \
+// Variadic: a kernel call with several template arguments has commas in it.
+#define OPFORGE_CUDA_CHECK(...)                                                    \
   do {                                                                             \
-    const cudaError_t opforge_cuda_error = (expr);                                 \
+    const cudaError_t opforge_cuda_error = (__VA_ARGS__);                                 \
     if (opforge_cuda_error != cudaSuccess) {                                       \
       ::opforge::cuda::raise_cuda_error(opforge_cuda_error, __func__, __FILE__, __LINE__); \
     }                                                                              \
   } while (0)
 
 #else
+#include <opforge/structured.h>
+
+#include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAStream.h>
@@ -52,7 +64,31 @@ inline bool stream_capturing() {
   return c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
 }
 
+// A plan's philox_request from the CUDA generator's graph-safe state (advanced
+// by the words the plan asks for), Note [Plan services].
+template <typename Plan>
+void draw_philox(Plan& plan, const std::optional<at::Generator>& generator, const at::Tensor& like) {
+  if constexpr (requires { plan.random; }) {
+    if (plan.random.words == 0) {
+      return;
+    }
+    auto* gen = at::get_generator_or_default<at::CUDAGeneratorImpl>(
+        generator, at::cuda::detail::getDefaultCUDAGenerator(like.device().index()));
+    const std::lock_guard<std::mutex> lock(gen->mutex_);
+    const at::PhiloxCudaState s = gen->philox_cuda_state(plan.random.words);
+    philox_state& out = plan.random.state;
+    if (s.captured_) {
+      out.seed_ptr = s.seed_.ptr;
+      out.offset_ptr = s.offset_.ptr;
+      out.offset_intragraph = s.offset_intragraph_;
+    } else {
+      out.seed = s.seed_.val;
+      out.offset = s.offset_.val;
+    }
+  }
+}
+
 }  // namespace opforge::cuda
 
-#define OPFORGE_CUDA_CHECK(expr) C10_CUDA_CHECK(expr)
+#define OPFORGE_CUDA_CHECK(...) C10_CUDA_CHECK((__VA_ARGS__))
 #endif

@@ -11,6 +11,9 @@
 // need no parentheses.
 #include <cuda_runtime.h>
 
+// c10 declares __assert_fail for device code (OPFORGE_KERNEL_ASSERT).
+#include <c10/macros/Macros.h>
+
 #if defined(OPFORGE_CUDA_SIM)
 #define OPFORGE_LAUNCH(grid, block, shared_bytes, stream, ...) \
   OPFORGE_SIM_LAUNCH(grid, block, shared_bytes, stream, __VA_ARGS__)

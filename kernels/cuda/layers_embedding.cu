@@ -1,97 +1,110 @@
 // CUDA kernels for embedding (a row gather) and embedding_backward (a row
 // scatter-add with atomics), one thread per (index, column) in grid-stride
 // loops; consecutive threads touch consecutive columns of a row (coalesced).
+// A bad index goes to the plan's index report (Note [Plan services]). A
+// structured op (Note [Structured ops]).
 #include "common.cuh"
-#include "layers_embedding.cuh"
 
+#include <opforge/layers_plan.h>
 #include <opforge/math/opmath.h>
 
-namespace opforge::cuda {
-namespace {
+#include <type_traits>
 
-// A bad index goes to the error flag the host reads back, or, with no flag
-// (CUDA-graph capture, where the host cannot read back), to a device-side assert.
-__device__ inline void record_bad_index(int64_t* error, int64_t index, int64_t rows) {
-  if (error == nullptr) {
-    OPFORGE_KERNEL_ASSERT(index >= 0 && index < rows);
-    return;
-  }
-  // The first thread to raise the flag reports its index; the others leave both alone.
-  auto* flag = reinterpret_cast<unsigned long long*>(error);
-  if (atomicCAS(flag, 0ull, 1ull) == 0ull) {
-    error[1] = index;
-  }
-}
+namespace opforge {
+namespace {
 
 // `cols` is max(dim, 1), so that with dim == 0 the indices are still checked.
 template <typename T, typename I>
-__global__ void embedding_kernel(T* out, const T* weight, const I* indices, int64_t total, int64_t rows, int64_t dim,
-                                 int64_t cols, int64_t* error) {
-  const int64_t stride = grid_threads();
-  for (int64_t idx = global_thread(); idx < total; idx += stride) {
+__global__ void embedding_kernel(T* out, const T* weight, const I* indices, int64_t total, int64_t cols,
+                                 embedding_plan plan) {
+  const int64_t stride = cuda::grid_threads();
+  for (int64_t idx = cuda::global_thread(); idx < total; idx += stride) {
     const int64_t i = idx / cols;
     const int64_t k = idx - i * cols;
     const int64_t r = static_cast<int64_t>(indices[i]);
-    if (r < 0 || r >= rows) {
-      record_bad_index(error, r, rows);
-    } else if (k < dim) {
-      out[i * dim + k] = weight[r * dim + k];
+    if (r < 0 || r >= plan.rows) {
+      cuda::record_bad_index(plan.bad_index, r);
+    } else if (k < plan.dim) {
+      out[i * plan.dim + k] = weight[r * plan.dim + k];
     }
   }
 }
 
+template <typename A>
+__global__ void fill_zero_kernel(A* out, int64_t n) {
+  const int64_t stride = cuda::grid_threads();
+  for (int64_t i = cuda::global_thread(); i < n; i += stride) {
+    out[i] = A(0);
+  }
+}
+
+template <typename T, typename A>
+__global__ void cast_kernel(T* out, const A* in, int64_t n) {
+  const int64_t stride = cuda::grid_threads();
+  for (int64_t i = cuda::global_thread(); i < n; i += stride) {
+    out[i] = math::cast_to<T>(in[i]);
+  }
+}
+
 template <typename T, typename A, typename I>
-__global__ void embedding_backward_kernel(A* acc, const T* grad, const I* indices, int64_t total, int64_t rows,
-                                          int64_t dim, int64_t cols, int64_t padding_idx, int64_t* error) {
-  const int64_t stride = grid_threads();
-  for (int64_t idx = global_thread(); idx < total; idx += stride) {
+__global__ void embedding_backward_kernel(A* acc, const T* grad, const I* indices, int64_t total, int64_t cols,
+                                          embedding_backward_plan plan) {
+  const int64_t stride = cuda::grid_threads();
+  for (int64_t idx = cuda::global_thread(); idx < total; idx += stride) {
     const int64_t i = idx / cols;
     const int64_t k = idx - i * cols;
     const int64_t r = static_cast<int64_t>(indices[i]);
-    if (r < 0 || r >= rows) {
-      record_bad_index(error, r, rows);
-    } else if (k < dim && r != padding_idx) {
-      atomicAdd(acc + r * dim + k, math::cast_to<A>(grad[i * dim + k]));
+    if (r < 0 || r >= plan.rows) {
+      cuda::record_bad_index(plan.bad_index, r);
+    } else if (k < plan.dim && r != plan.padding_idx) {
+      atomicAdd(acc + r * plan.dim + k, math::cast_to<A>(grad[i * plan.dim + k]));
     }
   }
 }
 
 }  // namespace
 
-template <typename T, typename I>
-cudaError_t launch_embedding(T* out, const T* weight, const I* indices, int64_t n, int64_t rows, int64_t dim,
-                             int64_t* error, cudaStream_t stream) {
-  const int64_t cols = dim > 0 ? dim : 1;
-  const int64_t total = n * cols;
+template <typename scalar_t, typename indices_t>
+cudaError_t embedding_cuda(scalar_t* result, const scalar_t* weight, const indices_t* indices,
+                           const embedding_plan& plan, cudaStream_t stream) {
+  const int64_t cols = plan.dim > 0 ? plan.dim : 1;
+  const int64_t total = plan.n * cols;
   if (total == 0) {
     return cudaSuccess;
   }
-  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, embedding_kernel)(out, weight, indices, total, rows, dim, cols,
-                                                                        error);
+  OPFORGE_LAUNCH(cuda::elementwise_blocks(total), cuda::k_threads, 0, stream, embedding_kernel)(
+      result, weight, indices, total, cols, plan);
   return cudaGetLastError();
 }
 
-template <typename T, typename A, typename I>
-cudaError_t launch_embedding_backward(A* acc, const T* grad, const I* indices, int64_t n, int64_t rows, int64_t dim,
-                                      int64_t padding_idx, int64_t* error, cudaStream_t stream) {
-  const int64_t cols = dim > 0 ? dim : 1;
-  const int64_t total = n * cols;
-  if (total == 0) {
-    return cudaSuccess;
+// Zero the accumulator (the output itself, or the float workspace for
+// half/bfloat16), scatter-add, then round the workspace into the output.
+template <typename scalar_t, typename indices_t>
+cudaError_t embedding_backward_cuda(scalar_t* result, const scalar_t* grad_output, const indices_t* indices,
+                                    const embedding_backward_plan& plan, cudaStream_t stream) {
+  using acc_t = math::opmath_t<scalar_t>;
+  const int64_t size = plan.rows * plan.dim;
+  acc_t* acc = nullptr;
+  if constexpr (std::is_same_v<acc_t, scalar_t>) {
+    acc = result;
+  } else {
+    acc = static_cast<acc_t*>(plan.workspace);
   }
-  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, embedding_backward_kernel)(acc, grad, indices, total, rows, dim,
-                                                                                 cols, padding_idx, error);
+  if (size > 0) {
+    OPFORGE_LAUNCH(cuda::elementwise_blocks(size), cuda::k_threads, 0, stream, fill_zero_kernel)(acc, size);
+  }
+  const int64_t cols = plan.dim > 0 ? plan.dim : 1;
+  const int64_t total = plan.n * cols;
+  if (total > 0) {
+    OPFORGE_LAUNCH(cuda::elementwise_blocks(total), cuda::k_threads, 0, stream, embedding_backward_kernel)(
+        acc, grad_output, indices, total, cols, plan);
+  }
+  if constexpr (!std::is_same_v<acc_t, scalar_t>) {
+    if (size > 0) {
+      OPFORGE_LAUNCH(cuda::elementwise_blocks(size), cuda::k_threads, 0, stream, cast_kernel)(result, acc, size);
+    }
+  }
   return cudaGetLastError();
 }
 
-#define OPFORGE_INSTANTIATE_INDEX(T, I)                                                                       \
-  template cudaError_t launch_embedding<T, I>(T*, const T*, const I*, int64_t, int64_t, int64_t, int64_t*,     \
-                                              cudaStream_t);                                                    \
-  template cudaError_t launch_embedding_backward<T, math::opmath_t<T>, I>(                                     \
-      math::opmath_t<T>*, const T*, const I*, int64_t, int64_t, int64_t, int64_t, int64_t*, cudaStream_t);
-#define OPFORGE_INSTANTIATE(T) OPFORGE_INSTANTIATE_INDEX(T, int64_t) OPFORGE_INSTANTIATE_INDEX(T, int32_t)
-OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
-#undef OPFORGE_INSTANTIATE
-#undef OPFORGE_INSTANTIATE_INDEX
-
-}  // namespace opforge::cuda
+}  // namespace opforge

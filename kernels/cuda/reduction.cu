@@ -1,6 +1,10 @@
-// CUDA kernels for sum.
+// CUDA kernels for sum: rows (a block per row, or per chunk of a long row with
+// partial sums in the workspace), columns (a thread per output), and a gather
+// into rows for the reductions neither fits (opforge/reduction_plan.h). A
+// structured op (Note [Structured ops]).
 #include "common.cuh"
-#include "reduction.cuh"
+
+#include <opforge/reduction_plan.h>
 
 #include <opforge/math/opmath.h>
 
@@ -50,6 +54,29 @@ __global__ void sum_columns_kernel(T* out, const T* in, int64_t outer,
   }
 }
 
+// dst[e] = src at the offset of element e of the plan's gather order.
+template <typename T>
+__global__ void gather_rows_kernel(T* dst, const T* src, int64_t total, sum_plan plan) {
+  const int64_t stride = grid_threads();
+  for (int64_t e = global_thread(); e < total; e += stride) {
+    int64_t rem = e;
+    int64_t offset = 0;
+    for (int d = plan.gather_dims - 1; d >= 0; --d) {
+      offset += (rem % plan.gather_sizes[d]) * plan.gather_strides[d];
+      rem /= plan.gather_sizes[d];
+    }
+    dst[e] = src[offset];
+  }
+}
+
+template <typename T>
+__global__ void fill_zero_kernel(T* out, int64_t n) {
+  const int64_t stride = grid_threads();
+  for (int64_t i = global_thread(); i < n; i += stride) {
+    out[i] = math::cast_to<T>(0.0f);
+  }
+}
+
 unsigned task_blocks(int64_t tasks) {
   return static_cast<unsigned>(tasks < k_max_blocks ? tasks : k_max_blocks);
 }
@@ -91,13 +118,38 @@ cudaError_t launch_sum_rows(T* out, const T* in, int64_t rows, int64_t n,
   return cudaGetLastError();
 }
 
-#define OPFORGE_INSTANTIATE(T)                                               \
-  template cudaError_t launch_sum_rows<T>(                                   \
-      T*, const T*, int64_t, int64_t, math::sum_acc_t<T>*, int64_t,          \
-      cudaStream_t);                                                         \
-  template cudaError_t launch_sum_columns<T>(T*, const T*, int64_t, int64_t, \
-                                             int64_t, cudaStream_t);
-OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
-#undef OPFORGE_INSTANTIATE
 
 } // namespace opforge::cuda
+
+namespace opforge {
+
+template <typename scalar_t>
+cudaError_t sum_cuda(scalar_t* result, const scalar_t* self, const sum_plan& plan, cudaStream_t stream) {
+  using acc_t = math::sum_acc_t<scalar_t>;
+  auto* bytes = static_cast<char*>(plan.workspace);
+  auto* partials = reinterpret_cast<acc_t*>(bytes);
+  if (plan.reduced == 0) {
+    OPFORGE_LAUNCH(cuda::elementwise_blocks(plan.kept), cuda::k_threads, 0, stream, cuda::fill_zero_kernel<scalar_t>)(
+        result, plan.kept);
+    return cudaGetLastError();
+  }
+  if (!plan.cuda_gather && plan.inner > 1) {
+    return cuda::launch_sum_columns(result, self, plan.outer, plan.reduced, plan.inner, stream);
+  }
+  const scalar_t* rows = self;
+  if (plan.cuda_gather) {
+    auto* gathered = reinterpret_cast<scalar_t*>(bytes + (plan.workspace_bytes - plan.gathered_bytes));
+    const int64_t total = plan.kept * plan.reduced;
+    OPFORGE_LAUNCH(cuda::elementwise_blocks(total), cuda::k_threads, 0, stream, cuda::gather_rows_kernel<scalar_t>)(
+        gathered, self, total, plan);
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) {
+      return err;
+    }
+    rows = gathered;
+  }
+  return cuda::launch_sum_rows(result, rows, plan.kept, plan.reduced, plan.splits > 1 ? partials : nullptr,
+                               plan.splits, stream);
+}
+
+}  // namespace opforge

@@ -1,14 +1,10 @@
 // Meta (fake) kernels for the layer ops whose output shapes a shape rule cannot
 // say. The generated Meta wrappers have already checked devices and dtypes; the
 // argument checks are the kernels' own (opforge/layers.h).
-#include <opforge/ops/dropout_forward.h>
-#include <opforge/ops/embedding.h>
-#include <opforge/ops/embedding_backward.h>
 #include <opforge/ops/linear.h>
 #include <opforge/ops/linear_backward.h>
 
 #include <opforge/layers.h>
-#include <opforge/layers_dropout.h>
 
 #include <ATen/ops/empty.h>
 
@@ -40,24 +36,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> linear_backward_meta(const at::Te
     grad_bias = at::empty_symint({weight.sym_size(0)}, weight.options());
   }
   return {grad_input, grad_weight, grad_bias};
-}
-
-at::Tensor embedding_meta(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
-  embedding_check("opforge.embedding", weight, padding_idx);
-  return at::empty_symint(embedding_output_sizes(indices, weight.sym_size(1)), weight.options());
-}
-
-at::Tensor embedding_backward_meta(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights,
-                                   int64_t padding_idx) {
-  embedding_backward_check("opforge.embedding_backward", grad_output, indices, num_weights, padding_idx);
-  return at::empty_symint({num_weights, grad_output.sym_size(-1)}, grad_output.options());
-}
-
-std::tuple<at::Tensor, at::Tensor> dropout_forward_meta(const at::Tensor& input, double p, bool train,
-                                                        std::optional<at::Generator> generator) {
-  dropout_check("opforge.dropout_forward", p, generator, input);
-  return {at::empty_symint(input.sym_sizes(), input.options()),
-          at::empty_symint(input.sym_sizes(), input.options().dtype(at::kBool))};
 }
 
 }  // namespace opforge

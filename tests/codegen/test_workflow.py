@@ -107,13 +107,13 @@ def test_explain_works_while_another_entry_is_broken(
 def test_check_finds_a_template_kernel_never_instantiated(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    source = checkout / "kernels/cpu/layers_embedding.cpp"
-    source.write_text(source.read_text().replace("OPFORGE_INSTANTIATE_embedding_cpu", ""))
+    source = checkout / "kernels/cpu/conv_fold.cpp"
+    source.write_text(source.read_text().replace("OPFORGE_INSTANTIATE_fold_conv_bn_cpu", ""))
     args = ["--schemas", str(checkout / "schemas"), "--out", str(checkout / "generated")]
     assert main(["check", *args]) == 1
     err = capsys.readouterr().err
     assert (
-        "template kernel 'embedding_cpu<scalar_t>' (CPU) of 'embedding' is never instantiated"
+        "template kernel 'fold_conv_bn_cpu<scalar_t>' (CPU) of 'fold_conv_bn' is never instantiated"
         in err
     )
 

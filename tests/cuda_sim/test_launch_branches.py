@@ -53,9 +53,10 @@ def test_softmax_family(
         ((64, 2000, 3), [1]),  # reduced dim not innermost: permuted / column kernel
         ((9000, 5, 3), [1]),
         ((7, 6), None),
-        ((4, 5, 6), [0, 2]),
+        ((4, 5, 6), [0, 2]),  # reduced dims not one run: gathered into rows
+        ((3, 0, 4), [1]),  # nothing to sum: zeros
     ],
-    ids=["split", "rows", "permuted", "columns", "all", "two-dims"],
+    ids=["split", "rows", "permuted", "columns", "all", "two-dims", "empty-reduced"],
 )
 def test_sum(
     cuda_sim: Any, shape: tuple[int, ...], dim: list[int] | None, dtype: torch.dtype

@@ -45,12 +45,14 @@ at::Tensor adaptive_avg_pool2d_backward_cpu_structured(const at::Tensor& grad_ou
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::adaptive_avg_pool2d_backward_meta<int64_t>(kOp, grad_output, self);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
-  if (!opforge::structured::all_empty({&result})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, nullptr);
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor self_c = self.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::adaptive_avg_pool2d_backward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan);
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return result;
 }
@@ -66,13 +68,15 @@ at::Tensor adaptive_avg_pool2d_backward_cuda_structured(const at::Tensor& grad_o
   const c10::DeviceGuard device_guard(grad_output.device());
   auto meta = opforge::adaptive_avg_pool2d_backward_meta<int64_t>(kOp, grad_output, self);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
-  if (!opforge::structured::all_empty({&result})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
     const at::Tensor grad_output_c = grad_output.contiguous();
     const at::Tensor self_c = self.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return result;
 }

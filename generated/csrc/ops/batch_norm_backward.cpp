@@ -62,7 +62,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cpu_structure
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out);
   at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out);
-  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_out, nullptr);
     const at::Tensor grad_out_c = grad_out.contiguous();
     const at::Tensor input_c = input.contiguous();
     const at::Tensor save_mean_c = save_mean.contiguous();
@@ -73,6 +74,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cpu_structure
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::batch_norm_backward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), save_mean_c.const_data_ptr<scalar_t>(), save_invstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_invstd_c), meta.plan);
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return std::make_tuple(result0, result1, result2);
 }
@@ -105,8 +107,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cuda_structur
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out);
   at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out);
-  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_out);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_out, &opforge::cuda::stream_capturing);
     const at::Tensor grad_out_c = grad_out.contiguous();
     const at::Tensor input_c = input.contiguous();
     const at::Tensor save_mean_c = save_mean.contiguous();
@@ -117,6 +120,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cuda_structur
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), save_mean_c.const_data_ptr<scalar_t>(), save_invstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return std::make_tuple(result0, result1, result2);
 }

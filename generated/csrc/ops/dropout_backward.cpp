@@ -13,6 +13,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t dropout_backward_cuda(scalar_t* result, const scalar_t* grad_output, const bool* mask, const opforge::dropout_backward_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::dropout_backward(const at::Tensor& grad_output, const at::Tensor& mask, double scale) {
   static const auto op = c10::Dispatcher::singleton()
@@ -23,48 +35,58 @@ at::Tensor opforge::ops::dropout_backward(const at::Tensor& grad_output, const a
 
 namespace {
 
-at::Tensor dropout_backward_cpu_checked(const at::Tensor& grad_output, const at::Tensor& mask, double scale) {
+at::Tensor dropout_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& mask, double scale) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.dropout_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "mask", mask, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'mask'", mask, {at::ScalarType::Bool}, "a tensor of dtype (bool)");
-  opforge::check::same_shape(kOp, "mask", mask, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::dropout_backward_cpu<float>(grad_output, mask, scale);
-    case at::ScalarType::Double: return opforge::dropout_backward_cpu<double>(grad_output, mask, scale);
-    case at::ScalarType::Half: return opforge::dropout_backward_cpu<c10::Half>(grad_output, mask, scale);
-    case at::ScalarType::BFloat16: return opforge::dropout_backward_cpu<c10::BFloat16>(grad_output, mask, scale);
-    default: break;
+  auto meta = opforge::dropout_backward_meta<int64_t>(kOp, grad_output, mask, scale);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, nullptr);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor mask_c = mask.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::dropout_backward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), mask_c.const_data_ptr<bool>(), meta.plan);
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor dropout_backward_cuda_checked(const at::Tensor& grad_output, const at::Tensor& mask, double scale) {
+at::Tensor dropout_backward_cuda_structured(const at::Tensor& grad_output, const at::Tensor& mask, double scale) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.dropout_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "mask", mask, "grad_output", grad_output);
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'mask'", mask, {at::ScalarType::Bool}, "a tensor of dtype (bool)");
-  opforge::check::same_shape(kOp, "mask", mask, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::dropout_backward_cuda<float>(grad_output, mask, scale);
-    case at::ScalarType::Double: return opforge::dropout_backward_cuda<double>(grad_output, mask, scale);
-    case at::ScalarType::Half: return opforge::dropout_backward_cuda<c10::Half>(grad_output, mask, scale);
-    case at::ScalarType::BFloat16: return opforge::dropout_backward_cuda<c10::BFloat16>(grad_output, mask, scale);
-    default: break;
+  auto meta = opforge::dropout_backward_meta<int64_t>(kOp, grad_output, mask, scale);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor mask_c = mask.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::dropout_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), mask_c.const_data_ptr<bool>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor dropout_backward_meta(const at::Tensor& grad_output, const at::Tensor& mask, double scale) {
+at::Tensor dropout_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& mask, double scale) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.dropout_backward";
   opforge::check::same_device(kOp, "mask", mask, "grad_output", grad_output);
-  opforge::check::same_shape(kOp, "mask", mask, "grad_output", grad_output);
-  return at::empty_symint(grad_output.sym_sizes(), grad_output.options().dtype(grad_output.scalar_type()));
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'mask'", mask, {at::ScalarType::Bool}, "a tensor of dtype (bool)");
+  const auto meta = opforge::dropout_backward_meta<c10::SymInt>(kOp, grad_output, mask, scale);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  return result;
 }
 
 // Autograd for opforge.dropout_backward: see Note [Generated autograd] in README.md.
@@ -101,15 +123,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("dropout_backward", TORCH_FN(dropout_backward_cpu_checked));
+  m.impl("dropout_backward", TORCH_FN(dropout_backward_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("dropout_backward", TORCH_FN(dropout_backward_cuda_checked));
+  m.impl("dropout_backward", TORCH_FN(dropout_backward_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("dropout_backward", TORCH_FN(dropout_backward_meta));
+  m.impl("dropout_backward", TORCH_FN(dropout_backward_meta_structured));
 }

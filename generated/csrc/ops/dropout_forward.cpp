@@ -14,6 +14,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t dropout_forward_cuda(scalar_t* result0, bool* result1, const scalar_t* input, const opforge::dropout_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 std::tuple<at::Tensor, at::Tensor> opforge::ops::dropout_forward(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator) {
   static const auto op = c10::Dispatcher::singleton()
@@ -24,40 +36,55 @@ std::tuple<at::Tensor, at::Tensor> opforge::ops::dropout_forward(const at::Tenso
 
 namespace {
 
-std::tuple<at::Tensor, at::Tensor> dropout_forward_cpu_checked(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator) {
+std::tuple<at::Tensor, at::Tensor> dropout_forward_cpu_structured(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.dropout_forward";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (input.scalar_type()) {
-    case at::ScalarType::Float: return opforge::dropout_forward_cpu<float>(input, p, train, generator);
-    case at::ScalarType::Double: return opforge::dropout_forward_cpu<double>(input, p, train, generator);
-    case at::ScalarType::Half: return opforge::dropout_forward_cpu<c10::Half>(input, p, train, generator);
-    case at::ScalarType::BFloat16: return opforge::dropout_forward_cpu<c10::BFloat16>(input, p, train, generator);
-    default: break;
+  auto meta = opforge::dropout_forward_meta<int64_t>(kOp, input, p, train, generator);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, nullptr);
+    opforge::structured::draw_philox(meta.plan, generator, input);
+    const at::Tensor input_c = input.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::dropout_forward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<bool>(result1), input_c.const_data_ptr<scalar_t>(), meta.plan);
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1);
 }
 #ifdef OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor> dropout_forward_cuda_checked(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator) {
+std::tuple<at::Tensor, at::Tensor> dropout_forward_cuda_structured(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.dropout_forward";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CUDA);
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(input.device());
-  switch (input.scalar_type()) {
-    case at::ScalarType::Float: return opforge::dropout_forward_cuda<float>(input, p, train, generator);
-    case at::ScalarType::Double: return opforge::dropout_forward_cuda<double>(input, p, train, generator);
-    case at::ScalarType::Half: return opforge::dropout_forward_cuda<c10::Half>(input, p, train, generator);
-    case at::ScalarType::BFloat16: return opforge::dropout_forward_cuda<c10::BFloat16>(input, p, train, generator);
-    default: break;
+  auto meta = opforge::dropout_forward_meta<int64_t>(kOp, input, p, train, generator);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
+    opforge::cuda::draw_philox(meta.plan, generator, input);
+    const at::Tensor input_c = input.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::dropout_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<bool>(result1), input_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1);
 }
 #endif  // OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor> dropout_forward_meta_checked(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator) {
+std::tuple<at::Tensor, at::Tensor> dropout_forward_meta_structured(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.dropout_forward";
-  return opforge::dropout_forward_meta(input, p, train, generator);
+  opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  const auto meta = opforge::dropout_forward_meta<c10::SymInt>(kOp, input, p, train, generator);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input);
+  return std::make_tuple(result0, result1);
 }
 
 // Autograd for opforge.dropout_forward: see Note [Generated autograd] in README.md.
@@ -95,15 +122,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("dropout_forward", TORCH_FN(dropout_forward_cpu_checked));
+  m.impl("dropout_forward", TORCH_FN(dropout_forward_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("dropout_forward", TORCH_FN(dropout_forward_cuda_checked));
+  m.impl("dropout_forward", TORCH_FN(dropout_forward_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("dropout_forward", TORCH_FN(dropout_forward_meta_checked));
+  m.impl("dropout_forward", TORCH_FN(dropout_forward_meta_structured));
 }

@@ -14,6 +14,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t, typename indices_t>
+cudaError_t embedding_cuda(scalar_t* result, const scalar_t* weight, const indices_t* indices, const opforge::embedding_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::embedding(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
   static const auto op = c10::Dispatcher::singleton()
@@ -24,45 +36,62 @@ at::Tensor opforge::ops::embedding(const at::Tensor& weight, const at::Tensor& i
 
 namespace {
 
-at::Tensor embedding_cpu_checked(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
+at::Tensor embedding_cpu_structured(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding";
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "indices", indices, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
-  switch (weight.scalar_type()) {
-    case at::ScalarType::Float: return opforge::embedding_cpu<float>(weight, indices, padding_idx);
-    case at::ScalarType::Double: return opforge::embedding_cpu<double>(weight, indices, padding_idx);
-    case at::ScalarType::Half: return opforge::embedding_cpu<c10::Half>(weight, indices, padding_idx);
-    case at::ScalarType::BFloat16: return opforge::embedding_cpu<c10::BFloat16>(weight, indices, padding_idx);
-    default: break;
+  auto meta = opforge::embedding_meta<int64_t>(kOp, weight, indices, padding_idx);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], weight);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, weight, nullptr);
+    const at::Tensor weight_c = weight.contiguous();
+    const at::Tensor indices_c = indices.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
+        opforge::embedding_cpu<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), weight_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan);
+      });
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor embedding_cuda_checked(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
+at::Tensor embedding_cuda_structured(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding";
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "indices", indices, "weight", weight);
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
   const c10::DeviceGuard device_guard(weight.device());
-  switch (weight.scalar_type()) {
-    case at::ScalarType::Float: return opforge::embedding_cuda<float>(weight, indices, padding_idx);
-    case at::ScalarType::Double: return opforge::embedding_cuda<double>(weight, indices, padding_idx);
-    case at::ScalarType::Half: return opforge::embedding_cuda<c10::Half>(weight, indices, padding_idx);
-    case at::ScalarType::BFloat16: return opforge::embedding_cuda<c10::BFloat16>(weight, indices, padding_idx);
-    default: break;
+  auto meta = opforge::embedding_meta<int64_t>(kOp, weight, indices, padding_idx);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], weight);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, weight);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, weight, &opforge::cuda::stream_capturing);
+    const at::Tensor weight_c = weight.contiguous();
+    const at::Tensor indices_c = indices.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
+        OPFORGE_CUDA_CHECK(opforge::embedding_cuda<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), weight_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan, opforge::cuda::current_stream()));
+      });
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor embedding_meta_checked(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
+at::Tensor embedding_meta_structured(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding";
   opforge::check::same_device(kOp, "indices", indices, "weight", weight);
-  return opforge::embedding_meta(weight, indices, padding_idx);
+  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
+  const auto meta = opforge::embedding_meta<c10::SymInt>(kOp, weight, indices, padding_idx);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], weight);
+  return result;
 }
 
 // Autograd for opforge.embedding: see Note [Generated autograd] in README.md.
@@ -100,15 +129,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("embedding", TORCH_FN(embedding_cpu_checked));
+  m.impl("embedding", TORCH_FN(embedding_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("embedding", TORCH_FN(embedding_cuda_checked));
+  m.impl("embedding", TORCH_FN(embedding_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("embedding", TORCH_FN(embedding_meta_checked));
+  m.impl("embedding", TORCH_FN(embedding_meta_structured));
 }

@@ -14,6 +14,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t, typename indices_t>
+cudaError_t embedding_backward_cuda(scalar_t* result, const scalar_t* grad_output, const indices_t* indices, const opforge::embedding_backward_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::embedding_backward(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx) {
   static const auto op = c10::Dispatcher::singleton()
@@ -24,45 +36,63 @@ at::Tensor opforge::ops::embedding_backward(const at::Tensor& grad_output, const
 
 namespace {
 
-at::Tensor embedding_backward_cpu_checked(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx) {
+at::Tensor embedding_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "indices", indices, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::embedding_backward_cpu<float>(grad_output, indices, num_weights, padding_idx);
-    case at::ScalarType::Double: return opforge::embedding_backward_cpu<double>(grad_output, indices, num_weights, padding_idx);
-    case at::ScalarType::Half: return opforge::embedding_backward_cpu<c10::Half>(grad_output, indices, num_weights, padding_idx);
-    case at::ScalarType::BFloat16: return opforge::embedding_backward_cpu<c10::BFloat16>(grad_output, indices, num_weights, padding_idx);
-    default: break;
+  auto meta = opforge::embedding_backward_meta<int64_t>(kOp, grad_output, indices, num_weights, padding_idx);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, nullptr);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor indices_c = indices.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
+        opforge::embedding_backward_cpu<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan);
+      });
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor embedding_backward_cuda_checked(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx) {
+at::Tensor embedding_backward_cuda_structured(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "indices", indices, "grad_output", grad_output);
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
   const c10::DeviceGuard device_guard(grad_output.device());
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::embedding_backward_cuda<float>(grad_output, indices, num_weights, padding_idx);
-    case at::ScalarType::Double: return opforge::embedding_backward_cuda<double>(grad_output, indices, num_weights, padding_idx);
-    case at::ScalarType::Half: return opforge::embedding_backward_cuda<c10::Half>(grad_output, indices, num_weights, padding_idx);
-    case at::ScalarType::BFloat16: return opforge::embedding_backward_cuda<c10::BFloat16>(grad_output, indices, num_weights, padding_idx);
-    default: break;
+  auto meta = opforge::embedding_backward_meta<int64_t>(kOp, grad_output, indices, num_weights, padding_idx);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    opforge::structured::alert_not_deterministic("opforge.embedding_backward (CUDA)");
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor indices_c = indices.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
+        OPFORGE_CUDA_CHECK(opforge::embedding_backward_cuda<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan, opforge::cuda::current_stream()));
+      });
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor embedding_backward_meta_checked(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx) {
+at::Tensor embedding_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding_backward";
   opforge::check::same_device(kOp, "indices", indices, "grad_output", grad_output);
-  return opforge::embedding_backward_meta(grad_output, indices, num_weights, padding_idx);
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
+  const auto meta = opforge::embedding_backward_meta<c10::SymInt>(kOp, grad_output, indices, num_weights, padding_idx);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  return result;
 }
 
 // Autograd for opforge.embedding_backward: see Note [Generated autograd] in README.md.
@@ -100,15 +130,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("embedding_backward", TORCH_FN(embedding_backward_cpu_checked));
+  m.impl("embedding_backward", TORCH_FN(embedding_backward_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("embedding_backward", TORCH_FN(embedding_backward_cuda_checked));
+  m.impl("embedding_backward", TORCH_FN(embedding_backward_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("embedding_backward", TORCH_FN(embedding_backward_meta_checked));
+  m.impl("embedding_backward", TORCH_FN(embedding_backward_meta_structured));
 }

@@ -50,13 +50,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cpu_structured
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input);
   at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input);
-  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, nullptr);
     const at::Tensor input_c = input.contiguous();
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
     const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::layer_norm_forward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan);
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return std::make_tuple(result0, result1, result2);
 }
@@ -77,14 +79,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cuda_structure
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input);
   at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input);
-  if (!opforge::structured::all_empty({&result0, &result1, &result2})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
     const at::Tensor input_c = input.contiguous();
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
     const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::layer_norm_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return std::make_tuple(result0, result1, result2);
 }

@@ -43,11 +43,13 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cpu_structured(const 
   auto meta = opforge::max_pool2d_with_indices_meta<int64_t>(kOp, self, kernel_size, stride, padding, dilation, ceil_mode);
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self);
-  if (!opforge::structured::all_empty({&result0, &result1})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
     const at::Tensor self_c = self.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::max_pool2d_with_indices_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), meta.plan);
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return std::make_tuple(result0, result1);
 }
@@ -61,12 +63,14 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cuda_structured(const
   auto meta = opforge::max_pool2d_with_indices_meta<int64_t>(kOp, self, kernel_size, stride, padding, dilation, ceil_mode);
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self);
-  if (!opforge::structured::all_empty({&result0, &result1})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
     const at::Tensor self_c = self.contiguous();
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
   return std::make_tuple(result0, result1);
 }

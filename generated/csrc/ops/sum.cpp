@@ -14,6 +14,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t sum_cuda(scalar_t* result, const scalar_t* self, const opforge::sum_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::sum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
   static const auto op = c10::Dispatcher::singleton()
@@ -24,40 +36,50 @@ at::Tensor opforge::ops::sum(const at::Tensor& self, at::OptionalIntArrayRef dim
 
 namespace {
 
-at::Tensor sum_cpu_checked(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
+at::Tensor sum_cpu_structured(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sum";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::sum_cpu<float>(self, dim, keepdim);
-    case at::ScalarType::Double: return opforge::sum_cpu<double>(self, dim, keepdim);
-    case at::ScalarType::Half: return opforge::sum_cpu<c10::Half>(self, dim, keepdim);
-    case at::ScalarType::BFloat16: return opforge::sum_cpu<c10::BFloat16>(self, dim, keepdim);
-    default: break;
+  auto meta = opforge::sum_meta<int64_t>(kOp, self, dim, keepdim);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
+    const at::Tensor self_c = self.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::sum_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan);
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor sum_cuda_checked(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
+at::Tensor sum_cuda_structured(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sum";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::sum_cuda<float>(self, dim, keepdim);
-    case at::ScalarType::Double: return opforge::sum_cuda<double>(self, dim, keepdim);
-    case at::ScalarType::Half: return opforge::sum_cuda<c10::Half>(self, dim, keepdim);
-    case at::ScalarType::BFloat16: return opforge::sum_cuda<c10::BFloat16>(self, dim, keepdim);
-    default: break;
+  auto meta = opforge::sum_meta<int64_t>(kOp, self, dim, keepdim);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
+    const at::Tensor self_c = self.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::sum_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor sum_meta(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
+at::Tensor sum_meta_structured(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sum";
-  return at::empty_symint(opforge::shape::reduce<c10::SymInt>(kOp, "dim", self.sym_sizes(), dim, keepdim), self.options().dtype(self.scalar_type()));
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  const auto meta = opforge::sum_meta<c10::SymInt>(kOp, self, dim, keepdim);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  return result;
 }
 
 // Autograd for opforge.sum: see Note [Generated autograd] in README.md.
@@ -94,15 +116,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("sum", TORCH_FN(sum_cpu_checked));
+  m.impl("sum", TORCH_FN(sum_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("sum", TORCH_FN(sum_cuda_checked));
+  m.impl("sum", TORCH_FN(sum_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("sum", TORCH_FN(sum_meta));
+  m.impl("sum", TORCH_FN(sum_meta_structured));
 }

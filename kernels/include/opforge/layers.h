@@ -67,13 +67,6 @@ inline void embedding_check(const char* op, const at::Tensor& weight, int64_t pa
   embedding_padding_check(op, padding_idx, weight.sym_size(0));
 }
 
-// The shape of embedding's output: indices.shape + (embedding_dim,).
-inline c10::SymDimVector embedding_output_sizes(const at::Tensor& indices, const c10::SymInt& dim) {
-  c10::SymDimVector sizes(indices.sym_sizes().begin(), indices.sym_sizes().end());
-  sizes.push_back(dim);
-  return sizes;
-}
-
 inline void embedding_backward_check(const char* op, const at::Tensor& grad_output, const at::Tensor& indices,
                                      const c10::SymInt& num_weights, int64_t padding_idx) {
   TORCH_CHECK(num_weights >= 0, op, ": expected 'num_weights' to be non-negative, got ", num_weights);
@@ -82,33 +75,6 @@ inline void embedding_backward_check(const char* op, const at::Tensor& grad_outp
                   grad_output.sym_sizes().slice(0, indices.dim()) == indices.sym_sizes(),
               op, ": expected 'grad_output' of shape indices.shape + (embedding_dim,) = ", indices.sym_sizes(),
               " + (D,), got ", grad_output.sym_sizes());
-}
-
-// Calls f(const index_t*) with the indices' data as int64_t or int32_t (the
-// dtypes embedding's schema allows), for kernels templated on the index type.
-template <typename F>
-void with_indices(const at::Tensor& indices, F f) {
-  if (indices.scalar_type() == at::kLong) {
-    f(indices.const_data_ptr<int64_t>());
-  } else {
-    f(indices.const_data_ptr<int32_t>());
-  }
-}
-
-// embedding_backward sums into a buffer of the compute type (float for
-// half/bfloat16); the result takes grad_output's dtype.
-inline at::Tensor embedding_grad_buffer(const at::Tensor& grad_output, int64_t rows, at::ScalarType acc_type) {
-  return at::zeros({rows, grad_output.size(-1)}, grad_output.options().dtype(acc_type));
-}
-
-inline at::Tensor embedding_grad_result(const at::Tensor& buffer, const at::Tensor& grad_output) {
-  return buffer.scalar_type() == grad_output.scalar_type() ? buffer : buffer.to(grad_output.scalar_type());
-}
-
-// Raised by the kernels for an index outside [0, num_weights).
-[[noreturn]] inline void embedding_index_error(const char* op, int64_t index, int64_t num_weights) {
-  TORCH_CHECK_INDEX(false, op, ": 'indices' out of range: ", index, " is not in [0, ", num_weights,
-                    ") (the rows of the weight)");
 }
 
 }  // namespace opforge

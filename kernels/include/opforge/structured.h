@@ -22,12 +22,19 @@
 //   CUDA: cudaError_t K(T* out..., const T* in..., const P& plan, cudaStream_t)
 //
 // (the CUDA host side guards the device, takes the current stream and checks
-// the returned error). Outputs the meta function leaves undefined (`defined =
+// the returned error). A plan may also ask for an index report, Philox random
+// state and CUDA scratch memory (Note [Plan services] in plan_services.h). Outputs the meta function leaves undefined (`defined =
 // false`) and absent `Tensor?` arguments are null pointers. Kernels check nothing. Their sources are
 // kernels/cpu/<source>.cpp and kernels/cuda/<source>.cu, compiled through
 // generated units that instantiate them for the entry's `dtypes`.
+#include <opforge/plan_services.h>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
+#include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 #include <c10/core/SymInt.h>
 #include <c10/util/SmallVector.h>
 
@@ -35,6 +42,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <mutex>
+#include <optional>
 #include <type_traits>
 
 namespace opforge::structured {
@@ -53,6 +62,16 @@ c10::ArrayRef<Int> sizes_of(const at::Tensor& t) {
     return t.sizes();
   } else {
     return t.sym_sizes();
+  }
+}
+
+// A SymInt argument as Int (the meta function's size type).
+template <typename Int>
+Int as_size(const c10::SymInt& v) {
+  if constexpr (concrete<Int>) {
+    return v.expect_int();
+  } else {
+    return v;
   }
 }
 
@@ -95,14 +114,73 @@ at::Tensor allocate(const output<Int>& spec, const at::Tensor& like) {
   }
 }
 
-// The kernel is skipped when it has nothing to write.
-inline bool all_empty(std::initializer_list<const at::Tensor*> outputs) {
+// The kernel is skipped when it has nothing to write, unless its plan checks
+// indices (an empty output does not make a bad index valid).
+template <typename Plan>
+bool nothing_to_do(const Plan& plan, std::initializer_list<const at::Tensor*> outputs) {
+  if constexpr (requires { plan.bad_index; }) {
+    return false;
+  }
   for (const at::Tensor* t : outputs) {
     if (t->defined() && t->numel() != 0) {
       return false;
     }
   }
   return true;
+}
+
+// The zeroed {found, index} pair of a plan's index_report, on the device of
+// `like`; undefined when the plan has none, or when `capturing` (CUDA only)
+// says the stream is being captured into a CUDA graph: no readback then, the
+// kernel asserts on the device.
+template <typename Plan>
+at::Tensor attach_index_report(Plan& plan, const at::Tensor& like, bool (*capturing)()) {
+  if constexpr (requires { plan.bad_index; }) {
+    if (capturing == nullptr || !capturing()) {
+      at::Tensor found = at::zeros({2}, like.options().dtype(at::kLong));
+      plan.bad_index.found = found.mutable_data_ptr<int64_t>();
+      return found;
+    }
+  }
+  return at::Tensor();
+}
+
+// Raises the IndexError the kernel reported (one small synchronizing copy on CUDA).
+template <typename Plan>
+void raise_bad_index(const char* op, const Plan& plan, const at::Tensor& report) {
+  if constexpr (requires { plan.bad_index; }) {
+    if (!report.defined()) {
+      return;
+    }
+    const at::Tensor host = report.cpu();
+    const int64_t* v = host.const_data_ptr<int64_t>();
+    const index_report& r = plan.bad_index;
+    TORCH_CHECK_INDEX(v[0] == 0, op, ": '", r.argument, "' out of range: ", v[1], " is not in [0, ", r.limit, ")",
+                      *r.range != 0 ? " (" : "", r.range, *r.range != 0 ? ")" : "");
+  }
+}
+
+// A CPU Philox state for a plan's philox_request: a fresh 64-bit seed drawn
+// under the generator's lock, offset 0. The CUDA simulator draws the same way
+// (cuda::draw_philox), so one generator state gives one result on both.
+inline philox_state cpu_philox(const std::optional<at::Generator>& generator) {
+  auto* gen = at::get_generator_or_default<at::CPUGeneratorImpl>(generator, at::detail::getDefaultCPUGenerator());
+  const std::lock_guard<std::mutex> lock(gen->mutex_);
+  return {gen->random64(), 0};
+}
+
+template <typename Plan>
+void draw_philox(Plan& plan, const std::optional<at::Generator>& generator, const at::Tensor& /*like*/) {
+  if constexpr (requires { plan.random; }) {
+    if (plan.random.words > 0) {
+      plan.random.state = cpu_philox(generator);
+    }
+  }
+}
+
+// For `nondeterministic: [CUDA]` kernels (atomic accumulation).
+inline void alert_not_deterministic(const char* what) {
+  at::globalContext().alertNotDeterministic(what);
 }
 
 // Device scratch memory a plan asks for its CUDA kernel (members `int64_t

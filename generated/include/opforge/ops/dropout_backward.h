@@ -14,29 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/layers.h>
+
 namespace opforge {
 
-// dropout_backward [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_dropout_backward_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// dropout_backward [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-at::Tensor dropout_backward_cpu(const at::Tensor& grad_output, const at::Tensor& mask, double scale);
-#define OPFORGE_INSTANTIATE_dropout_backward_cpu \
-  template at::Tensor dropout_backward_cpu<float>(const at::Tensor& grad_output, const at::Tensor& mask, double scale); \
-  template at::Tensor dropout_backward_cpu<double>(const at::Tensor& grad_output, const at::Tensor& mask, double scale); \
-  template at::Tensor dropout_backward_cpu<c10::Half>(const at::Tensor& grad_output, const at::Tensor& mask, double scale); \
-  template at::Tensor dropout_backward_cpu<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& mask, double scale);
-
-// dropout_backward [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_dropout_backward_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-at::Tensor dropout_backward_cuda(const at::Tensor& grad_output, const at::Tensor& mask, double scale);
-#define OPFORGE_INSTANTIATE_dropout_backward_cuda \
-  template at::Tensor dropout_backward_cuda<float>(const at::Tensor& grad_output, const at::Tensor& mask, double scale); \
-  template at::Tensor dropout_backward_cuda<double>(const at::Tensor& grad_output, const at::Tensor& mask, double scale); \
-  template at::Tensor dropout_backward_cuda<c10::Half>(const at::Tensor& grad_output, const at::Tensor& mask, double scale); \
-  template at::Tensor dropout_backward_cuda<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& mask, double scale);
+void dropout_backward_cpu(scalar_t* result, const scalar_t* grad_output, const bool* mask, const opforge::dropout_backward_plan& plan);
 
 namespace ops {
 // dropout_backward

@@ -14,32 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/layers.h>
+
 namespace opforge {
 
-// dropout_forward [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_dropout_forward_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// dropout_forward [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor> dropout_forward_cpu(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator);
-#define OPFORGE_INSTANTIATE_dropout_forward_cpu \
-  template std::tuple<at::Tensor, at::Tensor> dropout_forward_cpu<float>(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator); \
-  template std::tuple<at::Tensor, at::Tensor> dropout_forward_cpu<double>(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator); \
-  template std::tuple<at::Tensor, at::Tensor> dropout_forward_cpu<c10::Half>(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator); \
-  template std::tuple<at::Tensor, at::Tensor> dropout_forward_cpu<c10::BFloat16>(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator);
-
-// dropout_forward [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_dropout_forward_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor> dropout_forward_cuda(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator);
-#define OPFORGE_INSTANTIATE_dropout_forward_cuda \
-  template std::tuple<at::Tensor, at::Tensor> dropout_forward_cuda<float>(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator); \
-  template std::tuple<at::Tensor, at::Tensor> dropout_forward_cuda<double>(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator); \
-  template std::tuple<at::Tensor, at::Tensor> dropout_forward_cuda<c10::Half>(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator); \
-  template std::tuple<at::Tensor, at::Tensor> dropout_forward_cuda<c10::BFloat16>(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator);
-
-// dropout_forward [Meta, shape rule]
-std::tuple<at::Tensor, at::Tensor> dropout_forward_meta(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator);
+void dropout_forward_cpu(scalar_t* result0, bool* result1, const scalar_t* input, const opforge::dropout_plan& plan);
 
 namespace ops {
 // dropout_forward

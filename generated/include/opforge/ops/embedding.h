@@ -14,32 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/layers.h>
+
 namespace opforge {
 
-// embedding [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_embedding_cpu
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-at::Tensor embedding_cpu(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx);
-#define OPFORGE_INSTANTIATE_embedding_cpu \
-  template at::Tensor embedding_cpu<float>(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx); \
-  template at::Tensor embedding_cpu<double>(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx); \
-  template at::Tensor embedding_cpu<c10::Half>(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx); \
-  template at::Tensor embedding_cpu<c10::BFloat16>(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx);
-
-// embedding [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_embedding_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-at::Tensor embedding_cuda(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx);
-#define OPFORGE_INSTANTIATE_embedding_cuda \
-  template at::Tensor embedding_cuda<float>(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx); \
-  template at::Tensor embedding_cuda<double>(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx); \
-  template at::Tensor embedding_cuda<c10::Half>(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx); \
-  template at::Tensor embedding_cuda<c10::BFloat16>(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx);
-
-// embedding [Meta, shape rule]
-at::Tensor embedding_meta(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx);
+// embedding [CPU]: see Note [Structured ops]
+template <typename scalar_t, typename indices_t>
+void embedding_cpu(scalar_t* result, const scalar_t* weight, const indices_t* indices, const opforge::embedding_plan& plan);
 
 namespace ops {
 // embedding

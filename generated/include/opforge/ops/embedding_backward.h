@@ -14,32 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/layers.h>
+
 namespace opforge {
 
-// embedding_backward [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_embedding_backward_cpu
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-at::Tensor embedding_backward_cpu(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx);
-#define OPFORGE_INSTANTIATE_embedding_backward_cpu \
-  template at::Tensor embedding_backward_cpu<float>(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx); \
-  template at::Tensor embedding_backward_cpu<double>(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx); \
-  template at::Tensor embedding_backward_cpu<c10::Half>(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx); \
-  template at::Tensor embedding_backward_cpu<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx);
-
-// embedding_backward [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_embedding_backward_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-at::Tensor embedding_backward_cuda(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx);
-#define OPFORGE_INSTANTIATE_embedding_backward_cuda \
-  template at::Tensor embedding_backward_cuda<float>(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx); \
-  template at::Tensor embedding_backward_cuda<double>(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx); \
-  template at::Tensor embedding_backward_cuda<c10::Half>(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx); \
-  template at::Tensor embedding_backward_cuda<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx);
-
-// embedding_backward [Meta, shape rule]
-at::Tensor embedding_backward_meta(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx);
+// embedding_backward [CPU]: see Note [Structured ops]
+template <typename scalar_t, typename indices_t>
+void embedding_backward_cpu(scalar_t* result, const scalar_t* grad_output, const indices_t* indices, const opforge::embedding_backward_plan& plan);
 
 namespace ops {
 // embedding_backward

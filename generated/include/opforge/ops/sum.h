@@ -14,29 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/reduction.h>
+
 namespace opforge {
 
-// sum [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_sum_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// sum [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-at::Tensor sum_cpu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim);
-#define OPFORGE_INSTANTIATE_sum_cpu \
-  template at::Tensor sum_cpu<float>(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim); \
-  template at::Tensor sum_cpu<double>(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim); \
-  template at::Tensor sum_cpu<c10::Half>(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim); \
-  template at::Tensor sum_cpu<c10::BFloat16>(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim);
-
-// sum [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_sum_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-at::Tensor sum_cuda(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim);
-#define OPFORGE_INSTANTIATE_sum_cuda \
-  template at::Tensor sum_cuda<float>(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim); \
-  template at::Tensor sum_cuda<double>(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim); \
-  template at::Tensor sum_cuda<c10::Half>(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim); \
-  template at::Tensor sum_cuda<c10::BFloat16>(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim);
+void sum_cpu(scalar_t* result, const scalar_t* self, const opforge::sum_plan& plan);
 
 namespace ops {
 // sum

@@ -47,13 +47,15 @@ std::tuple<at::Tensor, at::Tensor> select_max_cpu_structured(const at::Tensor& s
   auto meta = opforge::select_max_meta<int64_t>(kOp, self, weight, counts, dim);
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self);
-  if (!opforge::structured::all_empty({&result0, &result1})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
     const at::Tensor self_c = self.contiguous();
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
     const at::Tensor counts_c = opforge::structured::contiguous_or_undefined(counts);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::select_max_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan);
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
     opforge::structured::write_back(counts, counts_c);
   }
   return std::make_tuple(result0, result1);
@@ -73,14 +75,16 @@ std::tuple<at::Tensor, at::Tensor> select_max_cuda_structured(const at::Tensor& 
   auto meta = opforge::select_max_meta<int64_t>(kOp, self, weight, counts, dim);
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self);
-  if (!opforge::structured::all_empty({&result0, &result1})) {
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
     const at::Tensor self_c = self.contiguous();
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
     const at::Tensor counts_c = opforge::structured::contiguous_or_undefined(counts);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::select_max_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan, opforge::cuda::current_stream()));
     });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
     opforge::structured::write_back(counts, counts_c);
   }
   return std::make_tuple(result0, result1);
