@@ -97,6 +97,8 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus_backward_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/conv_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/conv_fold_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_dropout_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_embedding_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_shuffle_cpu.cpp
@@ -137,6 +139,8 @@ set(OPFORGE_GENERATED_CUDA_DEVICE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus_backward.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_backward.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/conv.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/conv_fold.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_dropout.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_embedding.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_shuffle.cu
@@ -155,6 +159,8 @@ set(OPFORGE_GENERATED_CUDA_DEVICE_SOURCES
 # Structured ops' kernel sources (relative to the project root): the generated
 # units above include them, so the kernels/ globs leave them out.
 set(OPFORGE_STRUCTURED_KERNEL_FILES
+  kernels/cpu/conv.cpp
+  kernels/cpu/conv_fold.cpp
   kernels/cpu/layers_dropout.cpp
   kernels/cpu/layers_embedding.cpp
   kernels/cpu/layers_shuffle.cpp
@@ -169,6 +175,8 @@ set(OPFORGE_STRUCTURED_KERNEL_FILES
   kernels/cpu/reduction.cpp
   kernels/cpu/softmax.cpp
   kernels/cpu/softmax_backward.cpp
+  kernels/cuda/conv.cu
+  kernels/cuda/conv_fold.cu
   kernels/cuda/layers_dropout.cu
   kernels/cuda/layers_embedding.cu
   kernels/cuda/layers_shuffle.cu

@@ -136,6 +136,31 @@ cudaError_t channel_shuffle_cuda(scalar_t* result, const scalar_t* self, const o
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t>
+cudaError_t conv2d_cuda(scalar_t* result, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, const opforge::conv_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t conv2d_backward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_output, const scalar_t* input, const scalar_t* weight, const opforge::conv_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t conv2d_bias_act_cuda(scalar_t* result, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, const opforge::conv_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t conv_transpose2d_cuda(scalar_t* result, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, const opforge::conv_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t conv_transpose2d_backward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_output, const scalar_t* input, const scalar_t* weight, const opforge::conv_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
 cudaError_t dropout_backward_cuda(scalar_t* result, const scalar_t* grad_output, const bool* mask, const opforge::dropout_backward_plan& plan, cudaStream_t stream);
 
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
@@ -152,6 +177,11 @@ cudaError_t embedding_cuda(scalar_t* result, const scalar_t* weight, const indic
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t, typename indices_t>
 cudaError_t embedding_backward_cuda(scalar_t* result, const scalar_t* grad_output, const indices_t* indices, const opforge::embedding_backward_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t fold_conv_bn_cuda(scalar_t* result0, scalar_t* result1, const scalar_t* conv_weight, const scalar_t* conv_bias, const scalar_t* bn_weight, const scalar_t* bn_bias, const scalar_t* running_mean, const scalar_t* running_var, const opforge::fold_bn_plan& plan, cudaStream_t stream);
 
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
@@ -1664,14 +1694,20 @@ at::Tensor conv2d_cuda_simulated(const at::Tensor& input, const at::Tensor& weig
   opforge::check::dtype(kOp, "'bias'", bias, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
-  switch (input.scalar_type()) {
-    case at::ScalarType::Float: return opforge::conv2d_cuda<float>(input, weight, bias, stride, padding, dilation, groups);
-    case at::ScalarType::Double: return opforge::conv2d_cuda<double>(input, weight, bias, stride, padding, dilation, groups);
-    case at::ScalarType::Half: return opforge::conv2d_cuda<c10::Half>(input, weight, bias, stride, padding, dilation, groups);
-    case at::ScalarType::BFloat16: return opforge::conv2d_cuda<c10::BFloat16>(input, weight, bias, stride, padding, dilation, groups);
-    default: break;
+  auto meta = opforge::conv2d_meta<int64_t>(kOp, input, weight, bias, stride, padding, dilation, groups);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
+    const at::Tensor input_c = input.contiguous();
+    const at::Tensor weight_c = weight.contiguous();
+    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::conv2d_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask) {
@@ -1684,14 +1720,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda_simulated(co
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::conv2d_backward_cuda<float>(grad_output, input, weight, stride, padding, dilation, groups, output_mask);
-    case at::ScalarType::Double: return opforge::conv2d_backward_cuda<double>(grad_output, input, weight, stride, padding, dilation, groups, output_mask);
-    case at::ScalarType::Half: return opforge::conv2d_backward_cuda<c10::Half>(grad_output, input, weight, stride, padding, dilation, groups, output_mask);
-    case at::ScalarType::BFloat16: return opforge::conv2d_backward_cuda<c10::BFloat16>(grad_output, input, weight, stride, padding, dilation, groups, output_mask);
-    default: break;
+  auto meta = opforge::conv2d_backward_meta<int64_t>(kOp, grad_output, input, weight, stride, padding, dilation, groups, output_mask);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_output);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor input_c = input.contiguous();
+    const at::Tensor weight_c = weight.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::conv2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_output_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1, result2);
 }
 
 at::Tensor conv2d_bias_act_cuda_simulated(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation) {
@@ -1704,14 +1748,20 @@ at::Tensor conv2d_bias_act_cuda_simulated(const at::Tensor& input, const at::Ten
   opforge::check::dtype(kOp, "'bias'", bias, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
-  switch (input.scalar_type()) {
-    case at::ScalarType::Float: return opforge::conv2d_bias_act_cuda<float>(input, weight, bias, stride, padding, dilation, groups, activation);
-    case at::ScalarType::Double: return opforge::conv2d_bias_act_cuda<double>(input, weight, bias, stride, padding, dilation, groups, activation);
-    case at::ScalarType::Half: return opforge::conv2d_bias_act_cuda<c10::Half>(input, weight, bias, stride, padding, dilation, groups, activation);
-    case at::ScalarType::BFloat16: return opforge::conv2d_bias_act_cuda<c10::BFloat16>(input, weight, bias, stride, padding, dilation, groups, activation);
-    default: break;
+  auto meta = opforge::conv2d_bias_act_meta<int64_t>(kOp, input, weight, bias, stride, padding, dilation, groups, activation);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
+    const at::Tensor input_c = input.contiguous();
+    const at::Tensor weight_c = weight.contiguous();
+    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::conv2d_bias_act_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 at::Tensor conv_transpose2d_cuda_simulated(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation) {
@@ -1724,14 +1774,20 @@ at::Tensor conv_transpose2d_cuda_simulated(const at::Tensor& input, const at::Te
   opforge::check::dtype(kOp, "'bias'", bias, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
-  switch (input.scalar_type()) {
-    case at::ScalarType::Float: return opforge::conv_transpose2d_cuda<float>(input, weight, bias, stride, padding, output_padding, groups, dilation);
-    case at::ScalarType::Double: return opforge::conv_transpose2d_cuda<double>(input, weight, bias, stride, padding, output_padding, groups, dilation);
-    case at::ScalarType::Half: return opforge::conv_transpose2d_cuda<c10::Half>(input, weight, bias, stride, padding, output_padding, groups, dilation);
-    case at::ScalarType::BFloat16: return opforge::conv_transpose2d_cuda<c10::BFloat16>(input, weight, bias, stride, padding, output_padding, groups, dilation);
-    default: break;
+  auto meta = opforge::conv_transpose2d_meta<int64_t>(kOp, input, weight, bias, stride, padding, output_padding, groups, dilation);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
+    const at::Tensor input_c = input.contiguous();
+    const at::Tensor weight_c = weight.contiguous();
+    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::conv_transpose2d_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask) {
@@ -1744,14 +1800,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cuda_si
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::conv_transpose2d_backward_cuda<float>(grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
-    case at::ScalarType::Double: return opforge::conv_transpose2d_backward_cuda<double>(grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
-    case at::ScalarType::Half: return opforge::conv_transpose2d_backward_cuda<c10::Half>(grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
-    case at::ScalarType::BFloat16: return opforge::conv_transpose2d_backward_cuda<c10::BFloat16>(grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
-    default: break;
+  auto meta = opforge::conv_transpose2d_backward_meta<int64_t>(kOp, grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_output);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor input_c = input.contiguous();
+    const at::Tensor weight_c = weight.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::conv_transpose2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_output_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1, result2);
 }
 
 at::Tensor dropout_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& mask, double scale) {
@@ -1910,14 +1974,24 @@ std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cuda_simulated(const at::Tensor&
   opforge::check::same_dtype(kOp, "bn_bias", bn_bias, "conv_weight", conv_weight);
   opforge::check::same_dtype(kOp, "running_mean", running_mean, "conv_weight", conv_weight);
   opforge::check::same_dtype(kOp, "running_var", running_var, "conv_weight", conv_weight);
-  switch (conv_weight.scalar_type()) {
-    case at::ScalarType::Float: return opforge::fold_conv_bn_cuda<float>(conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
-    case at::ScalarType::Double: return opforge::fold_conv_bn_cuda<double>(conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
-    case at::ScalarType::Half: return opforge::fold_conv_bn_cuda<c10::Half>(conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
-    case at::ScalarType::BFloat16: return opforge::fold_conv_bn_cuda<c10::BFloat16>(conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
-    default: break;
+  auto meta = opforge::fold_conv_bn_meta<int64_t>(kOp, conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], conv_weight);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], conv_weight);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, conv_weight);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, conv_weight, &opforge::cuda::stream_capturing);
+    const at::Tensor conv_weight_c = conv_weight.contiguous();
+    const at::Tensor conv_bias_c = opforge::structured::contiguous_or_undefined(conv_bias);
+    const at::Tensor bn_weight_c = bn_weight.contiguous();
+    const at::Tensor bn_bias_c = bn_bias.contiguous();
+    const at::Tensor running_mean_c = running_mean.contiguous();
+    const at::Tensor running_var_c = running_var.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(conv_weight.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::fold_conv_bn_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), conv_weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(conv_bias_c), bn_weight_c.const_data_ptr<scalar_t>(), bn_bias_c.const_data_ptr<scalar_t>(), running_mean_c.const_data_ptr<scalar_t>(), running_var_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1);
 }
 
 void gelu_cuda_run(const at::Tensor& out, const at::Tensor& self, c10::string_view approximate, at::ScalarType dtype) {

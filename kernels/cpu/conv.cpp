@@ -1,104 +1,159 @@
-// CPU entry points of conv2d, conv2d_bias_act, conv_transpose2d and their
-// backward ops: the shared tensor-level drivers (opforge/conv_driver.h) over
-// the CPU buffer routines (conv_impl.h).
-#include <opforge/ops/conv2d.h>
-#include <opforge/ops/conv2d_backward.h>
-#include <opforge/ops/conv2d_bias_act.h>
-#include <opforge/ops/conv_transpose2d.h>
-#include <opforge/ops/conv_transpose2d_backward.h>
-
+// CPU kernels of conv2d, conv2d_bias_act, conv_transpose2d and their backward
+// ops, structured ops (Note [Structured ops]): the plan's conv2d geometry over
+// the buffer routines of conv_impl.h, in the compute type (half and bfloat16
+// upcast to float, the result rounded once).
 #include "conv_impl.h"
 
-#include <opforge/conv.h>
-#include <opforge/conv_driver.h>
+#include <opforge/conv_plan.h>
+#include <opforge/math/opmath.h>
 
-#include <tuple>
+#include <ATen/Parallel.h>
+
+#include <type_traits>
+#include <vector>
 
 namespace opforge {
-namespace cpu {
 namespace {
 
-// The CPU routines in the shape conv_driver expects.
-struct conv_routines {
-  template <typename A>
-  void forward(const conv2d_geometry& g, const A* x, const A* w, const A* b, A* y,
-               conv_activation act) const {
-    conv2d_forward(g, x, w, b, y, act);
+constexpr int64_t k_grain = 32768;
+
+// An input in the compute type: the buffer itself for float and double, else
+// a float copy.
+template <typename T>
+class compute_input {
+  using A = math::opmath_t<T>;
+
+ public:
+  compute_input(const T* src, int64_t n) {
+    if constexpr (std::is_same_v<A, T>) {
+      data_ = src;
+    } else if (src != nullptr) {
+      copy_.resize(static_cast<size_t>(n));
+      at::parallel_for(0, n, k_grain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          copy_[i] = math::cast_to<A>(src[i]);
+        }
+      });
+      data_ = copy_.data();
+    }
   }
-  template <typename A>
-  void grad_input(const conv2d_geometry& g, const A* gy, const A* w, const A* b, A* gx) const {
-    conv2d_grad_input(g, gy, w, b, gx);
-  }
-  template <typename A>
-  void grad_weight(const conv2d_geometry& g, const A* gy, const A* x, A* gw) const {
-    conv2d_grad_weight(g, gy, x, gw);
-  }
-  template <typename A>
-  void channel_sums(int64_t n, int64_t channels, int64_t plane, const A* t, A* sums) const {
-    cpu::channel_sums(n, channels, plane, t, sums);
-  }
+  const A* data() const { return data_; }
+
+ private:
+  std::vector<A> copy_;
+  const A* data_ = nullptr;
 };
 
-} // namespace
-} // namespace cpu
+// A result in the compute type: the buffer itself, or float scratch that
+// store() rounds into it.
+template <typename T>
+class compute_result {
+  using A = math::opmath_t<T>;
+
+ public:
+  compute_result(T* dst, int64_t n) : dst_(dst), n_(n) {
+    if constexpr (std::is_same_v<A, T>) {
+      data_ = dst;
+    } else {
+      scratch_.resize(static_cast<size_t>(n));
+      data_ = scratch_.data();
+    }
+  }
+  A* data() const { return data_; }
+  void store() {
+    if constexpr (!std::is_same_v<A, T>) {
+      at::parallel_for(0, n_, k_grain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          dst_[i] = math::cast_to<T>(scratch_[i]);
+        }
+      });
+    }
+  }
+
+ private:
+  T* dst_;
+  int64_t n_;
+  std::vector<A> scratch_;
+  A* data_ = nullptr;
+};
+
+template <typename T>
+void forward(T* y, const T* x, const T* w, const T* b, const conv_plan& plan) {
+  const compute_input<T> xc(x, plan.input_numel());
+  const compute_input<T> wc(w, plan.weight_numel());
+  const compute_input<T> bc(b, plan.bias_numel());
+  compute_result<T> yc(y, plan.result_numel());
+  if (plan.transposed) {
+    cpu::conv2d_grad_input(plan.g, xc.data(), wc.data(), bc.data(), yc.data());
+  } else {
+    cpu::conv2d_forward(plan.g, xc.data(), wc.data(), bc.data(), yc.data(), plan.act);
+  }
+  yc.store();
+}
+
+// The gradients whose pointers are not null (output_mask).
+template <typename T>
+void backward(T* gx, T* gw, T* gb, const T* gy, const T* x, const T* w, const conv_plan& plan) {
+  const math::conv2d_geometry& g = plan.g;
+  const math::opmath_t<T>* no_bias = nullptr;
+  const compute_input<T> gyc(gy, plan.result_numel());
+  const compute_input<T> xc(x, plan.input_numel());
+  const compute_input<T> wc(w, plan.weight_numel());
+  // conv2d's image side and outputs side.
+  const auto* image = plan.transposed ? gyc.data() : xc.data();
+  const auto* outputs = plan.transposed ? xc.data() : gyc.data();
+  if (gx != nullptr && plan.input_numel() > 0) {
+    compute_result<T> r(gx, plan.input_numel());
+    if (plan.transposed) {
+      cpu::conv2d_forward(g, gyc.data(), wc.data(), no_bias, r.data(), math::conv_activation::none);
+    } else {
+      cpu::conv2d_grad_input(g, gyc.data(), wc.data(), no_bias, r.data());
+    }
+    r.store();
+  }
+  if (gw != nullptr && plan.weight_numel() > 0) {
+    compute_result<T> r(gw, plan.weight_numel());
+    cpu::conv2d_grad_weight(g, outputs, image, r.data());
+    r.store();
+  }
+  if (gb != nullptr && plan.bias_numel() > 0) {
+    compute_result<T> r(gb, plan.bias_numel());
+    cpu::channel_sums(g.n, plan.bias_numel(), plan.result_plane(), gyc.data(), r.data());
+    r.store();
+  }
+}
+
+}  // namespace
 
 template <typename scalar_t>
-at::Tensor conv2d_cpu(const at::Tensor& input, const at::Tensor& weight,
-                      const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                      at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
-  return conv_driver::conv2d<scalar_t>(cpu::conv_routines{}, "opforge.conv2d", input, weight,
-                                       bias, {stride, padding, dilation, groups},
-                                       math::conv_activation::none);
+void conv2d_cpu(scalar_t* result, const scalar_t* input, const scalar_t* weight, const scalar_t* bias,
+                const conv_plan& plan) {
+  forward(result, input, weight, bias, plan);
 }
 
 template <typename scalar_t>
-at::Tensor conv2d_bias_act_cpu(const at::Tensor& input, const at::Tensor& weight,
-                               const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                               at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
-                               c10::string_view activation) {
-  constexpr const char* op = "opforge.conv2d_bias_act";
-  return conv_driver::conv2d<scalar_t>(cpu::conv_routines{}, op, input, weight, bias,
-                                       {stride, padding, dilation, groups},
-                                       parse_conv_activation(op, activation));
+void conv2d_bias_act_cpu(scalar_t* result, const scalar_t* input, const scalar_t* weight, const scalar_t* bias,
+                         const conv_plan& plan) {
+  forward(result, input, weight, bias, plan);
 }
 
 template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor, at::Tensor>
-conv2d_backward_cpu(const at::Tensor& grad_output, const at::Tensor& input,
-                    const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding,
-                    at::IntArrayRef dilation, int64_t groups, std::array<bool, 3> output_mask) {
-  return conv_driver::backward<scalar_t>(cpu::conv_routines{}, "opforge.conv2d_backward",
-                                         grad_output, input, weight,
-                                         {stride, padding, dilation, groups}, output_mask);
+void conv_transpose2d_cpu(scalar_t* result, const scalar_t* input, const scalar_t* weight, const scalar_t* bias,
+                          const conv_plan& plan) {
+  forward(result, input, weight, bias, plan);
 }
 
 template <typename scalar_t>
-at::Tensor conv_transpose2d_cpu(const at::Tensor& input, const at::Tensor& weight,
-                                const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                                at::IntArrayRef padding, at::IntArrayRef output_padding,
-                                int64_t groups, at::IntArrayRef dilation) {
-  return conv_driver::conv_transpose2d<scalar_t>(cpu::conv_routines{}, "opforge.conv_transpose2d",
-                                                 input, weight, bias,
-                                                 {stride, padding, dilation, groups},
-                                                 output_padding);
+void conv2d_backward_cpu(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_output,
+                         const scalar_t* input, const scalar_t* weight, const conv_plan& plan) {
+  backward(result0, result1, result2, grad_output, input, weight, plan);
 }
 
 template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor, at::Tensor>
-conv_transpose2d_backward_cpu(const at::Tensor& grad_output, const at::Tensor& input,
-                              const at::Tensor& weight, at::IntArrayRef stride,
-                              at::IntArrayRef padding, at::IntArrayRef output_padding,
-                              int64_t groups, at::IntArrayRef dilation,
-                              std::array<bool, 3> output_mask) {
-  return conv_driver::backward<scalar_t>(
-      cpu::conv_routines{}, "opforge.conv_transpose2d_backward", grad_output, input, weight,
-      {stride, padding, dilation, groups}, output_mask, output_padding);
+void conv_transpose2d_backward_cpu(scalar_t* result0, scalar_t* result1, scalar_t* result2,
+                                   const scalar_t* grad_output, const scalar_t* input, const scalar_t* weight,
+                                   const conv_plan& plan) {
+  backward(result0, result1, result2, grad_output, input, weight, plan);
 }
 
-OPFORGE_INSTANTIATE_conv2d_cpu
-OPFORGE_INSTANTIATE_conv2d_bias_act_cpu
-OPFORGE_INSTANTIATE_conv2d_backward_cpu
-OPFORGE_INSTANTIATE_conv_transpose2d_cpu
-OPFORGE_INSTANTIATE_conv_transpose2d_backward_cpu
-
-} // namespace opforge
+}  // namespace opforge

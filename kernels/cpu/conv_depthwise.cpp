@@ -16,7 +16,7 @@
 namespace opforge::cpu {
 namespace {
 
-using math::tap_range;
+using math::output_range;
 using math::valid_outputs;
 
 
@@ -54,7 +54,7 @@ void depthwise_forward(const conv2d_geometry& g, const A* x, const A* w, const A
         for (int64_t oy = 0; oy < g.oh; ++oy) {
           A* row = yp + oy * g.ow;
           std::fill(row, row + g.ow, A(0));
-          for_each_tap(g, oy, [&](int64_t i, int64_t j, int64_t iy, tap_range r) {
+          for_each_tap(g, oy, [&](int64_t i, int64_t j, int64_t iy, output_range r) {
             const A wv = wo[i * g.kw + j];
             const A* src = xp + iy * g.w;
             const int64_t off = j * g.dw - g.pw;
@@ -98,7 +98,7 @@ void depthwise_grad_input(const conv2d_geometry& g, const A* gy, const A* w, con
         const A* wo = w + o * taps;
         for (int64_t oy = 0; oy < g.oh; ++oy) {
           const A* grow = gyp + oy * g.ow;
-          for_each_tap(g, oy, [&](int64_t i, int64_t j, int64_t iy, tap_range r) {
+          for_each_tap(g, oy, [&](int64_t i, int64_t j, int64_t iy, output_range r) {
             const A wv = wo[i * g.kw + j];
             A* dst = gxp + iy * g.w;
             const int64_t off = j * g.dw - g.pw;
@@ -135,7 +135,7 @@ void depthwise_grad_weight(const conv2d_geometry& g, const A* gy, const A* x, A*
         const A* gyp = gy + (img * g.oc + o) * plane;
         for (int64_t oy = 0; oy < g.oh; ++oy) {
           const A* grow = gyp + oy * g.ow;
-          for_each_tap(g, oy, [&](int64_t i, int64_t j, int64_t iy, tap_range r) {
+          for_each_tap(g, oy, [&](int64_t i, int64_t j, int64_t iy, output_range r) {
             A* a = acc.data() + (i * g.kw + j) * g.ow;
             const A* src = xp + iy * g.w;
             const int64_t off = j * g.dw - g.pw;

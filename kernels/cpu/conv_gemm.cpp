@@ -20,7 +20,7 @@
 namespace opforge::cpu {
 namespace {
 
-using math::tap_range;
+using math::output_range;
 using math::valid_outputs;
 
 constexpr int64_t k_block_bytes = 256 * 1024;
@@ -85,7 +85,7 @@ void im2col(const conv2d_geometry& g, const A* x, int64_t channels, int64_t p0, 
       for (int64_t j = 0; j < g.kw; ++j) {
         A* row = col + ((ci * g.kh + i) * g.kw + j) * cols;
         const int64_t off_w = j * g.dw - g.pw;
-        const tap_range r = valid_outputs(g.ow, g.w, g.sw, off_w);
+        const output_range r = valid_outputs(g.ow, g.w, g.sw, off_w);
         for_each_row_segment(g, p0, cols, i * g.dh - g.ph,
                              [&](int64_t d, int64_t iy, int64_t ox0, int64_t ox1) {
           A* dst = row + d;
@@ -122,7 +122,7 @@ void col2im_add(const conv2d_geometry& g, const A* col, int64_t channels, int64_
       for (int64_t j = 0; j < g.kw; ++j) {
         const A* row = col + ((ci * g.kh + i) * g.kw + j) * cols;
         const int64_t off_w = j * g.dw - g.pw;
-        const tap_range r = valid_outputs(g.ow, g.w, g.sw, off_w);
+        const output_range r = valid_outputs(g.ow, g.w, g.sw, off_w);
         for_each_row_segment(g, p0, cols, i * g.dh - g.ph,
                              [&](int64_t d, int64_t iy, int64_t ox0, int64_t ox1) {
           if (iy < 0 || iy >= g.h) {

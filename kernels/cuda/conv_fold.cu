@@ -1,11 +1,13 @@
-// CUDA kernel of fold_conv_bn (see conv.cuh): one thread per weight, the
-// threads of the first `channels` indices also write the folded bias.
+// CUDA kernel of fold_conv_bn: one thread per weight, the threads of the first
+// `channels` indices also write the folded bias. A structured op (Note
+// [Structured ops]).
 #include "common.cuh"
-#include "conv.cuh"
 
+#include <opforge/conv_plan.h>
+#include <opforge/math/conv.h>
 #include <opforge/math/opmath.h>
 
-namespace opforge::cuda {
+namespace opforge {
 namespace {
 
 template <typename T>
@@ -20,7 +22,7 @@ __global__ void fold_conv_bn_kernel(const T* __restrict__ w, const T* __restrict
     return math::folded_bn<A>(conv_bias != nullptr ? c(conv_bias[o]) : A(0), c(gamma[o]),
                               c(beta[o]), c(mean[o]), c(var[o]), eps);
   };
-  for (int64_t idx = global_thread(); idx < total; idx += grid_threads()) {
+  for (int64_t idx = cuda::global_thread(); idx < total; idx += cuda::grid_threads()) {
     if (idx < channels * row) {
       out_w[idx] = math::cast_to<T>(math::cast_to<A>(w[idx]) * folded(idx / row).scale);
     }
@@ -30,28 +32,22 @@ __global__ void fold_conv_bn_kernel(const T* __restrict__ w, const T* __restrict
   }
 }
 
-} // namespace
+}  // namespace
 
-template <typename T>
-cudaError_t launch_fold_conv_bn(const T* w, const T* conv_bias, const T* gamma, const T* beta,
-                                const T* mean, const T* var, double eps, int64_t channels,
-                                int64_t row, T* out_w, T* out_b, cudaStream_t stream) {
-  const int64_t weights = channels * row;
-  const int64_t total = weights > channels ? weights : channels;
+template <typename scalar_t>
+cudaError_t fold_conv_bn_cuda(scalar_t* result0, scalar_t* result1, const scalar_t* conv_weight,
+                              const scalar_t* conv_bias, const scalar_t* bn_weight, const scalar_t* bn_bias,
+                              const scalar_t* running_mean, const scalar_t* running_var, const fold_bn_plan& plan,
+                              cudaStream_t stream) {
+  const int64_t weights = plan.channels * plan.row;
+  const int64_t total = weights > plan.channels ? weights : plan.channels;
   if (total == 0) {
     return cudaSuccess;
   }
-  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, fold_conv_bn_kernel)(
-      w, conv_bias, gamma, beta, mean, var, static_cast<math::opmath_t<T>>(eps), channels, row,
-      out_w, out_b, total);
+  OPFORGE_LAUNCH(cuda::elementwise_blocks(total), cuda::k_threads, 0, stream, fold_conv_bn_kernel)(
+      conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var,
+      static_cast<math::opmath_t<scalar_t>>(plan.eps), plan.channels, plan.row, result0, result1, total);
   return cudaGetLastError();
 }
 
-#define OPFORGE_INSTANTIATE(T)                                                                  \
-  template cudaError_t launch_fold_conv_bn<T>(const T*, const T*, const T*, const T*,          \
-                                              const T*, const T*, double, int64_t, int64_t,    \
-                                              T*, T*, cudaStream_t);
-OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
-#undef OPFORGE_INSTANTIATE
-
-} // namespace opforge::cuda
+}  // namespace opforge

@@ -1,6 +1,5 @@
 // conv2d forward as an implicit GEMM with a fused bias + activation epilogue,
-// plus the im2col / col2im / bias kernels the backward GEMMs (cuBLAS, in
-// conv.cpp) need. See conv.cuh.
+// and the bias gradient's channel sums. See conv.cuh.
 #include "common.cuh"
 #include "conv.cuh"
 
@@ -132,50 +131,6 @@ __global__ void __launch_bounds__(k_gemm_threads)
   }
 }
 
-template <typename A>
-__global__ void im2col_kernel(const conv2d_geometry g, const A* __restrict__ x,
-                              A* __restrict__ col, int64_t total) {
-  const int64_t plane = g.oh * g.ow;
-  const int64_t taps = g.kh * g.kw;
-  for (int64_t idx = global_thread(); idx < total; idx += grid_threads()) {
-    const int64_t p = idx % plane;
-    const int64_t r = idx / plane;
-    const int64_t ci = r / taps;
-    const int64_t t = r - ci * taps;
-    const int64_t oy = p / g.ow;
-    const int64_t iy = oy * g.sh - g.ph + (t / g.kw) * g.dh;
-    const int64_t ix = (p - oy * g.ow) * g.sw - g.pw + (t % g.kw) * g.dw;
-    col[idx] = (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w) ? x[(ci * g.h + iy) * g.w + ix] : A(0);
-  }
-}
-
-template <typename A>
-__global__ void col2im_kernel(const conv2d_geometry g, const A* __restrict__ col,
-                              const A* __restrict__ bias, A* __restrict__ x, int64_t total) {
-  const int64_t plane = g.oh * g.ow;
-  for (int64_t idx = global_thread(); idx < total; idx += grid_threads()) {
-    const int64_t ix = idx % g.w;
-    const int64_t iy = (idx / g.w) % g.h;
-    const int64_t ci = idx / (g.w * g.h);
-    A sum = bias != nullptr ? bias[ci] : A(0);
-    for (int64_t i = 0; i < g.kh; ++i) {
-      const int64_t ty = iy + g.ph - i * g.dh;
-      if (ty < 0 || ty % g.sh != 0 || ty / g.sh >= g.oh) {
-        continue;
-      }
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const int64_t tx = ix + g.pw - j * g.dw;
-        if (tx < 0 || tx % g.sw != 0 || tx / g.sw >= g.ow) {
-          continue;
-        }
-        sum += col[((ci * g.kh + i) * g.kw + j) * plane + (ty / g.sh) * g.ow + tx / g.sw];
-      }
-    }
-    x[idx] = sum;
-  }
-}
-
-
 // One block per channel (grid-stride over channels).
 template <typename A>
 __global__ void __launch_bounds__(k_max_block_reduce_threads) channel_sums_kernel(int64_t n, int64_t channels, int64_t plane,
@@ -192,15 +147,6 @@ __global__ void __launch_bounds__(k_max_block_reduce_threads) channel_sums_kerne
     if (threadIdx.x == 0) {
       sums[c] = s;
     }
-  }
-}
-
-template <typename A>
-__global__ void add_channel_bias_kernel(int64_t channels, int64_t plane,
-                                        const A* __restrict__ bias, A* __restrict__ t,
-                                        int64_t total) {
-  for (int64_t idx = global_thread(); idx < total; idx += grid_threads()) {
-    t[idx] += bias[(idx / plane) % channels];
   }
 }
 
@@ -223,27 +169,6 @@ cudaError_t launch_conv2d_forward(const conv2d_geometry& g, const A* x, const A*
 }
 
 template <typename A>
-cudaError_t launch_im2col(const conv2d_geometry& g, const A* x, A* col, cudaStream_t stream) {
-  const int64_t total = g.c * g.kh * g.kw * g.oh * g.ow;
-  if (total == 0) {
-    return cudaSuccess;
-  }
-  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, im2col_kernel)(g, x, col, total);
-  return cudaGetLastError();
-}
-
-template <typename A>
-cudaError_t launch_col2im(const conv2d_geometry& g, const A* col, const A* bias, A* x,
-                          cudaStream_t stream) {
-  const int64_t total = g.c * g.h * g.w;
-  if (total == 0) {
-    return cudaSuccess;
-  }
-  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, col2im_kernel)(g, col, bias, x, total);
-  return cudaGetLastError();
-}
-
-template <typename A>
 cudaError_t launch_channel_sums(int64_t n, int64_t channels, int64_t plane, const A* t, A* sums,
                                 cudaStream_t stream) {
   if (channels == 0) {
@@ -256,28 +181,11 @@ cudaError_t launch_channel_sums(int64_t n, int64_t channels, int64_t plane, cons
   return cudaGetLastError();
 }
 
-template <typename A>
-cudaError_t launch_add_channel_bias(int64_t n, int64_t channels, int64_t plane, const A* bias,
-                                    A* t, cudaStream_t stream) {
-  const int64_t total = n * channels * plane;
-  if (total == 0) {
-    return cudaSuccess;
-  }
-  OPFORGE_LAUNCH(elementwise_blocks(total), k_threads, 0, stream, add_channel_bias_kernel)(channels, plane,
-                                                                               bias, t, total);
-  return cudaGetLastError();
-}
-
 #define OPFORGE_INSTANTIATE(A)                                                                   \
   template cudaError_t launch_conv2d_forward<A>(const conv2d_geometry&, const A*, const A*,     \
                                                 const A*, A*, conv_activation, cudaStream_t);   \
-  template cudaError_t launch_im2col<A>(const conv2d_geometry&, const A*, A*, cudaStream_t);    \
-  template cudaError_t launch_col2im<A>(const conv2d_geometry&, const A*, const A*, A*,       \
-                                        cudaStream_t);                                          \
   template cudaError_t launch_channel_sums<A>(int64_t, int64_t, int64_t, const A*, A*,          \
-                                              cudaStream_t);                                    \
-  template cudaError_t launch_add_channel_bias<A>(int64_t, int64_t, int64_t, const A*, A*,      \
-                                                  cudaStream_t);
+                                              cudaStream_t);
 OPFORGE_INSTANTIATE(float)
 OPFORGE_INSTANTIATE(double)
 #undef OPFORGE_INSTANTIATE

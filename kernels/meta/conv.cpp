@@ -1,19 +1,11 @@
 // Argument checks and output sizes of the conv family (declared in
-// opforge/conv.h) and the Meta kernels built on them. The CPU and CUDA entry
-// points call the same checks, so every device and the Meta kernels reject
-// the same inputs with the same messages.
+// opforge/conv.h), called by its meta functions (opforge/meta/conv.h) on every
+// key, so every device and the Meta kernels reject the same inputs with the
+// same messages.
 #include <opforge/conv.h>
-#include <opforge/ops/conv2d.h>
-#include <opforge/ops/conv2d_backward.h>
-#include <opforge/ops/conv2d_bias_act.h>
-#include <opforge/ops/conv_transpose2d.h>
-#include <opforge/ops/conv_transpose2d_backward.h>
-#include <opforge/ops/fold_conv_bn.h>
 
-#include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 
-#include <tuple>
 
 namespace opforge {
 namespace {
@@ -205,87 +197,6 @@ math::conv_activation parse_conv_activation(const char* op, std::string_view nam
   }
   TORCH_CHECK(false, op, ": 'activation' must be one of 'none', 'relu', 'silu', 'hardswish', ",
               "'gelu', got '", name, "'");
-}
-
-at::Tensor conv2d_meta(const at::Tensor& input, const at::Tensor& weight,
-                       const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                       at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
-  const conv_sizes out =
-      conv2d_output_sizes("opforge.conv2d", input, weight, bias, {stride, padding, dilation, groups});
-  return at::empty_symint(out, input.options());
-}
-
-at::Tensor conv2d_bias_act_meta(const at::Tensor& input, const at::Tensor& weight,
-                                const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                                at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups,
-                                c10::string_view activation) {
-  constexpr const char* op = "opforge.conv2d_bias_act";
-  parse_conv_activation(op, activation);
-  const conv_sizes out =
-      conv2d_output_sizes(op, input, weight, bias, {stride, padding, dilation, groups});
-  return at::empty_symint(out, input.options());
-}
-
-at::Tensor conv_transpose2d_meta(const at::Tensor& input, const at::Tensor& weight,
-                                 const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                                 at::IntArrayRef padding, at::IntArrayRef output_padding,
-                                 int64_t groups, at::IntArrayRef dilation) {
-  const conv_sizes out = conv_transpose2d_output_sizes(
-      "opforge.conv_transpose2d", input, weight, bias, {stride, padding, dilation, groups},
-      output_padding);
-  return at::empty_symint(out, input.options());
-}
-
-namespace {
-
-// The three gradients of a conv op, undefined where the mask is false; the
-// bias gradient has `bias_channels` elements.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> gradients_like(const at::Tensor& input,
-                                                              const at::Tensor& weight,
-                                                              const c10::SymInt& bias_channels,
-                                                              std::array<bool, 3> mask) {
-  const auto maybe = [](bool wanted, c10::SymIntArrayRef sizes, const at::Tensor& like) {
-    return wanted ? at::empty_symint(sizes, like.options()) : at::Tensor();
-  };
-  return {maybe(mask[0], input.sym_sizes(), input), maybe(mask[1], weight.sym_sizes(), weight),
-          maybe(mask[2], c10::SymIntArrayRef(&bias_channels, 1), weight)};
-}
-
-} // namespace
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor>
-conv2d_backward_meta(const at::Tensor& grad_output, const at::Tensor& input,
-                     const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding,
-                     at::IntArrayRef dilation, int64_t groups, std::array<bool, 3> output_mask) {
-  constexpr const char* op = "opforge.conv2d_backward";
-  check_grad_output(op, grad_output,
-                    conv2d_output_sizes(op, input, weight, std::nullopt,
-                                        {stride, padding, dilation, groups}));
-  return gradients_like(input, weight, weight.sym_size(0), output_mask);
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor>
-conv_transpose2d_backward_meta(const at::Tensor& grad_output, const at::Tensor& input,
-                               const at::Tensor& weight, at::IntArrayRef stride,
-                               at::IntArrayRef padding, at::IntArrayRef output_padding,
-                               int64_t groups, at::IntArrayRef dilation,
-                               std::array<bool, 3> output_mask) {
-  constexpr const char* op = "opforge.conv_transpose2d_backward";
-  check_grad_output(op, grad_output,
-                    conv_transpose2d_output_sizes(op, input, weight, std::nullopt,
-                                                  {stride, padding, dilation, groups},
-                                                  output_padding));
-  return gradients_like(input, weight, weight.sym_size(1) * groups, output_mask);
-}
-
-std::tuple<at::Tensor, at::Tensor>
-fold_conv_bn_meta(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias,
-                  const at::Tensor& bn_weight, const at::Tensor& bn_bias,
-                  const at::Tensor& running_mean, const at::Tensor& running_var, double eps) {
-  check_fold_conv_bn(conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var);
-  const c10::SymInt channels = conv_weight.sym_size(0);
-  return {at::empty_symint(conv_weight.sym_sizes(), conv_weight.options()),
-          at::empty_symint(c10::SymIntArrayRef(&channels, 1), conv_weight.options())};
 }
 
 } // namespace opforge

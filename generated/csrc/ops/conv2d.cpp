@@ -14,6 +14,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t conv2d_cuda(scalar_t* result, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, const opforge::conv_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 at::Tensor opforge::ops::conv2d(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
   static const auto op = c10::Dispatcher::singleton()
@@ -31,7 +43,7 @@ at::Tensor opforge::ops::conv2d_padding(const at::Tensor& input, const at::Tenso
 
 namespace {
 
-at::Tensor conv2d_cpu_checked(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
+at::Tensor conv2d_cpu_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
@@ -41,18 +53,23 @@ at::Tensor conv2d_cpu_checked(const at::Tensor& input, const at::Tensor& weight,
   opforge::check::dtype(kOp, "'bias'", bias, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
-  switch (input.scalar_type()) {
-    case at::ScalarType::Float: return opforge::conv2d_cpu<float>(input, weight, bias, stride, padding, dilation, groups);
-    case at::ScalarType::Double: return opforge::conv2d_cpu<double>(input, weight, bias, stride, padding, dilation, groups);
-    case at::ScalarType::Half: return opforge::conv2d_cpu<c10::Half>(input, weight, bias, stride, padding, dilation, groups);
-    case at::ScalarType::BFloat16: return opforge::conv2d_cpu<c10::BFloat16>(input, weight, bias, stride, padding, dilation, groups);
-    default: break;
+  auto meta = opforge::conv2d_meta<int64_t>(kOp, input, weight, bias, stride, padding, dilation, groups);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, nullptr);
+    const at::Tensor input_c = input.contiguous();
+    const at::Tensor weight_c = weight.contiguous();
+    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::conv2d_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan);
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor conv2d_cuda_checked(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
+at::Tensor conv2d_cuda_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "weight", weight, "input", input);
@@ -63,24 +80,35 @@ at::Tensor conv2d_cuda_checked(const at::Tensor& input, const at::Tensor& weight
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   const c10::DeviceGuard device_guard(input.device());
-  switch (input.scalar_type()) {
-    case at::ScalarType::Float: return opforge::conv2d_cuda<float>(input, weight, bias, stride, padding, dilation, groups);
-    case at::ScalarType::Double: return opforge::conv2d_cuda<double>(input, weight, bias, stride, padding, dilation, groups);
-    case at::ScalarType::Half: return opforge::conv2d_cuda<c10::Half>(input, weight, bias, stride, padding, dilation, groups);
-    case at::ScalarType::BFloat16: return opforge::conv2d_cuda<c10::BFloat16>(input, weight, bias, stride, padding, dilation, groups);
-    default: break;
+  auto meta = opforge::conv2d_meta<int64_t>(kOp, input, weight, bias, stride, padding, dilation, groups);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
+    const at::Tensor input_c = input.contiguous();
+    const at::Tensor weight_c = weight.contiguous();
+    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::conv2d_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return result;
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor conv2d_meta_checked(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
+at::Tensor conv2d_meta_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d";
   opforge::check::same_device(kOp, "weight", weight, "input", input);
   opforge::check::same_device(kOp, "bias", bias, "input", input);
+  opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'bias'", bias, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
-  return opforge::conv2d_meta(input, weight, bias, stride, padding, dilation, groups);
+  const auto meta = opforge::conv2d_meta<c10::SymInt>(kOp, input, weight, bias, stride, padding, dilation, groups);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input);
+  return result;
 }
 
 // Autograd for opforge.conv2d: see Note [Generated autograd] in README.md.
@@ -121,12 +149,12 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("conv2d", TORCH_FN(conv2d_cpu_checked));
+  m.impl("conv2d", TORCH_FN(conv2d_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("conv2d", TORCH_FN(conv2d_cuda_checked));
+  m.impl("conv2d", TORCH_FN(conv2d_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
@@ -135,5 +163,5 @@ TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("conv2d", TORCH_FN(conv2d_meta_checked));
+  m.impl("conv2d", TORCH_FN(conv2d_meta_structured));
 }

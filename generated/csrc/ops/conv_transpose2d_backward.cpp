@@ -13,6 +13,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t conv_transpose2d_backward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_output, const scalar_t* input, const scalar_t* weight, const opforge::conv_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::conv_transpose2d_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask) {
   static const auto op = c10::Dispatcher::singleton()
@@ -23,7 +35,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::conv_transpose2d_ba
 
 namespace {
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cpu_checked(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv_transpose2d_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
@@ -33,18 +45,25 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cpu_che
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::conv_transpose2d_backward_cpu<float>(grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
-    case at::ScalarType::Double: return opforge::conv_transpose2d_backward_cpu<double>(grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
-    case at::ScalarType::Half: return opforge::conv_transpose2d_backward_cpu<c10::Half>(grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
-    case at::ScalarType::BFloat16: return opforge::conv_transpose2d_backward_cpu<c10::BFloat16>(grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
-    default: break;
+  auto meta = opforge::conv_transpose2d_backward_meta<int64_t>(kOp, grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_output);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, nullptr);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor input_c = input.contiguous();
+    const at::Tensor weight_c = weight.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::conv_transpose2d_backward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_output_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan);
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1, result2);
 }
 #ifdef OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cuda_checked(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cuda_structured(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv_transpose2d_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "input", input, "grad_output", grad_output);
@@ -55,24 +74,39 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cuda_ch
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
-  switch (grad_output.scalar_type()) {
-    case at::ScalarType::Float: return opforge::conv_transpose2d_backward_cuda<float>(grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
-    case at::ScalarType::Double: return opforge::conv_transpose2d_backward_cuda<double>(grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
-    case at::ScalarType::Half: return opforge::conv_transpose2d_backward_cuda<c10::Half>(grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
-    case at::ScalarType::BFloat16: return opforge::conv_transpose2d_backward_cuda<c10::BFloat16>(grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
-    default: break;
+  auto meta = opforge::conv_transpose2d_backward_meta<int64_t>(kOp, grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_output);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
+    const at::Tensor grad_output_c = grad_output.contiguous();
+    const at::Tensor input_c = input.contiguous();
+    const at::Tensor weight_c = weight.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::conv_transpose2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_output_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1, result2);
 }
 #endif  // OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_meta_checked(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv_transpose2d_backward";
   opforge::check::same_device(kOp, "input", input, "grad_output", grad_output);
   opforge::check::same_device(kOp, "weight", weight, "grad_output", grad_output);
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
-  return opforge::conv_transpose2d_backward_meta(grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
+  const auto meta = opforge::conv_transpose2d_backward_meta<c10::SymInt>(kOp, grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_output);
+  return std::make_tuple(result0, result1, result2);
 }
 
 // Autograd for opforge.conv_transpose2d_backward: see Note [Generated autograd] in README.md.
@@ -107,15 +141,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("conv_transpose2d_backward", TORCH_FN(conv_transpose2d_backward_cpu_checked));
+  m.impl("conv_transpose2d_backward", TORCH_FN(conv_transpose2d_backward_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("conv_transpose2d_backward", TORCH_FN(conv_transpose2d_backward_cuda_checked));
+  m.impl("conv_transpose2d_backward", TORCH_FN(conv_transpose2d_backward_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("conv_transpose2d_backward", TORCH_FN(conv_transpose2d_backward_meta_checked));
+  m.impl("conv_transpose2d_backward", TORCH_FN(conv_transpose2d_backward_meta_structured));
 }

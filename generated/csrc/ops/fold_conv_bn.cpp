@@ -13,6 +13,18 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#ifdef OPFORGE_WITH_CUDA
+#include <kernels/cuda/host.h>
+
+namespace opforge {
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t fold_conv_bn_cuda(scalar_t* result0, scalar_t* result1, const scalar_t* conv_weight, const scalar_t* conv_bias, const scalar_t* bn_weight, const scalar_t* bn_bias, const scalar_t* running_mean, const scalar_t* running_var, const opforge::fold_bn_plan& plan, cudaStream_t stream);
+
+}  // namespace opforge
+#endif  // OPFORGE_WITH_CUDA
 
 std::tuple<at::Tensor, at::Tensor> opforge::ops::fold_conv_bn(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps) {
   static const auto op = c10::Dispatcher::singleton()
@@ -23,7 +35,7 @@ std::tuple<at::Tensor, at::Tensor> opforge::ops::fold_conv_bn(const at::Tensor& 
 
 namespace {
 
-std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cpu_checked(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps) {
+std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cpu_structured(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.fold_conv_bn";
   opforge::check::device_type(kOp, "conv_weight", conv_weight, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "conv_bias", conv_bias, c10::DeviceType::CPU);
@@ -42,18 +54,27 @@ std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cpu_checked(const at::Tensor& co
   opforge::check::same_dtype(kOp, "bn_bias", bn_bias, "conv_weight", conv_weight);
   opforge::check::same_dtype(kOp, "running_mean", running_mean, "conv_weight", conv_weight);
   opforge::check::same_dtype(kOp, "running_var", running_var, "conv_weight", conv_weight);
-  switch (conv_weight.scalar_type()) {
-    case at::ScalarType::Float: return opforge::fold_conv_bn_cpu<float>(conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
-    case at::ScalarType::Double: return opforge::fold_conv_bn_cpu<double>(conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
-    case at::ScalarType::Half: return opforge::fold_conv_bn_cpu<c10::Half>(conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
-    case at::ScalarType::BFloat16: return opforge::fold_conv_bn_cpu<c10::BFloat16>(conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
-    default: break;
+  auto meta = opforge::fold_conv_bn_meta<int64_t>(kOp, conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], conv_weight);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], conv_weight);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, conv_weight, nullptr);
+    const at::Tensor conv_weight_c = conv_weight.contiguous();
+    const at::Tensor conv_bias_c = opforge::structured::contiguous_or_undefined(conv_bias);
+    const at::Tensor bn_weight_c = bn_weight.contiguous();
+    const at::Tensor bn_bias_c = bn_bias.contiguous();
+    const at::Tensor running_mean_c = running_mean.contiguous();
+    const at::Tensor running_var_c = running_var.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(conv_weight.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::fold_conv_bn_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), conv_weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(conv_bias_c), bn_weight_c.const_data_ptr<scalar_t>(), bn_bias_c.const_data_ptr<scalar_t>(), running_mean_c.const_data_ptr<scalar_t>(), running_var_c.const_data_ptr<scalar_t>(), meta.plan);
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1);
 }
 #ifdef OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cuda_checked(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps) {
+std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cuda_structured(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.fold_conv_bn";
   opforge::check::device_type(kOp, "conv_weight", conv_weight, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "conv_bias", conv_bias, "conv_weight", conv_weight);
@@ -73,30 +94,49 @@ std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cuda_checked(const at::Tensor& c
   opforge::check::same_dtype(kOp, "running_mean", running_mean, "conv_weight", conv_weight);
   opforge::check::same_dtype(kOp, "running_var", running_var, "conv_weight", conv_weight);
   const c10::DeviceGuard device_guard(conv_weight.device());
-  switch (conv_weight.scalar_type()) {
-    case at::ScalarType::Float: return opforge::fold_conv_bn_cuda<float>(conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
-    case at::ScalarType::Double: return opforge::fold_conv_bn_cuda<double>(conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
-    case at::ScalarType::Half: return opforge::fold_conv_bn_cuda<c10::Half>(conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
-    case at::ScalarType::BFloat16: return opforge::fold_conv_bn_cuda<c10::BFloat16>(conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
-    default: break;
+  auto meta = opforge::fold_conv_bn_meta<int64_t>(kOp, conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], conv_weight);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], conv_weight);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, conv_weight);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, conv_weight, &opforge::cuda::stream_capturing);
+    const at::Tensor conv_weight_c = conv_weight.contiguous();
+    const at::Tensor conv_bias_c = opforge::structured::contiguous_or_undefined(conv_bias);
+    const at::Tensor bn_weight_c = bn_weight.contiguous();
+    const at::Tensor bn_bias_c = bn_bias.contiguous();
+    const at::Tensor running_mean_c = running_mean.contiguous();
+    const at::Tensor running_var_c = running_var.contiguous();
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(conv_weight.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::fold_conv_bn_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), conv_weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(conv_bias_c), bn_weight_c.const_data_ptr<scalar_t>(), bn_bias_c.const_data_ptr<scalar_t>(), running_mean_c.const_data_ptr<scalar_t>(), running_var_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return std::make_tuple(result0, result1);
 }
 #endif  // OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor> fold_conv_bn_meta_checked(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps) {
+std::tuple<at::Tensor, at::Tensor> fold_conv_bn_meta_structured(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.fold_conv_bn";
   opforge::check::same_device(kOp, "conv_bias", conv_bias, "conv_weight", conv_weight);
   opforge::check::same_device(kOp, "bn_weight", bn_weight, "conv_weight", conv_weight);
   opforge::check::same_device(kOp, "bn_bias", bn_bias, "conv_weight", conv_weight);
   opforge::check::same_device(kOp, "running_mean", running_mean, "conv_weight", conv_weight);
   opforge::check::same_device(kOp, "running_var", running_var, "conv_weight", conv_weight);
+  opforge::check::dtype(kOp, "'conv_weight'", conv_weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'conv_bias'", conv_bias, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'bn_weight'", bn_weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'bn_bias'", bn_bias, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'running_mean'", running_mean, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'running_var'", running_var, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "conv_bias", conv_bias, "conv_weight", conv_weight);
   opforge::check::same_dtype(kOp, "bn_weight", bn_weight, "conv_weight", conv_weight);
   opforge::check::same_dtype(kOp, "bn_bias", bn_bias, "conv_weight", conv_weight);
   opforge::check::same_dtype(kOp, "running_mean", running_mean, "conv_weight", conv_weight);
   opforge::check::same_dtype(kOp, "running_var", running_var, "conv_weight", conv_weight);
-  return opforge::fold_conv_bn_meta(conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
+  const auto meta = opforge::fold_conv_bn_meta<c10::SymInt>(kOp, conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], conv_weight);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], conv_weight);
+  return std::make_tuple(result0, result1);
 }
 
 // Autograd for opforge.fold_conv_bn: see Note [Generated autograd] in README.md.
@@ -134,15 +174,15 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("fold_conv_bn", TORCH_FN(fold_conv_bn_cpu_checked));
+  m.impl("fold_conv_bn", TORCH_FN(fold_conv_bn_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("fold_conv_bn", TORCH_FN(fold_conv_bn_cuda_checked));
+  m.impl("fold_conv_bn", TORCH_FN(fold_conv_bn_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("fold_conv_bn", TORCH_FN(fold_conv_bn_meta_checked));
+  m.impl("fold_conv_bn", TORCH_FN(fold_conv_bn_meta_structured));
 }

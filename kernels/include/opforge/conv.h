@@ -1,9 +1,8 @@
 #pragma once
-// Argument checks and geometry of the conv family, shared by the CPU and CUDA
-// entry points and the Meta kernels (implemented in kernels/meta/conv.cpp).
-// The checks run on SymInts so that the Meta kernels apply the same rules
-// under dynamic shapes; on real tensors every size is concrete and a check is
-// a plain comparison.
+// Argument checks and geometry of the conv family, for its meta functions
+// (opforge/meta/conv.h; implemented in kernels/meta/conv.cpp). The checks run
+// on SymInts so that Meta kernels apply the same rules under dynamic shapes;
+// on real tensors every size is concrete and a check is a plain comparison.
 #include <opforge/math/conv.h>
 
 #include <ATen/core/Tensor.h>
@@ -48,11 +47,6 @@ void check_grad_output(const char* op, const at::Tensor& grad_output, const conv
 // `outputs` the (n, oc, oh, ow) side, `weight` (oc, c / groups, kh, kw).
 math::conv2d_geometry conv2d_geometry_of(at::IntArrayRef image, at::IntArrayRef outputs,
                                          const at::Tensor& weight, const conv_params& p);
-
-// A 3-D (unbatched) tensor as a batch of one; 4-D unchanged.
-inline at::Tensor as_batch(const at::Tensor& t) {
-  return t.dim() == 3 ? t.unsqueeze(0) : t;
-}
 
 // Concrete sizes of a conv_sizes result, as a batch (4-D).
 c10::SmallVector<int64_t, 4> batch_sizes(const conv_sizes& s);

@@ -14,32 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/conv.h>
+
 namespace opforge {
 
-// conv2d [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_conv2d_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// conv2d [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-at::Tensor conv2d_cpu(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups);
-#define OPFORGE_INSTANTIATE_conv2d_cpu \
-  template at::Tensor conv2d_cpu<float>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups); \
-  template at::Tensor conv2d_cpu<double>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups); \
-  template at::Tensor conv2d_cpu<c10::Half>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups); \
-  template at::Tensor conv2d_cpu<c10::BFloat16>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups);
-
-// conv2d [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_conv2d_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-at::Tensor conv2d_cuda(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups);
-#define OPFORGE_INSTANTIATE_conv2d_cuda \
-  template at::Tensor conv2d_cuda<float>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups); \
-  template at::Tensor conv2d_cuda<double>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups); \
-  template at::Tensor conv2d_cuda<c10::Half>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups); \
-  template at::Tensor conv2d_cuda<c10::BFloat16>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups);
-
-// conv2d [Meta, shape rule]
-at::Tensor conv2d_meta(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups);
+void conv2d_cpu(scalar_t* result, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, const opforge::conv_plan& plan);
 
 // conv2d.padding [CompositeImplicitAutograd]
 at::Tensor conv2d_padding(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, c10::string_view padding, at::IntArrayRef dilation, int64_t groups);

@@ -14,32 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/conv.h>
+
 namespace opforge {
 
-// conv2d_bias_act [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_conv2d_bias_act_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// conv2d_bias_act [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-at::Tensor conv2d_bias_act_cpu(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation);
-#define OPFORGE_INSTANTIATE_conv2d_bias_act_cpu \
-  template at::Tensor conv2d_bias_act_cpu<float>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation); \
-  template at::Tensor conv2d_bias_act_cpu<double>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation); \
-  template at::Tensor conv2d_bias_act_cpu<c10::Half>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation); \
-  template at::Tensor conv2d_bias_act_cpu<c10::BFloat16>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation);
-
-// conv2d_bias_act [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_conv2d_bias_act_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-at::Tensor conv2d_bias_act_cuda(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation);
-#define OPFORGE_INSTANTIATE_conv2d_bias_act_cuda \
-  template at::Tensor conv2d_bias_act_cuda<float>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation); \
-  template at::Tensor conv2d_bias_act_cuda<double>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation); \
-  template at::Tensor conv2d_bias_act_cuda<c10::Half>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation); \
-  template at::Tensor conv2d_bias_act_cuda<c10::BFloat16>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation);
-
-// conv2d_bias_act [Meta, shape rule]
-at::Tensor conv2d_bias_act_meta(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation);
+void conv2d_bias_act_cpu(scalar_t* result, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, const opforge::conv_plan& plan);
 
 namespace ops {
 // conv2d_bias_act

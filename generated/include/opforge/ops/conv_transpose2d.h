@@ -14,32 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/conv.h>
+
 namespace opforge {
 
-// conv_transpose2d [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_conv_transpose2d_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// conv_transpose2d [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-at::Tensor conv_transpose2d_cpu(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation);
-#define OPFORGE_INSTANTIATE_conv_transpose2d_cpu \
-  template at::Tensor conv_transpose2d_cpu<float>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation); \
-  template at::Tensor conv_transpose2d_cpu<double>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation); \
-  template at::Tensor conv_transpose2d_cpu<c10::Half>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation); \
-  template at::Tensor conv_transpose2d_cpu<c10::BFloat16>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation);
-
-// conv_transpose2d [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_conv_transpose2d_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-at::Tensor conv_transpose2d_cuda(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation);
-#define OPFORGE_INSTANTIATE_conv_transpose2d_cuda \
-  template at::Tensor conv_transpose2d_cuda<float>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation); \
-  template at::Tensor conv_transpose2d_cuda<double>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation); \
-  template at::Tensor conv_transpose2d_cuda<c10::Half>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation); \
-  template at::Tensor conv_transpose2d_cuda<c10::BFloat16>(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation);
-
-// conv_transpose2d [Meta, shape rule]
-at::Tensor conv_transpose2d_meta(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation);
+void conv_transpose2d_cpu(scalar_t* result, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, const opforge::conv_plan& plan);
 
 namespace ops {
 // conv_transpose2d

@@ -14,32 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/conv.h>
+
 namespace opforge {
 
-// conv_transpose2d_backward [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_conv_transpose2d_backward_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// conv_transpose2d_backward [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cpu(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask);
-#define OPFORGE_INSTANTIATE_conv_transpose2d_backward_cpu \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cpu<float>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cpu<double>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cpu<c10::Half>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cpu<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask);
-
-// conv_transpose2d_backward [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_conv_transpose2d_backward_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cuda(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask);
-#define OPFORGE_INSTANTIATE_conv_transpose2d_backward_cuda \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cuda<float>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cuda<double>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cuda<c10::Half>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask); \
-  template std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cuda<c10::BFloat16>(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask);
-
-// conv_transpose2d_backward [Meta, shape rule]
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_meta(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask);
+void conv_transpose2d_backward_cpu(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_output, const scalar_t* input, const scalar_t* weight, const opforge::conv_plan& plan);
 
 namespace ops {
 // conv_transpose2d_backward

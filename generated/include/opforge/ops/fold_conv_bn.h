@@ -14,32 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/meta/conv.h>
+
 namespace opforge {
 
-// fold_conv_bn [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_fold_conv_bn_cpu
-// to instantiate it for exactly the dtypes the schema declares.
+// fold_conv_bn [CPU]: see Note [Structured ops]
 template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cpu(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps);
-#define OPFORGE_INSTANTIATE_fold_conv_bn_cpu \
-  template std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cpu<float>(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps); \
-  template std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cpu<double>(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps); \
-  template std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cpu<c10::Half>(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps); \
-  template std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cpu<c10::BFloat16>(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps);
-
-// fold_conv_bn [CUDA]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_fold_conv_bn_cuda
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
-std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cuda(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps);
-#define OPFORGE_INSTANTIATE_fold_conv_bn_cuda \
-  template std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cuda<float>(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps); \
-  template std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cuda<double>(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps); \
-  template std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cuda<c10::Half>(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps); \
-  template std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cuda<c10::BFloat16>(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps);
-
-// fold_conv_bn [Meta, shape rule]
-std::tuple<at::Tensor, at::Tensor> fold_conv_bn_meta(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps);
+void fold_conv_bn_cpu(scalar_t* result0, scalar_t* result1, const scalar_t* conv_weight, const scalar_t* conv_bias, const scalar_t* bn_weight, const scalar_t* bn_bias, const scalar_t* running_mean, const scalar_t* running_var, const opforge::fold_bn_plan& plan);
 
 namespace ops {
 // fold_conv_bn

@@ -57,12 +57,12 @@ struct conv2d_geometry {
 // For a kernel tap whose image coordinate is o * stride + offset (offset =
 // k * dilation - padding), the output coordinates o in [lo, hi) that land in
 // [0, in_len); hi <= lo when none does.
-struct tap_range {
+struct output_range {
   int64_t lo;
   int64_t hi;
 };
 
-C10_HOST_DEVICE inline tap_range valid_outputs(int64_t out_len, int64_t in_len, int64_t stride,
+C10_HOST_DEVICE inline output_range valid_outputs(int64_t out_len, int64_t in_len, int64_t stride,
                                                int64_t offset) {
   // o >= ceil(-offset / stride) and o <= floor((in_len - 1 - offset) / stride).
   const int64_t lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
