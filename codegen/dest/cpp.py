@@ -354,10 +354,13 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
             continue
         for key, kernel in op.dispatch:
             target = f"opforge::{kernel_name(kernel)}"
-            if key in BACKEND_KEYS:
+            if key in BACKEND_KEYS or key == "CompositeExplicitAutograd":
+                # A composite over ATen ops runs on every device, Meta included: the same
+                # checks (devices agreeing, dtypes) before it.
                 lines, renames = checks_before_kernel(op, key)
                 call = _kernel_call(op, kernel, renames)
-                target = f"{op.cpp_id}_{key.lower()}_checked"
+                suffix = "composite" if key == "CompositeExplicitAutograd" else key.lower()
+                target = f"{op.cpp_id}_{suffix}_checked"
                 wrappers.append(
                     {
                         "key": key,

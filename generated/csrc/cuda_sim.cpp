@@ -1129,8 +1129,6 @@ TORCH_LIBRARY(opforge_cuda_sim, m) {
   m.def(R"schema(layer_norm_forward(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> (Tensor, Tensor, Tensor))schema");
   m.def(R"schema(leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor)schema");
   m.def(R"schema(leaky_relu_backward(Tensor grad_output, Tensor self, Scalar negative_slope) -> Tensor)schema");
-  m.def(R"schema(linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor)schema");
-  m.def(R"schema(linear_backward(Tensor grad_output, Tensor input, Tensor weight, bool[3] output_mask) -> (Tensor, Tensor, Tensor))schema");
   m.def(R"schema(local_response_norm(Tensor input, int size, float alpha=0.0001, float beta=0.75, float k=1.0) -> Tensor)schema");
   m.def(R"schema(local_response_norm_backward(Tensor grad_output, Tensor input, int size, float alpha, float beta, float k) -> Tensor)schema");
   m.def(R"schema(log_softmax(Tensor self, int dim) -> Tensor)schema");
@@ -2334,32 +2332,6 @@ at::Tensor leaky_relu_backward_cuda_simulated(const at::Tensor& grad_output, con
   return out;
 }
 
-at::Tensor linear_cuda_simulated(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
-  [[maybe_unused]] constexpr const char* kOp = "opforge.linear";
-  opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
-  opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
-  opforge::check::device_type(kOp, "bias", bias, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'bias'", bias, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "weight", weight, "input", input);
-  opforge::check::same_dtype(kOp, "bias", bias, "input", input);
-  return opforge::linear_gemm(input, weight, bias);
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor> linear_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, std::array<bool,3> output_mask) {
-  [[maybe_unused]] constexpr const char* kOp = "opforge.linear_backward";
-  opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
-  opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
-  opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
-  opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
-  return opforge::linear_backward_gemm(grad_output, input, weight, output_mask);
-}
-
 at::Tensor local_response_norm_cuda_simulated(const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.local_response_norm";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
@@ -2913,8 +2885,6 @@ TORCH_LIBRARY_IMPL(opforge_cuda_sim, CPU, m) {
   m.impl("layer_norm_forward", TORCH_FN(layer_norm_forward_cuda_simulated));
   m.impl("leaky_relu", TORCH_FN(leaky_relu_cuda_simulated));
   m.impl("leaky_relu_backward", TORCH_FN(leaky_relu_backward_cuda_simulated));
-  m.impl("linear", TORCH_FN(linear_cuda_simulated));
-  m.impl("linear_backward", TORCH_FN(linear_backward_cuda_simulated));
   m.impl("local_response_norm", TORCH_FN(local_response_norm_cuda_simulated));
   m.impl("local_response_norm_backward", TORCH_FN(local_response_norm_backward_cuda_simulated));
   m.impl("log_softmax", TORCH_FN(log_softmax_cuda_simulated));

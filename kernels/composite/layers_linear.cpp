@@ -1,7 +1,8 @@
-// linear and linear_backward for CPU and CUDA alike: GEMMs through ATen (MKL /
-// oneDNN on CPU, cuBLAS on CUDA) on 2-D views of the inputs, written straight
-// into the outputs. The bias rides on the GEMM's beta term (addmm) instead of a
-// separate pass.
+// linear and linear_backward on every device: GEMMs through ATen (MKL / oneDNN
+// on CPU, cuBLAS on CUDA) on 2-D views of the inputs, written straight into the
+// outputs. The bias rides on the GEMM's beta term (addmm) instead of a separate
+// pass. CompositeExplicitAutograd over SymInt sizes, so the same code is the
+// Meta kernel (fake tensors, dynamic shapes).
 #include <opforge/ops/linear.h>
 #include <opforge/ops/linear_backward.h>
 
@@ -20,10 +21,10 @@ namespace {
 
 // Rows of the 2-D view (*, features): the product of all dims but the last.
 // Not numel / features, which is undefined when features == 0.
-int64_t leading_rows(const at::Tensor& t) {
-  int64_t rows = 1;
+c10::SymInt leading_rows(const at::Tensor& t) {
+  c10::SymInt rows = 1;
   for (int64_t d = 0; d + 1 < t.dim(); ++d) {
-    rows *= t.size(d);
+    rows *= t.sym_size(d);
   }
   return rows;
 }
@@ -32,10 +33,10 @@ int64_t leading_rows(const at::Tensor& t) {
 
 at::Tensor linear_gemm(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
   linear_check("opforge.linear", input, weight, bias);
-  const int64_t rows = leading_rows(input);
+  const c10::SymInt rows = leading_rows(input);
   at::Tensor out = at::empty_symint(linear_output_sizes(input, weight), input.options());
-  at::Tensor out2d = out.view({rows, weight.size(0)});
-  const at::Tensor x = input.reshape({rows, weight.size(1)});
+  at::Tensor out2d = out.view_symint({rows, weight.sym_size(0)});
+  const at::Tensor x = input.reshape_symint({rows, weight.sym_size(1)});
   if (has_tensor(bias)) {
     at::addmm_out(out2d, *bias, x, weight.t());
   } else {
@@ -49,18 +50,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> linear_backward_gemm(const at::Te
                                                                     const at::Tensor& weight,
                                                                     std::array<bool, 3> output_mask) {
   linear_backward_check("opforge.linear_backward", grad_output, input, weight);
-  const int64_t rows = leading_rows(input);
-  const at::Tensor g = grad_output.reshape({rows, weight.size(0)});
+  const c10::SymInt rows = leading_rows(input);
+  const at::Tensor g = grad_output.reshape_symint({rows, weight.sym_size(0)});
   at::Tensor grad_input;
   at::Tensor grad_weight;
   at::Tensor grad_bias;
   if (output_mask[0]) {
-    grad_input = at::empty(input.sizes(), input.options());
-    at::Tensor gi = grad_input.view({rows, weight.size(1)});
+    grad_input = at::empty_symint(input.sym_sizes(), input.options());
+    at::Tensor gi = grad_input.view_symint({rows, weight.sym_size(1)});
     at::mm_out(gi, g, weight);
   }
   if (output_mask[1]) {
-    grad_weight = at::mm(g.t(), input.reshape({rows, weight.size(1)}));
+    grad_weight = at::mm(g.t(), input.reshape_symint({rows, weight.sym_size(1)}));
   }
   if (output_mask[2]) {
     grad_bias = at::sum(g, 0);  // reduced precision accumulates in float inside ATen's sum

@@ -24,23 +24,8 @@ at::Tensor opforge::ops::linear(const at::Tensor& input, const at::Tensor& weigh
 
 namespace {
 
-at::Tensor linear_cpu_checked(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
+at::Tensor linear_composite_checked(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.linear";
-  opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
-  opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
-  opforge::check::device_type(kOp, "bias", bias, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'bias'", bias, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "weight", weight, "input", input);
-  opforge::check::same_dtype(kOp, "bias", bias, "input", input);
-  return opforge::linear_gemm(input, weight, bias);
-}
-#ifdef OPFORGE_WITH_CUDA
-
-at::Tensor linear_cuda_checked(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
-  [[maybe_unused]] constexpr const char* kOp = "opforge.linear";
-  opforge::check::device_type(kOp, "input", input, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "weight", weight, "input", input);
   opforge::check::same_device(kOp, "bias", bias, "input", input);
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
@@ -48,18 +33,7 @@ at::Tensor linear_cuda_checked(const at::Tensor& input, const at::Tensor& weight
   opforge::check::dtype(kOp, "'bias'", bias, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
-  const c10::DeviceGuard device_guard(input.device());
   return opforge::linear_gemm(input, weight, bias);
-}
-#endif  // OPFORGE_WITH_CUDA
-
-at::Tensor linear_meta_checked(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
-  [[maybe_unused]] constexpr const char* kOp = "opforge.linear";
-  opforge::check::same_device(kOp, "weight", weight, "input", input);
-  opforge::check::same_device(kOp, "bias", bias, "input", input);
-  opforge::check::same_dtype(kOp, "weight", weight, "input", input);
-  opforge::check::same_dtype(kOp, "bias", bias, "input", input);
-  return opforge::linear_meta(input, weight, bias);
 }
 
 // Autograd for opforge.linear: see Note [Generated autograd] in README.md.
@@ -95,16 +69,6 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("linear", TORCH_FN(linear_autograd));
 }
 
-TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("linear", TORCH_FN(linear_cpu_checked));
-}
-
-#ifdef OPFORGE_WITH_CUDA
-TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("linear", TORCH_FN(linear_cuda_checked));
-}
-#endif  // OPFORGE_WITH_CUDA
-
-TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("linear", TORCH_FN(linear_meta_checked));
+TORCH_LIBRARY_IMPL(opforge, CompositeExplicitAutograd, m) {
+  m.impl("linear", TORCH_FN(linear_composite_checked));
 }

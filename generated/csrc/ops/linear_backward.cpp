@@ -24,23 +24,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::linear_backward(con
 
 namespace {
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> linear_backward_cpu_checked(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> linear_backward_composite_checked(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, std::array<bool,3> output_mask) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.linear_backward";
-  opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
-  opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
-  opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
-  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
-  opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
-  return opforge::linear_backward_gemm(grad_output, input, weight, output_mask);
-}
-#ifdef OPFORGE_WITH_CUDA
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor> linear_backward_cuda_checked(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, std::array<bool,3> output_mask) {
-  [[maybe_unused]] constexpr const char* kOp = "opforge.linear_backward";
-  opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "input", input, "grad_output", grad_output);
   opforge::check::same_device(kOp, "weight", weight, "grad_output", grad_output);
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
@@ -48,18 +33,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> linear_backward_cuda_checked(cons
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
-  const c10::DeviceGuard device_guard(grad_output.device());
   return opforge::linear_backward_gemm(grad_output, input, weight, output_mask);
-}
-#endif  // OPFORGE_WITH_CUDA
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor> linear_backward_meta_checked(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, std::array<bool,3> output_mask) {
-  [[maybe_unused]] constexpr const char* kOp = "opforge.linear_backward";
-  opforge::check::same_device(kOp, "input", input, "grad_output", grad_output);
-  opforge::check::same_device(kOp, "weight", weight, "grad_output", grad_output);
-  opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
-  opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
-  return opforge::linear_backward_meta(grad_output, input, weight, output_mask);
 }
 
 // Autograd for opforge.linear_backward: see Note [Generated autograd] in README.md.
@@ -97,16 +71,6 @@ TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("linear_backward", TORCH_FN(linear_backward_autograd));
 }
 
-TORCH_LIBRARY_IMPL(opforge, CPU, m) {
-  m.impl("linear_backward", TORCH_FN(linear_backward_cpu_checked));
-}
-
-#ifdef OPFORGE_WITH_CUDA
-TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
-  m.impl("linear_backward", TORCH_FN(linear_backward_cuda_checked));
-}
-#endif  // OPFORGE_WITH_CUDA
-
-TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("linear_backward", TORCH_FN(linear_backward_meta_checked));
+TORCH_LIBRARY_IMPL(opforge, CompositeExplicitAutograd, m) {
+  m.impl("linear_backward", TORCH_FN(linear_backward_composite_checked));
 }

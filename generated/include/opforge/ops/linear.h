@@ -16,11 +16,8 @@
 
 namespace opforge {
 
-// linear [CPU]
+// linear [CompositeExplicitAutograd]
 at::Tensor linear_gemm(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias);
-
-// linear [Meta, shape rule]
-at::Tensor linear_meta(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias);
 
 namespace ops {
 // linear

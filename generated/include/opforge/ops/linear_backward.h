@@ -16,11 +16,8 @@
 
 namespace opforge {
 
-// linear_backward [CPU]
+// linear_backward [CompositeExplicitAutograd]
 std::tuple<at::Tensor, at::Tensor, at::Tensor> linear_backward_gemm(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, std::array<bool,3> output_mask);
-
-// linear_backward [Meta, shape rule]
-std::tuple<at::Tensor, at::Tensor, at::Tensor> linear_backward_meta(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, std::array<bool,3> output_mask);
 
 namespace ops {
 // linear_backward
