@@ -35,7 +35,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if not args.skip_references:
         validate.validate_references(ops, diags)
     validate.validate_citations(args.schemas.resolve().parent, diags)
-    validate.validate_instantiations(ops, args.schemas.resolve().parent, diags)
+    validate.validate_kernel_sources(ops, args.schemas.resolve().parent, diags)
     if diags:
         raise CodegenError(diags)
     problems = gen.stale(args.out, gen.render_all(ops))

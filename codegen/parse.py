@@ -105,7 +105,6 @@ class _EntryParser:
         dispatch = self._dispatch()
         pointwise = self._pointwise(schema, family)
         dtypes = self._dtypes()
-        self._check_template_dtypes(dispatch, dtypes)
         arg_dtypes = self._arg_dtypes(args, output_names(schema))
         output_differentiability = self._output_differentiability(schema)
         tags = self._tags()
@@ -115,6 +114,9 @@ class _EntryParser:
         structured = self._structured(schema, family)
         if structured is not None:
             dispatch = self._structured_implied(schema, dispatch, shape, pointwise)
+        elif pointwise is None:
+            self._reject_template_kernels(dispatch)
+        self._check_template_dtypes(dispatch, dtypes)
         checks = self._checks(args)
         dtype_rule = self._rule("dtype", rules.parse_dtype, args)
         self._check_rule_types(shape, args)
@@ -393,6 +395,18 @@ class _EntryParser:
                 else:
                     out[key] = kernel
         return tuple(sorted(out.items()))
+
+    def _reject_template_kernels(self, dispatch: tuple[tuple[str, str], ...]) -> None:
+        """Kernels templated on the dtype are the structured form's: the generator instantiates
+        them for `dtypes` (Note [Structured ops])."""
+        for key, kernel in dispatch:
+            if is_template(kernel):
+                self.err(
+                    "dispatch",
+                    f"template kernel '{kernel}' ({key}) needs the structured form",
+                    "declare 'structured: {meta: my_op_meta, plan: my_plan}' (kernels take "
+                    "pointers and a plan, instantiated for 'dtypes'), or name a plain kernel",
+                )
 
     def _check_template_dtypes(
         self, dispatch: tuple[tuple[str, str], ...], dtypes: tuple[str, ...]

@@ -17,7 +17,6 @@ from codegen.opdecl import (
     DISPATCH_KEYS,
     FLOATING_DTYPES,
     OpDecl,
-    is_template,
     kernel_name,
 )
 
@@ -105,13 +104,7 @@ def explain(ops: Sequence[OpDecl], name: str) -> str:
                 out.append(f"                in {structured.kernel_file(st.source, key)}")
         for key, kernel in op.dispatch if op.pointwise is None and op.structured is None else ():
             sig = cpp.signature(op.schema, kernel_name(kernel))
-            if is_template(kernel):
-                out.append(f"  implement     [{key}] template <typename scalar_t> {sig};")
-                out.append(
-                    f"                then end the file with OPFORGE_INSTANTIATE_{kernel_name(kernel)}"
-                )
-            else:
-                out.append(f"  implement     [{key}] {sig};")
+            out.append(f"  implement     [{key}] {sig};")
         if isinstance(op.shape, rules.MetaFunction):
             out.append(
                 f"  implement     [Meta] {cpp.signature(op.schema, op.shape.name)};  (kernels/meta/)"

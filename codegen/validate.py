@@ -8,7 +8,7 @@ from pathlib import Path
 
 from codegen import formulas
 from codegen.diagnostics import Diagnostics, Location, did_you_mean
-from codegen.opdecl import BACKEND_KEYS, OpDecl
+from codegen.opdecl import BACKEND_KEYS, OpDecl, kernel_name
 
 # Identifiers a formula may use besides the op's arguments (see README, `derivatives`).
 _FORMULA_NAMES = {"grad", "grads", "result", "grad_input_mask", "true", "false", "nullptr"}
@@ -200,30 +200,14 @@ def validate_citations(root: Path, diags: Diagnostics) -> None:
             )
 
 
-def validate_instantiations(ops: list[OpDecl], root: Path, diags: Diagnostics) -> None:
-    """A hand-written template kernel (`name<scalar_t>`) is instantiated somewhere under
-    kernels/ with its generated OPFORGE_INSTANTIATE_<name> macro, or the link fails late."""
-    kernels = root / "kernels"
-    if not kernels.is_dir():
+def validate_kernel_sources(ops: list[OpDecl], root: Path, diags: Diagnostics) -> None:
+    """A structured op's meta header and kernel sources exist and define its kernels, or the
+    build fails late (the generated units include and instantiate them)."""
+    if not (root / "kernels").is_dir():
         return
-    text = "\n".join(
-        p.read_text(errors="replace")
-        for p in sorted(kernels.rglob("*"))
-        if p.is_file() and p.suffix in {".cpp", ".cu", ".h", ".cuh"}
-    )
     for op in ops:
-        if op.structured is not None:
+        if op.structured is not None and op.variant_of is None:
             _check_structured_files(op, root, diags)
-        if op.pointwise is not None or op.structured is not None:
-            continue  # instantiated by the generator
-        for key, kernel in op.dispatch:
-            name = kernel.removesuffix("<scalar_t>")
-            if kernel.endswith("<scalar_t>") and f"OPFORGE_INSTANTIATE_{name}" not in text:
-                diags.error(
-                    op.loc_of("dispatch"),
-                    f"template kernel '{kernel}' ({key}) of '{op.qualified}' is never instantiated",
-                    f"end its kernel file in kernels/ with OPFORGE_INSTANTIATE_{name}",
-                )
 
 
 def _check_structured_files(op: OpDecl, root: Path, diags: Diagnostics) -> None:
@@ -241,4 +225,17 @@ def _check_structured_files(op: OpDecl, root: Path, diags: Diagnostics) -> None:
                 op.loc_of("structured"),
                 f"'{op.qualified}' is structured but {path} ({what}) does not exist",
                 "see Note [Structured ops] in kernels/include/opforge/structured.h",
+            )
+    for key, kernel in op.dispatch:
+        path = f"kernels/{key.lower()}/{s.source}.{'cpp' if key == 'CPU' else 'cu'}"
+        name = kernel_name(kernel)
+        source = root / path
+        if source.is_file() and not re.search(
+            rf"\b{name}\s*\(", source.read_text(errors="replace")
+        ):
+            diags.error(
+                op.loc_of("structured"),
+                f"structured kernel '{name}' ({key}) of '{op.qualified}' is not defined in {path}",
+                f"write `template <typename scalar_t> ... {name}(...)` there "
+                f"(`python -m codegen explain {op.name}` prints the signature)",
             )

@@ -13,7 +13,7 @@ from codegen.api import binding, cpp
 from codegen.dest import pointwise, structured
 from codegen.dest.autograd import autograd
 from codegen.dest.common import dtype_description, shared_dtype_args, sources, tensor_args
-from codegen.opdecl import BACKEND_KEYS, CPP_SCALAR, DTYPES, OpDecl, is_template, kernel_name
+from codegen.opdecl import BACKEND_KEYS, DTYPES, OpDecl, kernel_name
 
 Context = dict[str, Any]
 
@@ -105,16 +105,7 @@ def dispatch_dtype(op: OpDecl) -> str:
 
 def _kernel_call(op: OpDecl, kernel: str, renames: dict[str, str]) -> list[str]:
     args = ", ".join(renames.get(a.name, a.name) for a in op.schema.arguments.flat_all)
-    name = kernel_name(kernel)
-    if not is_template(kernel):
-        return [f"return opforge::{name}({args});"]
-    lines = [f"switch ({dispatch_dtype(op)}) {{"]
-    for d in op.dtypes:
-        lines.append(
-            f"  case at::ScalarType::{DTYPES[d]}: return opforge::{name}<{CPP_SCALAR[d]}>({args});"
-        )
-    lines += ["  default: break;", "}", 'TORCH_CHECK(false, kOp, ": unreachable dtype");']
-    return lines
+    return [f"return opforge::{kernel_name(kernel)}({args});"]
 
 
 def _same_dtype_checks(op: OpDecl) -> list[str]:
@@ -219,8 +210,6 @@ def header(name: str, ops: Sequence[OpDecl]) -> Context:
                     "comment": f"{op.qualified} [{k}]: generated, see Note [Pointwise engine]",
                     "signature": pointwise.kernel_signature(op, k),
                     "template": True,
-                    "macro": None,
-                    "instantiate": [],
                 }
                 for k, _ in op.dispatch
             ]
@@ -232,8 +221,6 @@ def header(name: str, ops: Sequence[OpDecl]) -> Context:
                         "comment": f"{op.qualified} [CPU]: see Note [Structured ops]",
                         "signature": structured.kernel_declaration(op, "CPU"),
                         "template": False,
-                        "macro": None,
-                        "instantiate": [],
                     }
                 ]
                 if "CPU" in op.keys
@@ -245,24 +232,9 @@ def header(name: str, ops: Sequence[OpDecl]) -> Context:
             entries.append((f"{op.qualified} [Meta, shape rule]", op.shape.name))
         for comment, kern in entries:
             sig = cpp.signature(op.schema, kernel_name(kern))
-            if sig in seen:
-                continue
-            seen.add(sig)
-            instantiate = []
-            if is_template(kern):
-                base = kernel_name(kern)
-                instantiate = [
-                    cpp.signature(op.schema, f"{base}<{CPP_SCALAR[d]}>") for d in op.dtypes
-                ]
-            decls.append(
-                {
-                    "comment": comment,
-                    "signature": sig,
-                    "template": is_template(kern),
-                    "macro": f"OPFORGE_INSTANTIATE_{kernel_name(kern)}",
-                    "instantiate": instantiate,
-                }
-            )
+            if sig not in seen:
+                seen.add(sig)
+                decls.append({"comment": comment, "signature": sig, "template": False})
     api = [
         {"qualified": o.qualified, "signature": cpp.signature(o.schema, o.api_name)} for o in ops
     ]

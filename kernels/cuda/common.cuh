@@ -126,7 +126,3 @@ __device__ T block_reduce(T v, Op op, T identity, T* shared) {
 }
 
 } // namespace opforge::cuda
-
-// Applies M to every floating type float ops support, e.g. to instantiate a
-// file's launcher templates: OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE).
-#define OPFORGE_FOR_FLOATING_TYPES(M) M(float) M(double) M(c10::Half) M(c10::BFloat16)

@@ -1,7 +1,6 @@
 #pragma once
-// Launchers for the pooling kernels (pooling.cu), called by the structured
-// pooling ops' launch functions (pooling_*.cu). Torch-free so the .cu files
-// compile fast.
+// Launchers for the pooling kernels (defined in pooling_kernels.cuh), called
+// by the structured pooling ops' kernels (pooling_*.cu). Torch-free.
 // Tensors are contiguous; `g` describes their planes (opforge/math/pooling.h).
 // Window policies (`Win`) are math::strided_windows / math::avg_windows for
 // the regular ops and math::adaptive_windows for the adaptive ones.

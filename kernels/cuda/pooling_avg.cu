@@ -1,7 +1,7 @@
 // CUDA kernels of avg_pool2d, adaptive_avg_pool2d and their backward ops,
 // structured ops (Note [Structured ops]): the pooling kernels of pooling.cu
 // over the plan's planes, windows and divisor.
-#include "pooling.cuh"
+#include "pooling_kernels.cuh"
 
 #include <opforge/pooling_plan.h>
 

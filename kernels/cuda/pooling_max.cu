@@ -1,7 +1,7 @@
 // CUDA kernels of max_pool2d_with_indices, adaptive_max_pool2d_with_indices
 // and their backward ops, structured ops (Note [Structured ops]): the pooling
 // kernels of pooling.cu over the plan's planes and windows.
-#include "pooling.cuh"
+#include "pooling_kernels.cuh"
 
 #include <opforge/pooling_plan.h>
 

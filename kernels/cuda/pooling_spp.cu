@@ -3,7 +3,7 @@
 // level, writing straight into the level's block of the output; the backward
 // recomputes the argmax of every bin ('max', into the plan's workspace), then
 // gathers per input element.
-#include "pooling.cuh"
+#include "pooling_kernels.cuh"
 
 #include <opforge/pooling_plan.h>
 

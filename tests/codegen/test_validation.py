@@ -303,19 +303,15 @@ def test_argument_clashing_with_formula_names(
     )
 
 
-def test_template_kernel_dtype_without_cpp_type(
+def test_template_kernel_needs_the_structured_form(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    text = (
-        GOOD.replace("CPU: relu_cpu", "CPU: relu_cpu<scalar_t>")
-        + "  dtypes: [float32, float8_e4m3fn]\n"
-    )
+    text = GOOD.replace("CPU: relu_cpu", "CPU: relu_cpu<scalar_t>")
     assert_error(
         tmp_path,
         capsys,
         text,
-        "ops.yaml:6: error: dtype 'float8_e4m3fn' has no C++ scalar type, so template kernel "
-        "'relu_cpu<scalar_t>' (CPU) cannot be instantiated for it",
+        "ops.yaml:2: error: template kernel 'relu_cpu<scalar_t>' (CPU) needs the structured form",
     )
 
 

@@ -104,17 +104,17 @@ def test_explain_works_while_another_entry_is_broken(
     assert "gelu_erf_fn" in captured.out and "activation.yaml" in captured.err
 
 
-def test_check_finds_a_template_kernel_never_instantiated(
+def test_check_finds_a_structured_kernel_never_defined(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     source = checkout / "kernels/cpu/conv_fold.cpp"
-    source.write_text(source.read_text().replace("OPFORGE_INSTANTIATE_fold_conv_bn_cpu", ""))
+    source.write_text(source.read_text().replace("fold_conv_bn_cpu(", "fold_conv_bn_cpu_old("))
     args = ["--schemas", str(checkout / "schemas"), "--out", str(checkout / "generated")]
     assert main(["check", *args]) == 1
     err = capsys.readouterr().err
     assert (
-        "template kernel 'fold_conv_bn_cpu<scalar_t>' (CPU) of 'fold_conv_bn' is never instantiated"
-        in err
+        "structured kernel 'fold_conv_bn_cpu' (CPU) of 'fold_conv_bn' is not defined in "
+        "kernels/cpu/conv_fold.cpp" in err
     )
 
 

@@ -34,14 +34,7 @@ at::Tensor crop_cpu_checked(const at::Tensor& self, at::IntArrayRef size, at::In
   [[maybe_unused]] constexpr const char* kOp = "opforge.crop";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  switch (self.scalar_type()) {
-    case at::ScalarType::Float: return opforge::crop_cpu<float>(self, size, stride);
-    case at::ScalarType::Double: return opforge::crop_cpu<double>(self, size, stride);
-    case at::ScalarType::Half: return opforge::crop_cpu<c10::Half>(self, size, stride);
-    case at::ScalarType::BFloat16: return opforge::crop_cpu<c10::BFloat16>(self, size, stride);
-    default: break;
-  }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return opforge::crop_cpu(self, size, stride);
 }
 
 at::Tensor crop_meta(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride) {

@@ -32,14 +32,7 @@ std::tuple<at::Tensor, at::Tensor> gather_stats_cpu_checked(const at::Tensor& ta
   opforge::check::dtype(kOp, "'index'", index, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
   opforge::check::dtype(kOp, "'running'", running, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "running", running, "table", table);
-  switch (table.scalar_type()) {
-    case at::ScalarType::Float: return opforge::gather_stats_cpu<float>(table, index, running, generator);
-    case at::ScalarType::Double: return opforge::gather_stats_cpu<double>(table, index, running, generator);
-    case at::ScalarType::Half: return opforge::gather_stats_cpu<c10::Half>(table, index, running, generator);
-    case at::ScalarType::BFloat16: return opforge::gather_stats_cpu<c10::BFloat16>(table, index, running, generator);
-    default: break;
-  }
-  TORCH_CHECK(false, kOp, ": unreachable dtype");
+  return opforge::gather_stats_cpu(table, index, running, generator);
 }
 
 std::tuple<at::Tensor, at::Tensor> gather_stats_meta_checked(const at::Tensor& table, const at::Tensor& index, const std::optional<at::Tensor>& running, std::optional<at::Generator> generator) {

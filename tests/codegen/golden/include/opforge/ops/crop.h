@@ -17,15 +17,7 @@
 namespace opforge {
 
 // crop [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_crop_cpu
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
 at::Tensor crop_cpu(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride);
-#define OPFORGE_INSTANTIATE_crop_cpu \
-  template at::Tensor crop_cpu<float>(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride); \
-  template at::Tensor crop_cpu<double>(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride); \
-  template at::Tensor crop_cpu<c10::Half>(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride); \
-  template at::Tensor crop_cpu<c10::BFloat16>(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride);
 
 // crop.name [CompositeImplicitAutograd]
 at::Tensor crop_by_name(const at::Tensor& self, c10::string_view size);

@@ -17,15 +17,7 @@
 namespace opforge {
 
 // gather_stats [CPU]
-// A template over the scalar type: end the kernel file with OPFORGE_INSTANTIATE_gather_stats_cpu
-// to instantiate it for exactly the dtypes the schema declares.
-template <typename scalar_t>
 std::tuple<at::Tensor, at::Tensor> gather_stats_cpu(const at::Tensor& table, const at::Tensor& index, const std::optional<at::Tensor>& running, std::optional<at::Generator> generator);
-#define OPFORGE_INSTANTIATE_gather_stats_cpu \
-  template std::tuple<at::Tensor, at::Tensor> gather_stats_cpu<float>(const at::Tensor& table, const at::Tensor& index, const std::optional<at::Tensor>& running, std::optional<at::Generator> generator); \
-  template std::tuple<at::Tensor, at::Tensor> gather_stats_cpu<double>(const at::Tensor& table, const at::Tensor& index, const std::optional<at::Tensor>& running, std::optional<at::Generator> generator); \
-  template std::tuple<at::Tensor, at::Tensor> gather_stats_cpu<c10::Half>(const at::Tensor& table, const at::Tensor& index, const std::optional<at::Tensor>& running, std::optional<at::Generator> generator); \
-  template std::tuple<at::Tensor, at::Tensor> gather_stats_cpu<c10::BFloat16>(const at::Tensor& table, const at::Tensor& index, const std::optional<at::Tensor>& running, std::optional<at::Generator> generator);
 
 // gather_stats [Meta, shape rule]
 std::tuple<at::Tensor, at::Tensor> gather_stats_meta(const at::Tensor& table, const at::Tensor& index, const std::optional<at::Tensor>& running, std::optional<at::Generator> generator);

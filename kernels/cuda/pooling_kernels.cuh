@@ -1,7 +1,10 @@
-// CUDA kernels for the pooling ops (see pooling.cuh). Forward kernels run one
-// thread per output element; backward kernels one thread per input element,
-// gathering from the windows that hold it, so every gradient is written once
-// in a fixed order: deterministic, without atomics.
+#pragma once
+// CUDA kernels for the pooling ops and their launchers (declared in
+// pooling.cuh), included by the structured pooling sources (pooling_*.cu), so
+// the generated units' instantiations for the schema's dtypes instantiate them.
+// Forward kernels run one thread per output element; backward kernels one
+// thread per input element, gathering from the windows that hold it, so every
+// gradient is written once in a fixed order: deterministic, without atomics.
 #include "common.cuh"
 #include "pooling.cuh"
 
@@ -218,28 +221,5 @@ cudaError_t launch_spp_backward(T* grad_in, const T* grad_out, const int64_t* in
   return cudaGetLastError();
 }
 
-#define OPFORGE_INSTANTIATE_WIN(T, MaxWin, AvgWin)                                                \
-  template cudaError_t launch_max_pool<T, MaxWin>(T*, int64_t*, const T*, const math::planes&,     \
-                                                  const MaxWin&, const MaxWin&, const out_layout&, \
-                                                  cudaStream_t);                                   \
-  template cudaError_t launch_max_pool_backward<T, MaxWin>(                                        \
-      T*, const T*, const int64_t*, const math::planes&, const MaxWin&, const MaxWin&,             \
-      cudaStream_t);                                                                               \
-  template cudaError_t launch_avg_pool<T, AvgWin>(T*, const T*, const math::planes&,               \
-                                                  const AvgWin&, const AvgWin&,                    \
-                                                  const math::avg_divisor&, const out_layout&,     \
-                                                  cudaStream_t);                                   \
-  template cudaError_t launch_avg_pool_backward<T, AvgWin>(T*, const T*, const math::planes&,      \
-                                                           const AvgWin&, const AvgWin&,           \
-                                                           const math::avg_divisor&, cudaStream_t);
-#define OPFORGE_INSTANTIATE(T)                                                                    \
-  OPFORGE_INSTANTIATE_WIN(T, math::strided_windows, math::avg_windows)                            \
-  OPFORGE_INSTANTIATE_WIN(T, math::adaptive_windows, math::adaptive_windows)                      \
-  template cudaError_t launch_spp_backward<T>(T*, const T*, const int64_t*, const math::planes&,  \
-                                              int64_t, int64_t, const spp_levels&, bool,          \
-                                              cudaStream_t);
-OPFORGE_FOR_FLOATING_TYPES(OPFORGE_INSTANTIATE)
-#undef OPFORGE_INSTANTIATE
-#undef OPFORGE_INSTANTIATE_WIN
 
 } // namespace opforge::cuda
