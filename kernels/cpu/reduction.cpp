@@ -118,13 +118,7 @@ void gather_rows(T* dst, const T* src, const sum_plan& plan) {
   const int64_t total = plan.kept * plan.reduced;
   at::parallel_for(0, total, k_grain, [&](int64_t begin, int64_t end) {
     for (int64_t e = begin; e < end; ++e) {
-      int64_t rem = e;
-      int64_t offset = 0;
-      for (int d = plan.gather_dims - 1; d >= 0; --d) {
-        offset += (rem % plan.gather_sizes[d]) * plan.gather_strides[d];
-        rem /= plan.gather_sizes[d];
-      }
-      dst[e] = src[offset];
+      dst[e] = src[plan.gather_offset(e)];
     }
   });
 }

@@ -59,13 +59,7 @@ template <typename T>
 __global__ void gather_rows_kernel(T* dst, const T* src, int64_t total, sum_plan plan) {
   const int64_t stride = grid_threads();
   for (int64_t e = global_thread(); e < total; e += stride) {
-    int64_t rem = e;
-    int64_t offset = 0;
-    for (int d = plan.gather_dims - 1; d >= 0; --d) {
-      offset += (rem % plan.gather_sizes[d]) * plan.gather_strides[d];
-      rem /= plan.gather_sizes[d];
-    }
-    dst[e] = src[offset];
+    dst[e] = src[plan.gather_offset(e)];
   }
 }
 

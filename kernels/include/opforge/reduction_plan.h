@@ -3,6 +3,8 @@
 // CUDA sources include it.
 #include <opforge/plan_services.h>
 
+#include <c10/macros/Macros.h>
+
 #include <cstdint>
 
 namespace opforge {
@@ -48,6 +50,16 @@ struct sum_plan {
   int64_t gathered_bytes = 0;  // the CUDA workspace's first part: the gathered input
   int64_t workspace_bytes = 0;
   void* workspace = nullptr;
+
+  // The input offset of element e of the gather order (CPU and CUDA).
+  C10_HOST_DEVICE int64_t gather_offset(int64_t e) const {
+    int64_t offset = 0;
+    for (int d = gather_dims - 1; d >= 0; --d) {
+      offset += (e % gather_sizes[d]) * gather_strides[d];
+      e /= gather_sizes[d];
+    }
+    return offset;
+  }
 };
 
 }  // namespace opforge
