@@ -506,6 +506,10 @@ def test_structured_entry_implies_kernels(
         ),
         (("plan: dim_split", "plan: 'dim split'"), "structured plan 'dim split' is not a C++ name"),
         (
+            ("plan: dim_split}", "plan: dim_split, nondeterministic: [Meta]}"),
+            "structured nondeterministic must list backend keys (CPU, CUDA)",
+        ),
+        (
             ("  reference:", "  shape: like(self)\n  reference:"),
             "a structured op's meta function decides its outputs; drop 'shape'",
         ),
