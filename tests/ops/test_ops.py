@@ -127,7 +127,9 @@ def test_compile_fullgraph_dynamic(op: OpDecl) -> None:
 
 
 def _backend_op_params() -> list[Any]:
-    return [p for p in _op_params() if set(p.values[0].keys) & {"CPU", "CUDA"}]
+    """Ops whose generated code checks dtypes: kernels and explicit composites."""
+    checked = {"CPU", "CUDA", "CompositeExplicitAutograd"}
+    return [p for p in _op_params() if set(p.values[0].keys) & checked]
 
 
 @pytest.mark.parametrize("op", _backend_op_params())
