@@ -9,7 +9,8 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
-#include <vector>
+#include <memory>
+#include <type_traits>
 
 namespace opforge {
 namespace {
@@ -54,18 +55,20 @@ void embedding_backward_cpu(scalar_t* result, const scalar_t* grad_output, const
   if (plan.bad_index.found[0] != 0) {
     return;
   }
-  std::vector<acc_t> buffer;
+  // Half/bfloat16 accumulate in a float buffer, float/double in the output.
+  std::unique_ptr<acc_t[]> buffer;
   acc_t* acc = nullptr;
   if constexpr (std::is_same_v<acc_t, scalar_t>) {
     acc = result;
-    std::fill_n(acc, rows * dim, acc_t(0));
   } else {
-    buffer.assign(static_cast<size_t>(rows * dim), acc_t(0));
-    acc = buffer.data();
+    buffer.reset(new acc_t[static_cast<size_t>(rows * dim)]);
+    acc = buffer.get();
   }
-  // Small problems stay on one thread; otherwise every thread takes a row range.
+  // Small problems stay on one thread; otherwise every thread takes a row range,
+  // which it zeroes first (in parallel, and while it is about to be used).
   const int64_t grain = n * dim < k_grain ? std::max<int64_t>(rows, 1) : 1;
   at::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+    std::fill(acc + r0 * dim, acc + r1 * dim, acc_t(0));
     for (int64_t i = 0; i < n; ++i) {
       const int64_t r = static_cast<int64_t>(indices[i]);
       if (r < r0 || r >= r1 || r == plan.padding_idx) {
