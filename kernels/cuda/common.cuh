@@ -3,6 +3,7 @@
 // code only; no torch headers (README.md, "CUDA kernels without a GPU").
 #include "launch.cuh"
 
+#include <opforge/math/opmath.h>
 #include <opforge/plan_services.h>
 
 #include <cstdint>
@@ -74,6 +75,40 @@ __device__ inline void philox_seed_and_offset(const philox_state& s, uint64_t& s
     seed = s.seed;
     offset = s.offset;
   }
+}
+
+template <typename T>
+__global__ void fill_zero_kernel(T* out, int64_t n) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) {
+    out[i] = math::cast_to<T>(0.0f);
+  }
+}
+
+template <typename To, typename From>
+__global__ void convert_kernel(To* out, const From* in, int64_t n) {
+  for (int64_t i = global_thread(); i < n; i += grid_threads()) {
+    out[i] = math::cast_to<To>(in[i]);
+  }
+}
+
+// out[0, n) = 0, e.g. an accumulator before a scatter-add.
+template <typename T>
+cudaError_t launch_fill_zero(T* out, int64_t n, cudaStream_t stream) {
+  if (n == 0) {
+    return cudaSuccess;
+  }
+  OPFORGE_LAUNCH(elementwise_blocks(n), k_threads, 0, stream, fill_zero_kernel<T>)(out, n);
+  return cudaGetLastError();
+}
+
+// out[i] = in[i] in another dtype: half/bfloat16 to and from their float compute copies.
+template <typename To, typename From>
+cudaError_t launch_convert(To* out, const From* in, int64_t n, cudaStream_t stream) {
+  if (n == 0) {
+    return cudaSuccess;
+  }
+  OPFORGE_LAUNCH(elementwise_blocks(n), k_threads, 0, stream, convert_kernel<To, From>)(out, in, n);
+  return cudaGetLastError();
 }
 
 struct sum_op {

@@ -14,14 +14,6 @@
 namespace opforge {
 namespace {
 
-template <typename To, typename From>
-__global__ void convert_kernel(To* out, const From* in, int64_t n) {
-  const int64_t stride = cuda::grid_threads();
-  for (int64_t i = cuda::global_thread(); i < n; i += stride) {
-    out[i] = math::cast_to<To>(in[i]);
-  }
-}
-
 // Buffers in the compute type: T's own for float and double, else float
 // copies carved in order out of the plan's workspace. Keeps the first launch
 // error of the call (each launcher reads and clears the sticky error).
@@ -42,10 +34,7 @@ class compute_buffers {
         return nullptr;
       }
       A* copy = take(n);
-      if (n > 0) {
-        OPFORGE_LAUNCH(cuda::elementwise_blocks(n), cuda::k_threads, 0, stream_, convert_kernel<A, T>)(copy, p, n);
-        note(cudaGetLastError());
-      }
+      note(cuda::launch_convert(copy, p, n, stream_));
       return copy;
     }
   }
@@ -61,10 +50,7 @@ class compute_buffers {
   // Rounds a result computed in float into its T buffer.
   void store(T* p, const A* computed, int64_t n) {
     if constexpr (!k_same) {
-      if (n > 0) {
-        OPFORGE_LAUNCH(cuda::elementwise_blocks(n), cuda::k_threads, 0, stream_, convert_kernel<T, A>)(p, computed, n);
-        note(cudaGetLastError());
-      }
+      note(cuda::launch_convert(p, computed, n, stream_));
     }
   }
 

@@ -30,22 +30,6 @@ __global__ void embedding_kernel(T* out, const T* weight, const I* indices, int6
   }
 }
 
-template <typename A>
-__global__ void fill_zero_kernel(A* out, int64_t n) {
-  const int64_t stride = cuda::grid_threads();
-  for (int64_t i = cuda::global_thread(); i < n; i += stride) {
-    out[i] = A(0);
-  }
-}
-
-template <typename T, typename A>
-__global__ void cast_kernel(T* out, const A* in, int64_t n) {
-  const int64_t stride = cuda::grid_threads();
-  for (int64_t i = cuda::global_thread(); i < n; i += stride) {
-    out[i] = math::cast_to<T>(in[i]);
-  }
-}
-
 template <typename T, typename A, typename I>
 __global__ void embedding_backward_kernel(A* acc, const T* grad, const I* indices, int64_t total, int64_t cols,
                                           embedding_backward_plan plan) {
@@ -90,21 +74,23 @@ cudaError_t embedding_backward_cuda(scalar_t* result, const scalar_t* grad_outpu
   } else {
     acc = static_cast<acc_t*>(plan.workspace);
   }
-  if (size > 0) {
-    OPFORGE_LAUNCH(cuda::elementwise_blocks(size), cuda::k_threads, 0, stream, fill_zero_kernel)(acc, size);
+  cudaError_t err = cuda::launch_fill_zero(acc, size, stream);
+  if (err != cudaSuccess) {
+    return err;
   }
   const int64_t cols = plan.dim > 0 ? plan.dim : 1;
   const int64_t total = plan.n * cols;
   if (total > 0) {
     OPFORGE_LAUNCH(cuda::elementwise_blocks(total), cuda::k_threads, 0, stream, embedding_backward_kernel)(
         acc, grad_output, indices, total, cols, plan);
+    err = cudaGetLastError();
   }
   if constexpr (!std::is_same_v<acc_t, scalar_t>) {
-    if (size > 0) {
-      OPFORGE_LAUNCH(cuda::elementwise_blocks(size), cuda::k_threads, 0, stream, cast_kernel)(result, acc, size);
+    if (err == cudaSuccess) {
+      err = cuda::launch_convert(result, acc, size, stream);
     }
   }
-  return cudaGetLastError();
+  return err;
 }
 
 }  // namespace opforge

@@ -63,14 +63,6 @@ __global__ void gather_rows_kernel(T* dst, const T* src, int64_t total, sum_plan
   }
 }
 
-template <typename T>
-__global__ void fill_zero_kernel(T* out, int64_t n) {
-  const int64_t stride = grid_threads();
-  for (int64_t i = global_thread(); i < n; i += stride) {
-    out[i] = math::cast_to<T>(0.0f);
-  }
-}
-
 unsigned task_blocks(int64_t tasks) {
   return static_cast<unsigned>(tasks < k_max_blocks ? tasks : k_max_blocks);
 }
@@ -123,9 +115,7 @@ cudaError_t sum_cuda(scalar_t* result, const scalar_t* self, const sum_plan& pla
   auto* bytes = static_cast<char*>(plan.workspace);
   auto* partials = reinterpret_cast<acc_t*>(bytes);
   if (plan.reduced == 0) {
-    OPFORGE_LAUNCH(cuda::elementwise_blocks(plan.kept), cuda::k_threads, 0, stream, cuda::fill_zero_kernel<scalar_t>)(
-        result, plan.kept);
-    return cudaGetLastError();
+    return cuda::launch_fill_zero(result, plan.kept, stream);
   }
   if (!plan.cuda_gather && plan.inner > 1) {
     return cuda::launch_sum_columns(result, self, plan.outer, plan.reduced, plan.inner, stream);
