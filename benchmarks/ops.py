@@ -390,7 +390,115 @@ def _cases() -> list[Case]:
             1.1,
         ),
     ]
-    return cases
+    return cases + _channels_last_cases()
+
+
+def _in_channels_last(inputs: Callable[[torch.device], list[Any]]) -> Callable[..., Any]:
+    """The same inputs with every 4-D tensor in channels_last."""
+
+    def make(d: torch.device) -> list[Any]:
+        return [
+            t.contiguous(memory_format=torch.channels_last)
+            if isinstance(t, Tensor) and t.dim() == 4
+            else t
+            for t in inputs(d)
+        ]
+
+    return make
+
+
+def _mobilenet_eval(d: torch.device) -> list[Any]:
+    from opforge import model_twins, models
+
+    torch.manual_seed(0)
+    ours = models.MobileNetBlocks().to(d).eval()
+    twin = model_twins.mobilenet_twin(ours).eval()
+    x = torch.randn(8, 3, 128, 128, device=d).contiguous(memory_format=torch.channels_last)
+    return [
+        x,
+        ours.to(memory_format=torch.channels_last),
+        twin.to(memory_format=torch.channels_last),
+    ]
+
+
+def _no_grad(model: torch.nn.Module, x: Tensor) -> Any:
+    with torch.no_grad():
+        return model(x)
+
+
+def _channels_last_cases() -> list[Case]:
+    """Ops whose ATen counterpart keeps channels_last, on channels_last inputs (opforge
+    computes in that layout where its kernel can, Note [Structured memory format]), and a
+    whole network in eval."""
+    bn_shape = (8, 64, 56, 56)
+    bn_eval = _with(
+        lambda d: torch.rand(64, device=d),
+        lambda d: torch.rand(64, device=d),
+        lambda d: torch.zeros(64, device=d),
+        lambda d: torch.ones(64, device=d),
+        lambda d: False,
+        shape=bn_shape,
+    )
+
+    def conv(name: str, x: tuple[int, ...], w: tuple[int, ...], **kw: Any) -> Case:
+        args = [kw.get("stride", 1), kw.get("padding", 0), 1, kw.get("groups", 1)]
+        return Case(
+            f"{name} channels_last",
+            f"x{x} w{w}",
+            _in_channels_last(
+                _with(lambda d: torch.randn(*w, device=d) * 0.05, lambda d: None, shape=x)
+            ),
+            lambda x, w, b: _op("conv2d")(x, w, b, *args),
+            lambda x, w, b: F.conv2d(x, w, b, *args),
+            1.0,
+            0,
+        )
+
+    pool = (8, 64, 112, 112)
+    return [
+        conv("conv2d 3x3 dense", (8, 64, 56, 56), (64, 64, 3, 3), padding=1),
+        conv("conv2d 3x3 depthwise", (8, 32, 112, 112), (32, 1, 3, 3), padding=1, groups=32),
+        conv("conv2d 1x1 pointwise", (8, 128, 28, 28), (256, 128, 1, 1)),
+        Case(
+            "batch_norm (eval) channels_last",
+            str(bn_shape),
+            _in_channels_last(bn_eval),
+            _op("batch_norm"),
+            lambda x, w, b, mean, var, train: F.batch_norm(x, mean, var, w, b, train),
+            1.0,
+            0,
+        ),
+        Case(
+            "max_pool2d 3x3 s2 channels_last",
+            str(pool),
+            _in_channels_last(
+                _with(lambda d: [3, 3], lambda d: [2, 2], lambda d: [1, 1], shape=pool)
+            ),
+            _op("max_pool2d"),
+            F.max_pool2d,
+            1.0,
+            0,
+        ),
+        Case(
+            "adaptive_avg_pool2d 1x1 channels_last",
+            "(8, 512, 7, 7)",
+            _in_channels_last(_with(lambda d: [1, 1], shape=(8, 512, 7, 7))),
+            _op("adaptive_avg_pool2d"),
+            F.adaptive_avg_pool2d,
+            1.0,
+            0,
+        ),
+        Case(
+            "MobileNetBlocks eval channels_last",
+            "(8, 3, 128, 128)",
+            _mobilenet_eval,
+            lambda x, ours, twin: _no_grad(ours, x),
+            lambda x, ours, twin: _no_grad(twin, x),
+            1.0,
+            0,
+            grad_inputs=0,
+        ),
+    ]
 
 
 def _sync(device: torch.device) -> None:

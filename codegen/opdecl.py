@@ -135,6 +135,9 @@ class Structured:
     # Keys whose kernel accumulates with atomics (`nondeterministic: [CUDA]`): the generated
     # code alerts under torch.use_deterministic_algorithms(True).
     nondeterministic: tuple[str, ...] = ()
+    # Keys whose kernel computes in the meta function's channels_last layout
+    # (`channels_last: [CPU]`; Note [Structured memory format] in structured.h).
+    channels_last: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -254,7 +254,7 @@ class _EntryParser:
                 hint,
             )
             return None
-        fields = ("meta", "plan", "source", "nondeterministic")
+        fields = ("meta", "plan", "source", "nondeterministic", "channels_last")
         for key in raw:
             if key not in fields:
                 self.err(
@@ -270,6 +270,14 @@ class _EntryParser:
                 "e.g. nondeterministic: [CUDA] for a kernel that accumulates with atomics",
             )
             nondeterministic = []
+        channels_last = raw.get("channels_last", [])
+        if not isinstance(channels_last, list) or not set(channels_last) <= set(BACKEND_KEYS):
+            self.err(
+                "structured",
+                f"structured channels_last must list backend keys ({', '.join(BACKEND_KEYS)})",
+                "e.g. channels_last: [CPU] for a kernel that reads its plan's channels_last",
+            )
+            channels_last = []
         meta, plan, source = (str(raw.get(k, family)) for k in ("meta", "plan", "source"))
         ok = True
         for key, value, pattern in (
@@ -297,7 +305,8 @@ class _EntryParser:
             self.err("structured", "a structured op returns one or more Tensors")
             ok = False
         header = f"opforge/meta/{family}.h"
-        return Structured(meta, plan, source, header, tuple(nondeterministic)) if ok else None
+        spec = Structured(meta, plan, source, header, tuple(nondeterministic), tuple(channels_last))
+        return spec if ok else None
 
     def _structured_implied(
         self,

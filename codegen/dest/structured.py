@@ -138,13 +138,23 @@ def _reference(f: OpDecl, renames: dict[str, str]) -> str:
     return renames.get(first, first)
 
 
-def _allocate(f: OpDecl, size: str, renames: dict[str, str]) -> list[str]:
+def _allocate(f: OpDecl, size: str, renames: dict[str, str], key: str | None = None) -> list[str]:
+    """The meta function's call and the outputs' allocation (for a backend `key`, in the
+    layout its kernel computes in)."""
     ref = _reference(f, renames)
     # Not const: the generated code attaches scratch, index reports and Philox state to the plan.
     qualifier = "auto" if size == "int64_t" else "const auto"
     lines = [f"{qualifier} meta = opforge::{_spec(f).meta}<{size}>(kOp, {_args(f, renames)});"]
+    layout = ""
+    if key is not None:
+        # Note [Structured memory format] in structured.h.
+        reads = "true" if key in _spec(f).channels_last else "false"
+        lines.append(
+            f"const at::MemoryFormat layout = opforge::structured::kernel_layout<{reads}>(meta);"
+        )
+        layout = ", layout"
     lines += [
-        f"at::Tensor {o} = opforge::structured::allocate(meta.outputs[{i}], {ref});"
+        f"at::Tensor {o} = opforge::structured::allocate(meta.outputs[{i}], {ref}{layout});"
         for i, o in enumerate(outputs(f))
     ]
     return lines
@@ -207,7 +217,7 @@ def _generator(f: OpDecl) -> str | None:
 def _backend_body(f: OpDecl, key: str, simulated: bool = False) -> list[str]:
     """Checks, meta function, outputs, then the kernel for the argument's dtype."""
     lines, renames = cpp.checks_before_kernel(f, key, simulated=simulated)
-    lines += _allocate(f, "int64_t", renames)
+    lines += _allocate(f, "int64_t", renames, key)
     ref = _reference(f, renames)
     outs = ", ".join(f"&{o}" for o in outputs(f))
     lines.append(f"if (!opforge::structured::nothing_to_do(meta.plan, {{{outs}}})) {{")
@@ -231,9 +241,9 @@ def _backend_body(f: OpDecl, key: str, simulated: bool = False) -> list[str]:
     for n, optional in _tensor_inputs(f):
         src = renames.get(n, n)
         value = (
-            f"opforge::structured::contiguous_or_undefined({src})"
+            f"opforge::structured::contiguous_or_undefined({src}, layout)"
             if optional
-            else f"{src}.contiguous()"
+            else f"opforge::structured::contiguous_in({src}, layout)"
         )
         lines.append(f"  const at::Tensor {n}_c = {value};")
     lines += _dispatch(f, key, renames)
@@ -242,6 +252,10 @@ def _backend_body(f: OpDecl, key: str, simulated: bool = False) -> list[str]:
         # The kernel updated a contiguous copy: write it back.
         lines.append(f"  opforge::structured::write_back({renames.get(n, n)}, {n}_c);")
     lines.append("}")
+    lines += [
+        f"{o} = opforge::structured::as_declared({o}, meta.outputs[{i}], layout);"
+        for i, o in enumerate(outputs(f))
+    ]
     return [*lines, _return(f)]
 
 

@@ -1408,16 +1408,18 @@ at::Tensor adaptive_avg_pool2d_cuda_simulated(const at::Tensor& self, c10::SymIn
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::adaptive_avg_pool2d_meta<int64_t>(kOp, self, output_size);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = self.contiguous();
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -1429,17 +1431,19 @@ at::Tensor adaptive_avg_pool2d_backward_cuda_simulated(const at::Tensor& grad_ou
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::adaptive_avg_pool2d_backward_meta<int64_t>(kOp, grad_output, self);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = grad_output.contiguous();
-    const at::Tensor self_c = self.contiguous();
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -1453,18 +1457,20 @@ at::Tensor adaptive_max_pool2d_backward_cuda_simulated(const at::Tensor& grad_ou
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long}, "a tensor of dtype (int64)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::adaptive_max_pool2d_backward_meta<int64_t>(kOp, grad_output, self, indices);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = grad_output.contiguous();
-    const at::Tensor self_c = self.contiguous();
-    const at::Tensor indices_c = indices.contiguous();
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -1473,17 +1479,20 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_cuda_simulat
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::adaptive_max_pool2d_with_indices_meta<int64_t>(kOp, self, output_size);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self, layout);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = self.contiguous();
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
+  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
   return std::make_tuple(result0, result1);
 }
 
@@ -1547,16 +1556,18 @@ at::Tensor avg_pool2d_cuda_simulated(const at::Tensor& self, at::IntArrayRef ker
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::avg_pool2d_meta<int64_t>(kOp, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = self.contiguous();
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -1568,17 +1579,19 @@ at::Tensor avg_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, con
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::avg_pool2d_backward_meta<int64_t>(kOp, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = grad_output.contiguous();
-    const at::Tensor self_c = self.contiguous();
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -1605,24 +1618,28 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cuda_simulate
   opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "grad_invstd", grad_invstd, "grad_out", grad_out);
   auto meta = opforge::batch_norm_backward_meta<int64_t>(kOp, grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out, layout);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out, layout);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_out);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_out, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_out_c = grad_out.contiguous();
-    const at::Tensor input_c = input.contiguous();
-    const at::Tensor save_mean_c = save_mean.contiguous();
-    const at::Tensor save_invstd_c = save_invstd.contiguous();
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
-    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean);
-    const at::Tensor grad_invstd_c = opforge::structured::contiguous_or_undefined(grad_invstd);
+    const at::Tensor grad_out_c = opforge::structured::contiguous_in(grad_out, layout);
+    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+    const at::Tensor save_mean_c = opforge::structured::contiguous_in(save_mean, layout);
+    const at::Tensor save_invstd_c = opforge::structured::contiguous_in(save_invstd, layout);
+    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
+    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean, layout);
+    const at::Tensor grad_invstd_c = opforge::structured::contiguous_or_undefined(grad_invstd, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), save_mean_c.const_data_ptr<scalar_t>(), save_invstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
+  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
+  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
   return std::make_tuple(result0, result1, result2);
 }
 
@@ -1643,17 +1660,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cuda_simulated
   opforge::check::same_dtype(kOp, "running_mean", running_mean, "input", input);
   opforge::check::same_dtype(kOp, "running_var", running_var, "input", input);
   auto meta = opforge::batch_norm_forward_meta<int64_t>(kOp, input, weight, bias, running_mean, running_var, training, momentum, eps);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input, layout);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input, layout);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = input.contiguous();
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
-    const at::Tensor running_mean_c = opforge::structured::contiguous_or_undefined(running_mean);
-    const at::Tensor running_var_c = opforge::structured::contiguous_or_undefined(running_var);
+    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
+    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
+    const at::Tensor running_mean_c = opforge::structured::contiguous_or_undefined(running_mean, layout);
+    const at::Tensor running_var_c = opforge::structured::contiguous_or_undefined(running_var, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::batch_norm_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), opforge::structured::mutable_data_or_null<scalar_t>(running_mean_c), opforge::structured::mutable_data_or_null<scalar_t>(running_var_c), meta.plan, opforge::cuda::current_stream()));
     });
@@ -1661,6 +1679,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cuda_simulated
     opforge::structured::write_back(running_mean, running_mean_c);
     opforge::structured::write_back(running_var, running_var_c);
   }
+  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
+  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
+  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
   return std::make_tuple(result0, result1, result2);
 }
 
@@ -1669,16 +1690,18 @@ at::Tensor channel_shuffle_cuda_simulated(const at::Tensor& self, c10::SymInt gr
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Char, at::ScalarType::Byte, at::ScalarType::Short, at::ScalarType::Int, at::ScalarType::Long, at::ScalarType::Bool}, "a tensor of dtype (float32, float64, float16, bfloat16, int8, uint8, int16, int32, int64, bool)");
   auto meta = opforge::channel_shuffle_meta<int64_t>(kOp, self, groups);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = self.contiguous();
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16, int8_t, uint8_t, int16_t, int32_t, int64_t, bool>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -1693,18 +1716,20 @@ at::Tensor conv2d_cuda_simulated(const at::Tensor& input, const at::Tensor& weig
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   auto meta = opforge::conv2d_meta<int64_t>(kOp, input, weight, bias, stride, padding, dilation, groups);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = input.contiguous();
-    const at::Tensor weight_c = weight.contiguous();
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
+    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
+    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::conv2d_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -1719,20 +1744,24 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda_simulated(co
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
   auto meta = opforge::conv2d_backward_meta<int64_t>(kOp, grad_output, input, weight, stride, padding, dilation, groups, output_mask);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_output);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output, layout);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = grad_output.contiguous();
-    const at::Tensor input_c = input.contiguous();
-    const at::Tensor weight_c = weight.contiguous();
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::conv2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_output_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
+  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
+  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
   return std::make_tuple(result0, result1, result2);
 }
 
@@ -1747,18 +1776,20 @@ at::Tensor conv2d_bias_act_cuda_simulated(const at::Tensor& input, const at::Ten
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   auto meta = opforge::conv2d_bias_act_meta<int64_t>(kOp, input, weight, bias, stride, padding, dilation, groups, activation);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = input.contiguous();
-    const at::Tensor weight_c = weight.contiguous();
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
+    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
+    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::conv2d_bias_act_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -1773,18 +1804,20 @@ at::Tensor conv_transpose2d_cuda_simulated(const at::Tensor& input, const at::Te
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   auto meta = opforge::conv_transpose2d_meta<int64_t>(kOp, input, weight, bias, stride, padding, output_padding, groups, dilation);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = input.contiguous();
-    const at::Tensor weight_c = weight.contiguous();
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
+    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
+    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::conv_transpose2d_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -1799,20 +1832,24 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cuda_si
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
   auto meta = opforge::conv_transpose2d_backward_meta<int64_t>(kOp, grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_output);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output, layout);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = grad_output.contiguous();
-    const at::Tensor input_c = input.contiguous();
-    const at::Tensor weight_c = weight.contiguous();
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::conv_transpose2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_output_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
+  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
+  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
   return std::make_tuple(result0, result1, result2);
 }
 
@@ -1823,17 +1860,19 @@ at::Tensor dropout_backward_cuda_simulated(const at::Tensor& grad_output, const 
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'mask'", mask, {at::ScalarType::Bool}, "a tensor of dtype (bool)");
   auto meta = opforge::dropout_backward_meta<int64_t>(kOp, grad_output, mask, scale);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = grad_output.contiguous();
-    const at::Tensor mask_c = mask.contiguous();
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor mask_c = opforge::structured::contiguous_in(mask, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::dropout_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), mask_c.const_data_ptr<bool>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -1842,18 +1881,21 @@ std::tuple<at::Tensor, at::Tensor> dropout_forward_cuda_simulated(const at::Tens
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::dropout_forward_meta<int64_t>(kOp, input, p, train, generator);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input, layout);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
     opforge::cuda::draw_philox(meta.plan, generator, input);
-    const at::Tensor input_c = input.contiguous();
+    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::dropout_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<bool>(result1), input_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
+  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
   return std::make_tuple(result0, result1);
 }
 
@@ -1913,12 +1955,13 @@ at::Tensor embedding_cuda_simulated(const at::Tensor& weight, const at::Tensor& 
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
   auto meta = opforge::embedding_meta<int64_t>(kOp, weight, indices, padding_idx);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], weight);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], weight, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, weight);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, weight, &opforge::cuda::stream_capturing);
-    const at::Tensor weight_c = weight.contiguous();
-    const at::Tensor indices_c = indices.contiguous();
+    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
+    const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
         OPFORGE_CUDA_CHECK(opforge::embedding_cuda<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), weight_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan, opforge::cuda::current_stream()));
@@ -1926,6 +1969,7 @@ at::Tensor embedding_cuda_simulated(const at::Tensor& weight, const at::Tensor& 
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -1936,13 +1980,14 @@ at::Tensor embedding_backward_cuda_simulated(const at::Tensor& grad_output, cons
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
   auto meta = opforge::embedding_backward_meta<int64_t>(kOp, grad_output, indices, num_weights, padding_idx);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     opforge::structured::alert_not_deterministic("opforge.embedding_backward (CUDA)");
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = grad_output.contiguous();
-    const at::Tensor indices_c = indices.contiguous();
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
         OPFORGE_CUDA_CHECK(opforge::embedding_backward_cuda<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan, opforge::cuda::current_stream()));
@@ -1950,6 +1995,7 @@ at::Tensor embedding_backward_cuda_simulated(const at::Tensor& grad_output, cons
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -1973,22 +2019,25 @@ std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cuda_simulated(const at::Tensor&
   opforge::check::same_dtype(kOp, "running_mean", running_mean, "conv_weight", conv_weight);
   opforge::check::same_dtype(kOp, "running_var", running_var, "conv_weight", conv_weight);
   auto meta = opforge::fold_conv_bn_meta<int64_t>(kOp, conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], conv_weight);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], conv_weight);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], conv_weight, layout);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], conv_weight, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, conv_weight);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, conv_weight, &opforge::cuda::stream_capturing);
-    const at::Tensor conv_weight_c = conv_weight.contiguous();
-    const at::Tensor conv_bias_c = opforge::structured::contiguous_or_undefined(conv_bias);
-    const at::Tensor bn_weight_c = bn_weight.contiguous();
-    const at::Tensor bn_bias_c = bn_bias.contiguous();
-    const at::Tensor running_mean_c = running_mean.contiguous();
-    const at::Tensor running_var_c = running_var.contiguous();
+    const at::Tensor conv_weight_c = opforge::structured::contiguous_in(conv_weight, layout);
+    const at::Tensor conv_bias_c = opforge::structured::contiguous_or_undefined(conv_bias, layout);
+    const at::Tensor bn_weight_c = opforge::structured::contiguous_in(bn_weight, layout);
+    const at::Tensor bn_bias_c = opforge::structured::contiguous_in(bn_bias, layout);
+    const at::Tensor running_mean_c = opforge::structured::contiguous_in(running_mean, layout);
+    const at::Tensor running_var_c = opforge::structured::contiguous_in(running_var, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(conv_weight.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::fold_conv_bn_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), conv_weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(conv_bias_c), bn_weight_c.const_data_ptr<scalar_t>(), bn_bias_c.const_data_ptr<scalar_t>(), running_mean_c.const_data_ptr<scalar_t>(), running_var_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
+  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
   return std::make_tuple(result0, result1);
 }
 
@@ -2064,24 +2113,28 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward_cuda_simulate
   opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "grad_rstd", grad_rstd, "grad_out", grad_out);
   auto meta = opforge::group_norm_backward_meta<int64_t>(kOp, grad_out, input, num_groups, mean, rstd, output_mask, weight, grad_mean, grad_rstd);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out, layout);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out, layout);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_out);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_out, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_out_c = grad_out.contiguous();
-    const at::Tensor input_c = input.contiguous();
-    const at::Tensor mean_c = mean.contiguous();
-    const at::Tensor rstd_c = rstd.contiguous();
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
-    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean);
-    const at::Tensor grad_rstd_c = opforge::structured::contiguous_or_undefined(grad_rstd);
+    const at::Tensor grad_out_c = opforge::structured::contiguous_in(grad_out, layout);
+    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+    const at::Tensor mean_c = opforge::structured::contiguous_in(mean, layout);
+    const at::Tensor rstd_c = opforge::structured::contiguous_in(rstd, layout);
+    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
+    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean, layout);
+    const at::Tensor grad_rstd_c = opforge::structured::contiguous_or_undefined(grad_rstd, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::group_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), mean_c.const_data_ptr<scalar_t>(), rstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
+  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
+  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
   return std::make_tuple(result0, result1, result2);
 }
 
@@ -2096,20 +2149,24 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cuda_simulated
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   auto meta = opforge::group_norm_forward_meta<int64_t>(kOp, input, num_groups, weight, bias, eps);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input, layout);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input, layout);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = input.contiguous();
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
+    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
+    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
+  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
+  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
   return std::make_tuple(result0, result1, result2);
 }
 
@@ -2234,24 +2291,28 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cuda_simulate
   opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "grad_rstd", grad_rstd, "grad_out", grad_out);
   auto meta = opforge::layer_norm_backward_meta<int64_t>(kOp, grad_out, input, normalized_shape, mean, rstd, output_mask, weight, grad_mean, grad_rstd);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out, layout);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out, layout);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_out);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_out, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_out_c = grad_out.contiguous();
-    const at::Tensor input_c = input.contiguous();
-    const at::Tensor mean_c = mean.contiguous();
-    const at::Tensor rstd_c = rstd.contiguous();
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
-    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean);
-    const at::Tensor grad_rstd_c = opforge::structured::contiguous_or_undefined(grad_rstd);
+    const at::Tensor grad_out_c = opforge::structured::contiguous_in(grad_out, layout);
+    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+    const at::Tensor mean_c = opforge::structured::contiguous_in(mean, layout);
+    const at::Tensor rstd_c = opforge::structured::contiguous_in(rstd, layout);
+    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
+    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean, layout);
+    const at::Tensor grad_rstd_c = opforge::structured::contiguous_or_undefined(grad_rstd, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::layer_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), mean_c.const_data_ptr<scalar_t>(), rstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
+  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
+  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
   return std::make_tuple(result0, result1, result2);
 }
 
@@ -2266,20 +2327,24 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cuda_simulated
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   auto meta = opforge::layer_norm_forward_meta<int64_t>(kOp, input, normalized_shape, weight, bias, eps);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input, layout);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input, layout);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = input.contiguous();
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
+    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
+    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::layer_norm_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
+  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
+  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
   return std::make_tuple(result0, result1, result2);
 }
 
@@ -2337,16 +2402,18 @@ at::Tensor local_response_norm_cuda_simulated(const at::Tensor& input, int64_t s
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::local_response_norm_meta<int64_t>(kOp, input, size, alpha, beta, k);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = input.contiguous();
+    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::local_response_norm_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -2358,17 +2425,19 @@ at::Tensor local_response_norm_backward_cuda_simulated(const at::Tensor& grad_ou
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
   auto meta = opforge::local_response_norm_backward_meta<int64_t>(kOp, grad_output, input, size, alpha, beta, k);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = grad_output.contiguous();
-    const at::Tensor input_c = input.contiguous();
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::local_response_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -2377,16 +2446,18 @@ at::Tensor log_softmax_cuda_simulated(const at::Tensor& self, int64_t dim) {
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::softmax_meta<int64_t>(kOp, self, dim);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = self.contiguous();
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -2398,17 +2469,19 @@ at::Tensor log_softmax_backward_cuda_simulated(const at::Tensor& grad_output, co
   opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
   auto meta = opforge::softmax_backward_meta<int64_t>(kOp, grad_output, output, dim);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = grad_output.contiguous();
-    const at::Tensor output_c = output.contiguous();
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor output_c = opforge::structured::contiguous_in(output, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), output_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -2422,18 +2495,20 @@ at::Tensor max_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, con
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long}, "a tensor of dtype (int64)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::max_pool2d_backward_meta<int64_t>(kOp, grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = grad_output.contiguous();
-    const at::Tensor self_c = self.contiguous();
-    const at::Tensor indices_c = indices.contiguous();
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -2442,17 +2517,20 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cuda_simulated(const 
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::max_pool2d_with_indices_meta<int64_t>(kOp, self, kernel_size, stride, padding, dilation, ceil_mode);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self, layout);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = self.contiguous();
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
+  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
   return std::make_tuple(result0, result1);
 }
 
@@ -2464,17 +2542,19 @@ at::Tensor prelu_cuda_simulated(const at::Tensor& self, const at::Tensor& weight
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "weight", weight, "self", self);
   auto meta = opforge::prelu_meta<int64_t>(kOp, self, weight);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = self.contiguous();
-    const at::Tensor weight_c = weight.contiguous();
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::prelu_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -2489,19 +2569,22 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda_simulated(const at::Tenso
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
   auto meta = opforge::prelu_backward_meta<int64_t>(kOp, grad_output, self, weight);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = grad_output.contiguous();
-    const at::Tensor self_c = self.contiguous();
-    const at::Tensor weight_c = weight.contiguous();
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::prelu_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
+  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
   return std::make_tuple(result0, result1);
 }
 
@@ -2657,16 +2740,18 @@ at::Tensor softmax_cuda_simulated(const at::Tensor& self, int64_t dim) {
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::softmax_meta<int64_t>(kOp, self, dim);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = self.contiguous();
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::softmax_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -2678,17 +2763,19 @@ at::Tensor softmax_backward_cuda_simulated(const at::Tensor& grad_output, const 
   opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
   auto meta = opforge::softmax_backward_meta<int64_t>(kOp, grad_output, output, dim);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = grad_output.contiguous();
-    const at::Tensor output_c = output.contiguous();
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor output_c = opforge::structured::contiguous_in(output, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), output_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -2746,16 +2833,18 @@ at::Tensor spatial_pyramid_pool_cuda_simulated(const at::Tensor& self, at::IntAr
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::spatial_pyramid_pool_meta<int64_t>(kOp, self, levels, mode);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = self.contiguous();
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -2767,17 +2856,19 @@ at::Tensor spatial_pyramid_pool_backward_cuda_simulated(const at::Tensor& grad_o
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::spatial_pyramid_pool_backward_meta<int64_t>(kOp, grad_output, self, levels, mode);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = grad_output.contiguous();
-    const at::Tensor self_c = self.contiguous();
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 
@@ -2786,16 +2877,18 @@ at::Tensor sum_cuda_simulated(const at::Tensor& self, at::OptionalIntArrayRef di
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::sum_meta<int64_t>(kOp, self, dim, keepdim);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = self.contiguous();
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::sum_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 

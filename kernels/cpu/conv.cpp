@@ -83,7 +83,10 @@ void forward(T* y, const T* x, const T* w, const T* b, const conv_plan& plan) {
   const compute_input<T> wc(w, plan.weight_numel());
   const compute_input<T> bc(b, plan.bias_numel());
   compute_result<T> yc(y, plan.result_numel());
-  if (plan.transposed) {
+  if (plan.channels_last) {
+    // Only conv2d and conv2d_bias_act list channels_last (see the YAML).
+    cpu::conv2d_forward_nhwc(plan.g, xc.data(), wc.data(), bc.data(), yc.data(), plan.act);
+  } else if (plan.transposed) {
     cpu::conv2d_grad_input(plan.g, xc.data(), wc.data(), bc.data(), yc.data());
   } else {
     cpu::conv2d_forward(plan.g, xc.data(), wc.data(), bc.data(), yc.data(), plan.act);

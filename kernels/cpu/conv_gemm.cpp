@@ -4,6 +4,7 @@
 // (MKL through at::mm_out on views of the buffers) consumes it, and the
 // epilogue runs on the block it produced. Blocks, images and groups are the
 // parallel work items; each thread runs its GEMMs single-threaded.
+#include "conv_gemm.h"
 #include "conv_impl.h"
 #include "lanes.h"
 
@@ -11,7 +12,6 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/ops/addmm.h>
-#include <ATen/ops/from_blob.h>
 #include <ATen/ops/mm.h>
 
 #include <algorithm>
@@ -23,37 +23,12 @@ namespace {
 using math::output_range;
 using math::valid_outputs;
 
-constexpr int64_t k_block_bytes = 256 * 1024;
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// Columns per block for a matrix of `rows` rows: within k_block_bytes, a
-// multiple of 16, at least 64, at most the whole plane.
-template <typename A>
-int64_t block_columns(int64_t rows, int64_t plane) {
-  const int64_t fit = k_block_bytes / static_cast<int64_t>(sizeof(A)) / std::max<int64_t>(rows, 1);
-  return std::min(plane, std::max<int64_t>(64, fit / 16 * 16));
-}
-
 // Work items for `units` independent units (image x group, or group) when a
 // unit can be split into up to `max_split` channel chunks: enough chunks to
 // give every thread two items.
 int64_t channel_chunks(int64_t units, int64_t max_split) {
   const int64_t want = ceil_div(2 * at::get_num_threads(), std::max<int64_t>(units, 1));
   return std::clamp<int64_t>(want, 1, std::max<int64_t>(max_split, 1));
-}
-
-// A row-major rows x cols matrix with leading dimension ld, as a tensor view
-// for at::mm_out (no copy; MKL takes the leading dimension as is).
-template <typename A>
-at::Tensor matrix(const A* p, int64_t rows, int64_t cols, int64_t ld) {
-  return at::from_blob(const_cast<A*>(p), {rows, cols}, {ld, 1},
-                       at::TensorOptions().dtype(c10::CppTypeToScalarType<A>::value));
-}
-
-template <typename A>
-std::unique_ptr<A[]> buffer(int64_t n) {
-  return std::unique_ptr<A[]>(new A[static_cast<size_t>(std::max<int64_t>(n, 1))]);
 }
 
 // Calls f(dst_offset, iy, ox0, ox1) for the output rows that positions

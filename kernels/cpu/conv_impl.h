@@ -36,6 +36,12 @@ void conv2d_grad_weight(const conv2d_geometry& g, const A* gy, const A* x, A* gw
 template <typename A>
 void channel_sums(int64_t n, int64_t channels, int64_t plane, const A* t, A* sums);
 
+// conv2d_forward for channels_last tensors: x (n, h, w, c), w (oc, kh, kw,
+// c / groups), y (n, oh, ow, oc) in memory (conv_nhwc.cpp).
+template <typename A>
+void conv2d_forward_nhwc(const conv2d_geometry& g, const A* x, const A* w, const A* bias, A* y,
+                         conv_activation act);
+
 // The direct kernels for depthwise geometries (g.depthwise()).
 template <typename A>
 void depthwise_forward(const conv2d_geometry& g, const A* x, const A* w, const A* bias, A* y,

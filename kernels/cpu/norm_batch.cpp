@@ -3,7 +3,8 @@
 // [N, C, HxW]; each channel's statistics reduce over N and HxW. Per-channel sums
 // run one channel per task over its N contiguous runs, except for [N, C] inputs
 // (HxW = 1), which are reduced row by row into per-chunk partial sums so the
-// inner loops run along the channels.
+// inner loops run along the channels; a channels_last input is such an input,
+// [N * H * W, C].
 #include <opforge/ops/batch_norm_backward.h>
 #include <opforge/ops/batch_norm_forward.h>
 
@@ -166,8 +167,9 @@ template <typename scalar_t>
 void batch_norm_forward_cpu(scalar_t* out, scalar_t* save_mean, scalar_t* save_invstd,
                             const scalar_t* x, const scalar_t* weight, const scalar_t* bias,
                             scalar_t* running_mean, scalar_t* running_var,
-                            const batch_norm_plan& l) {
+                            const batch_norm_plan& plan) {
   using A = acc_t<scalar_t>;
+  const batch_norm_plan l = plan.in_memory_order();
   const bool training = l.training;
   const double eps = l.eps;
   const int64_t count = l.n * l.hw;
@@ -228,8 +230,9 @@ void batch_norm_backward_cpu(scalar_t* dx, scalar_t* dw, scalar_t* db, const sca
                              const scalar_t* x, const scalar_t* save_mean,
                              const scalar_t* save_invstd, const scalar_t* weight,
                              const scalar_t* grad_mean, const scalar_t* grad_invstd,
-                             const batch_norm_plan& l) {
+                             const batch_norm_plan& plan) {
   using A = acc_t<scalar_t>;
+  const batch_norm_plan l = plan.in_memory_order();
   const bool training = l.training;
   const int64_t numel = l.n * l.channels * l.hw;
   const std::vector<A> m = channel_values<scalar_t>(save_mean, l.channels, A(0));

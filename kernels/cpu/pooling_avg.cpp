@@ -8,6 +8,7 @@
 #include <opforge/ops/avg_pool2d_backward.h>
 
 #include "pooling.h"
+#include "pooling_nhwc.h"
 
 #include <opforge/math/pooling.h>
 #include <opforge/pooling_plan.h>
@@ -20,6 +21,10 @@ void avg_pool(T* y, const T* x, const avg_plan<Win>& plan) {
   const math::planes& g = plan.g;
   const cpu::window_table row_table = cpu::tabulate_ranges(plan.rows);
   const cpu::window_table col_table = cpu::tabulate_ranges(plan.cols);
+  if (plan.channels_last) {
+    cpu::avg_pool_nhwc(x, g, plan.channels, plan.window, row_table, col_table, plan.divisor, y);
+    return;
+  }
   const math::avg_range& r = row_table.range(0);
   const math::avg_range& c = col_table.range(0);
   if (g.out_size() == 1 && r.end - r.start == g.in_h && c.end - c.start == g.in_w) {

@@ -9,6 +9,7 @@
 #include <opforge/ops/max_pool2d_with_indices.h>
 
 #include "pooling.h"
+#include "pooling_nhwc.h"
 
 #include <opforge/math/pooling.h>
 #include <opforge/pooling_plan.h>
@@ -20,6 +21,10 @@ namespace {
 template <typename T, typename Win>
 void max_pool(T* y, int64_t* ind, const T* x, const pool_plan<Win>& plan) {
   const math::planes& g = plan.g;
+  if (plan.channels_last) {
+    cpu::max_pool_nhwc(x, g, plan.channels, plan.window, plan.rows, plan.cols, y, ind);
+    return;
+  }
   const cpu::window_table row_table = cpu::tabulate_taps(plan.rows);
   cpu::with_max_cols(plan.cols, [&](const auto& c) {
     cpu::plane_ranges(g.count, g.out_size() * plan.window, [&](int64_t p0, int64_t p1) {

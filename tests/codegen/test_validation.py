@@ -510,6 +510,10 @@ def test_structured_entry_implies_kernels(
             "structured nondeterministic must list backend keys (CPU, CUDA)",
         ),
         (
+            ("plan: dim_split}", "plan: dim_split, channels_last: CPU}"),
+            "structured channels_last must list backend keys (CPU, CUDA)",
+        ),
+        (
             ("  reference:", "  shape: like(self)\n  reference:"),
             "a structured op's meta function decides its outputs; drop 'shape'",
         ),

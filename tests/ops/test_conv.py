@@ -42,22 +42,47 @@ def _case_tensors(
     return x, w, _randn(ws[0], dtype=dtype, gen=gen)
 
 
+# Which tensors are channels_last: ATen's convolution then computes in that layout.
+LAYOUTS = ["contiguous", "input_channels_last", "both_channels_last"]
+
+
+def _in_layout(x: Tensor, w: Tensor, layout: str) -> tuple[Tensor, Tensor]:
+    cl = torch.channels_last
+    if layout == "contiguous":
+        return x, w
+    if layout == "input_channels_last":
+        return x.contiguous(memory_format=cl), w
+    return x.contiguous(memory_format=cl), w.contiguous(memory_format=cl)
+
+
+def _same_layout(got: Tensor, expected: Tensor) -> None:
+    assert got.is_contiguous(memory_format=torch.channels_last) == expected.is_contiguous(
+        memory_format=torch.channels_last
+    ), (got.stride(), expected.stride())
+    assert got.is_contiguous() == expected.is_contiguous(), (got.stride(), expected.stride())
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("case", range(len(CONV_CASES)))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_forward_and_gradients_match_aten(case: int, dtype: torch.dtype) -> None:
+def test_forward_and_gradients_match_aten(case: int, dtype: torch.dtype, layout: str) -> None:
     xs, ws, kw = CONV_CASES[case]
     x, w, b = _case_tensors(xs, ws, dtype)
+    x, w = _in_layout(x, w, layout)
     tol = {"atol": 1e-4, "rtol": 1e-4} if dtype == torch.float32 else {}
     ours = [t.clone().requires_grad_() for t in (x, w, b)]
     ref = [t.clone().requires_grad_() for t in (x, w, b)]
     y = opforge.conv2d(*ours, **kw)
     y_ref = F.conv2d(*ref, **kw)
     torch.testing.assert_close(y, y_ref, **tol)
+    _same_layout(y, y_ref)
     gy = torch.randn_like(y_ref)
     y.backward(gy)
     y_ref.backward(gy)
     for a, e in zip(ours, ref, strict=True):
         torch.testing.assert_close(a.grad, e.grad, **tol)
+        if a.dim() == 4:
+            _same_layout(a.grad, e.grad)
 
 
 def test_channels_last_and_strided_inputs() -> None:
@@ -233,16 +258,21 @@ def test_conv2d_backward_bad_arguments() -> None:
 # --- conv2d_bias_act and fold_conv_bn ---
 
 
+@pytest.mark.parametrize("layout", LAYOUTS[:2])
 @pytest.mark.parametrize("activation", ["none", "relu", "silu", "hardswish", "gelu"])
-@pytest.mark.parametrize("case", [0, 2, 5, 8])
-def test_conv2d_bias_act_matches_conv_then_activation(case: int, activation: str) -> None:
+@pytest.mark.parametrize("case", [0, 2, 3, 5, 7, 8])
+def test_conv2d_bias_act_matches_conv_then_activation(
+    case: int, activation: str, layout: str
+) -> None:
     xs, ws, kw = CONV_CASES[case]
     x, w, b = _case_tensors(xs, ws, torch.float32)
+    x, w = _in_layout(x, w, layout)
     args = [kw.get(k, d) for k, d in (("stride", 1), ("padding", 0), ("dilation", 1))]
     args = [[a, a] if isinstance(a, int) else list(a) for a in args]
     got = opforge.conv2d_bias_act(x, w, b, *args, kw.get("groups", 1), activation)
     expected = reference.conv2d_bias_act(x, w, b, *args, kw.get("groups", 1), activation)
     torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
+    _same_layout(got, expected)
 
 
 def test_conv2d_bias_act_unknown_activation() -> None:

@@ -72,6 +72,33 @@ def test_matches_reference(op: OpDecl, dtype: torch.dtype, device: str) -> None:
             equal_nan=True,
             msg=lambda m, label=call.label: f"{label}: {m}",
         )
+        _check_layout(op, call.label, got, expected)
+
+
+# Ops whose reference has no consistent layout to follow.
+_LAYOUT_FREE = {
+    # The autograd sum of adaptive pooling gradients takes its first term's layout, which
+    # depends on the levels; opforge keeps the input's layout, as every ATen pooling gradient.
+    "spatial_pyramid_pool_backward",
+}
+
+
+def _check_layout(op: OpDecl, label: str, got: Any, expected: Any) -> None:
+    """4-D outputs are laid out as the reference's (channels_last kept where ATen keeps it;
+    the Python references compute through ATen ops, so they keep its layouts)."""
+    if op.name in _LAYOUT_FREE or label.endswith("-noncontiguous"):
+        return  # ATen keeps some non-dense strides; opforge's outputs are dense
+    for g, e in zip(opdb.outputs(got), opdb.outputs(expected), strict=True):
+        if g is None or e is None or g.dim() != 4 or e.numel() == 0:
+            continue
+        # (ATen transposes some weight gradients: no dense layout to follow)
+        if e.is_contiguous() or e.is_contiguous(memory_format=torch.channels_last):
+            assert _layout(g) == _layout(e), f"{label}: strides {g.stride()} != ATen's {e.stride()}"
+
+
+def _layout(t: torch.Tensor) -> list[int]:
+    """The strides that matter: those of dimensions longer than 1."""
+    return [s if n > 1 else 0 for s, n in zip(t.stride(), t.shape, strict=True)]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -198,6 +225,7 @@ def test_cpu_and_cuda_agree(op: OpDecl, dtype: torch.dtype) -> None:
             equal_nan=True,  # samples carry NaN and inf on purpose
             msg=lambda m, label=call.label: f"{label}: {m}",
         )
+        _check_layout(op, call.label, gpu, cpu)
 
 
 def _single_int_calls(op: OpDecl) -> list[opdb.Call]:

@@ -266,6 +266,13 @@ def test_special_and_boundary_values_match_reference(op: OpDecl, dtype: torch.dt
     with torch.no_grad():
         got = _fn(op)(*args, **kwargs)
         expected = opdb.reference(op)(*args, **kwargs)
+        if dtype == torch.float32:
+            # ATen's vectorized kernels differ from its scalar ones at some special values
+            # with the CPU they run on (AVX-512 exact gelu: gelu(inf) = nan, and
+            # gelu(3.4e38) = inf as 0.5 * x * 2 overflows); the float64 answer also counts.
+            exact = opdb.reference(op)(*[a.double() for a in args], **kwargs).to(dtype)
+            same = torch.isclose(got, exact, atol=1e-6, rtol=1e-5, equal_nan=True)
+            expected = torch.where(same, exact, expected)
     torch.testing.assert_close(got, expected, equal_nan=True, atol=1e-6, rtol=1e-5)
 
 

@@ -29,15 +29,35 @@ MAX_CONFIGS = [
 SHAPES = [(2, 3, 9, 11), (1, 2, 5, 4), (3, 8, 8)]
 
 
-def _input(shape: tuple[int, ...], dtype: torch.dtype, device: str, seed: int = 0) -> torch.Tensor:
+def _input(
+    shape: tuple[int, ...],
+    dtype: torch.dtype,
+    device: str,
+    seed: int = 0,
+    channels_last: bool = False,
+) -> torch.Tensor:
     gen = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype=dtype, device=device)
+    x = torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype=dtype, device=device)
+    return x.contiguous(memory_format=torch.channels_last) if channels_last and x.dim() == 4 else x
 
 
+def _same(got: Any, expected: Any, **tol: Any) -> None:
+    """Values and, for 4-D results, the layout (channels_last kept as ATen keeps it)."""
+    torch.testing.assert_close(got, expected, **tol)
+    for g, e in zip(
+        got if isinstance(got, tuple) else (got,),
+        expected if isinstance(expected, tuple) else (expected,),
+        strict=True,
+    ):
+        cl = torch.channels_last
+        assert g.is_contiguous(memory_format=cl) == e.is_contiguous(memory_format=cl)
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["contiguous", "channels_last"])
 @pytest.mark.parametrize("device", DEVICES)
-def test_max_pool2d_sweep_matches_aten(device: str) -> None:
+def test_max_pool2d_sweep_matches_aten(device: str, channels_last: bool) -> None:
     for shape, (k, s, p, d, ceil) in itertools.product(SHAPES, MAX_CONFIGS):
-        x = _input(shape, torch.float32, device)
+        x = _input(shape, torch.float32, device, channels_last=channels_last)
         try:
             expected = F.max_pool2d(x, k, s or None, p, d, ceil, return_indices=True)
         except RuntimeError:
@@ -45,19 +65,20 @@ def test_max_pool2d_sweep_matches_aten(device: str) -> None:
                 opforge.max_pool2d_with_indices(x, k, s, p, d, ceil)
             continue
         got = opforge.max_pool2d_with_indices(x, k, s, p, d, ceil)
-        torch.testing.assert_close(got, expected, atol=0, rtol=0, msg=str((shape, k, s, p, d)))
+        _same(got, expected, atol=0, rtol=0, msg=str((shape, k, s, p, d)))
 
 
+@pytest.mark.parametrize("channels_last", [False, True], ids=["contiguous", "channels_last"])
 @pytest.mark.parametrize("device", DEVICES)
-def test_avg_pool2d_sweep_matches_aten(device: str) -> None:
+def test_avg_pool2d_sweep_matches_aten(device: str, channels_last: bool) -> None:
     configs = [(k, s, p, ceil) for k, s, p, _, ceil in MAX_CONFIGS]
     for shape, (k, s, p, ceil), include, div in itertools.product(
         SHAPES, configs, (True, False), (None, 3, -2)
     ):
-        x = _input(shape, torch.float64, device)
+        x = _input(shape, torch.float64, device, channels_last=channels_last)
         args: tuple[Any, ...] = (k, s or None, p, ceil, include, div)
         expected = F.avg_pool2d(x, *args)
-        torch.testing.assert_close(opforge.avg_pool2d(x, k, s, p, ceil, include, div), expected)
+        _same(opforge.avg_pool2d(x, k, s, p, ceil, include, div), expected)
         g = torch.randn_like(expected)
         torch.testing.assert_close(
             opforge.avg_pool2d_backward(g, x, k, s, p, ceil, include, div),
@@ -65,16 +86,15 @@ def test_avg_pool2d_sweep_matches_aten(device: str) -> None:
         )
 
 
+@pytest.mark.parametrize("channels_last", [False, True], ids=["contiguous", "channels_last"])
 @pytest.mark.parametrize("device", DEVICES)
-def test_adaptive_pooling_sweep_matches_aten(device: str) -> None:
+def test_adaptive_pooling_sweep_matches_aten(device: str, channels_last: bool) -> None:
     for (h, w), (oh, ow) in itertools.product(
         [(7, 7), (5, 9), (3, 2), (1, 1)], [(1, 1), (2, 3), (4, 4), (7, 5)]
     ):
-        x = _input((2, 3, h, w), torch.float64, device)
-        torch.testing.assert_close(
-            opforge.adaptive_avg_pool2d(x, [oh, ow]), F.adaptive_avg_pool2d(x, (oh, ow))
-        )
-        torch.testing.assert_close(
+        x = _input((2, 3, h, w), torch.float64, device, channels_last=channels_last)
+        _same(opforge.adaptive_avg_pool2d(x, [oh, ow]), F.adaptive_avg_pool2d(x, (oh, ow)))
+        _same(
             opforge.adaptive_max_pool2d_with_indices(x, [oh, ow]),
             F.adaptive_max_pool2d(x, (oh, ow), return_indices=True),
         )
@@ -93,13 +113,18 @@ def _special_input(device: str, dtype: torch.dtype) -> torch.Tensor:
         ],
         dtype=torch.float64,
     )
-    return x.expand(2, 2, 5, 6).to(dtype=dtype, device=device)
+    return x.expand(2, 2, 5, 6).to(dtype=dtype, device=device).contiguous()
 
 
+@pytest.mark.parametrize("channels_last", [False, True], ids=["contiguous", "channels_last"])
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
-def test_max_pooling_ties_inf_and_nan_match_aten(device: str, dtype: torch.dtype) -> None:
+def test_max_pooling_ties_inf_and_nan_match_aten(
+    device: str, dtype: torch.dtype, channels_last: bool
+) -> None:
     x = _special_input(device, dtype)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
     for k, s, p, d, ceil in MAX_CONFIGS[:5]:
         expected = F.max_pool2d(x.float(), k, s or None, p, d, ceil, return_indices=True)
         out, ind = opforge.max_pool2d_with_indices(x, k, s, p, d, ceil)

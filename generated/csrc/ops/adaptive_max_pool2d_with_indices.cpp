@@ -41,16 +41,19 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_cpu_structur
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::adaptive_max_pool2d_with_indices_meta<int64_t>(kOp, self, output_size);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<true>(meta);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self, layout);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
-    const at::Tensor self_c = self.contiguous();
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::adaptive_max_pool2d_with_indices_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
+  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
   return std::make_tuple(result0, result1);
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -61,17 +64,20 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_cuda_structu
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
   auto meta = opforge::adaptive_max_pool2d_with_indices_meta<int64_t>(kOp, self, output_size);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self, layout);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = self.contiguous();
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
+  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
   return std::make_tuple(result0, result1);
 }
 #endif  // OPFORGE_WITH_CUDA

@@ -46,17 +46,19 @@ at::Tensor conv2d_bias_act_cpu_structured(const at::Tensor& input, const at::Ten
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   auto meta = opforge::conv2d_bias_act_meta<int64_t>(kOp, input, weight, bias, stride, padding, dilation, groups, activation);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<true>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, nullptr);
-    const at::Tensor input_c = input.contiguous();
-    const at::Tensor weight_c = weight.contiguous();
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
+    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
+    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::conv2d_bias_act_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -73,18 +75,20 @@ at::Tensor conv2d_bias_act_cuda_structured(const at::Tensor& input, const at::Te
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   const c10::DeviceGuard device_guard(input.device());
   auto meta = opforge::conv2d_bias_act_meta<int64_t>(kOp, input, weight, bias, stride, padding, dilation, groups, activation);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = input.contiguous();
-    const at::Tensor weight_c = weight.contiguous();
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias);
+    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
+    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::conv2d_bias_act_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 #endif  // OPFORGE_WITH_CUDA

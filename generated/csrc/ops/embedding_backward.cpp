@@ -43,11 +43,12 @@ at::Tensor embedding_backward_cpu_structured(const at::Tensor& grad_output, cons
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
   auto meta = opforge::embedding_backward_meta<int64_t>(kOp, grad_output, indices, num_weights, padding_idx);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, nullptr);
-    const at::Tensor grad_output_c = grad_output.contiguous();
-    const at::Tensor indices_c = indices.contiguous();
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
         opforge::embedding_backward_cpu<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan);
@@ -55,6 +56,7 @@ at::Tensor embedding_backward_cpu_structured(const at::Tensor& grad_output, cons
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -67,13 +69,14 @@ at::Tensor embedding_backward_cuda_structured(const at::Tensor& grad_output, con
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
   const c10::DeviceGuard device_guard(grad_output.device());
   auto meta = opforge::embedding_backward_meta<int64_t>(kOp, grad_output, indices, num_weights, padding_idx);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     opforge::structured::alert_not_deterministic("opforge.embedding_backward (CUDA)");
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = grad_output.contiguous();
-    const at::Tensor indices_c = indices.contiguous();
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
         OPFORGE_CUDA_CHECK(opforge::embedding_backward_cuda<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan, opforge::cuda::current_stream()));
@@ -81,6 +84,7 @@ at::Tensor embedding_backward_cuda_structured(const at::Tensor& grad_output, con
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 #endif  // OPFORGE_WITH_CUDA

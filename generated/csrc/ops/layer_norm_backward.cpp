@@ -59,23 +59,27 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cpu_structure
   opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "grad_rstd", grad_rstd, "grad_out", grad_out);
   auto meta = opforge::layer_norm_backward_meta<int64_t>(kOp, grad_out, input, normalized_shape, mean, rstd, output_mask, weight, grad_mean, grad_rstd);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out, layout);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out, layout);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_out, nullptr);
-    const at::Tensor grad_out_c = grad_out.contiguous();
-    const at::Tensor input_c = input.contiguous();
-    const at::Tensor mean_c = mean.contiguous();
-    const at::Tensor rstd_c = rstd.contiguous();
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
-    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean);
-    const at::Tensor grad_rstd_c = opforge::structured::contiguous_or_undefined(grad_rstd);
+    const at::Tensor grad_out_c = opforge::structured::contiguous_in(grad_out, layout);
+    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+    const at::Tensor mean_c = opforge::structured::contiguous_in(mean, layout);
+    const at::Tensor rstd_c = opforge::structured::contiguous_in(rstd, layout);
+    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
+    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean, layout);
+    const at::Tensor grad_rstd_c = opforge::structured::contiguous_or_undefined(grad_rstd, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::layer_norm_backward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), mean_c.const_data_ptr<scalar_t>(), rstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_rstd_c), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
+  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
+  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
   return std::make_tuple(result0, result1, result2);
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -104,24 +108,28 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cuda_structur
   opforge::check::same_dtype(kOp, "grad_rstd", grad_rstd, "grad_out", grad_out);
   const c10::DeviceGuard device_guard(grad_out.device());
   auto meta = opforge::layer_norm_backward_meta<int64_t>(kOp, grad_out, input, normalized_shape, mean, rstd, output_mask, weight, grad_mean, grad_rstd);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out, layout);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out, layout);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_out);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_out, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_out_c = grad_out.contiguous();
-    const at::Tensor input_c = input.contiguous();
-    const at::Tensor mean_c = mean.contiguous();
-    const at::Tensor rstd_c = rstd.contiguous();
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight);
-    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean);
-    const at::Tensor grad_rstd_c = opforge::structured::contiguous_or_undefined(grad_rstd);
+    const at::Tensor grad_out_c = opforge::structured::contiguous_in(grad_out, layout);
+    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+    const at::Tensor mean_c = opforge::structured::contiguous_in(mean, layout);
+    const at::Tensor rstd_c = opforge::structured::contiguous_in(rstd, layout);
+    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
+    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean, layout);
+    const at::Tensor grad_rstd_c = opforge::structured::contiguous_or_undefined(grad_rstd, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::layer_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), mean_c.const_data_ptr<scalar_t>(), rstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
+  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
+  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
   return std::make_tuple(result0, result1, result2);
 }
 #endif  // OPFORGE_WITH_CUDA

@@ -41,15 +41,17 @@ at::Tensor log_softmax_cpu_structured(const at::Tensor& self, int64_t dim) {
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::softmax_meta<int64_t>(kOp, self, dim);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
-    const at::Tensor self_c = self.contiguous();
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::log_softmax_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -60,16 +62,18 @@ at::Tensor log_softmax_cuda_structured(const at::Tensor& self, int64_t dim) {
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
   auto meta = opforge::softmax_meta<int64_t>(kOp, self, dim);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = self.contiguous();
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 #endif  // OPFORGE_WITH_CUDA

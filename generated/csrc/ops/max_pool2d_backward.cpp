@@ -45,17 +45,19 @@ at::Tensor max_pool2d_backward_cpu_structured(const at::Tensor& grad_output, con
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long}, "a tensor of dtype (int64)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::max_pool2d_backward_meta<int64_t>(kOp, grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, nullptr);
-    const at::Tensor grad_output_c = grad_output.contiguous();
-    const at::Tensor self_c = self.contiguous();
-    const at::Tensor indices_c = indices.contiguous();
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::max_pool2d_backward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<int64_t>(), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -71,18 +73,20 @@ at::Tensor max_pool2d_backward_cuda_structured(const at::Tensor& grad_output, co
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
   auto meta = opforge::max_pool2d_backward_meta<int64_t>(kOp, grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = grad_output.contiguous();
-    const at::Tensor self_c = self.contiguous();
-    const at::Tensor indices_c = indices.contiguous();
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 #endif  // OPFORGE_WITH_CUDA

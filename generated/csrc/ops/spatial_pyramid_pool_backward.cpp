@@ -43,16 +43,18 @@ at::Tensor spatial_pyramid_pool_backward_cpu_structured(const at::Tensor& grad_o
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::spatial_pyramid_pool_backward_meta<int64_t>(kOp, grad_output, self, levels, mode);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, nullptr);
-    const at::Tensor grad_output_c = grad_output.contiguous();
-    const at::Tensor self_c = self.contiguous();
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::spatial_pyramid_pool_backward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -66,17 +68,19 @@ at::Tensor spatial_pyramid_pool_backward_cuda_structured(const at::Tensor& grad_
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
   auto meta = opforge::spatial_pyramid_pool_backward_meta<int64_t>(kOp, grad_output, self, levels, mode);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = grad_output.contiguous();
-    const at::Tensor self_c = self.contiguous();
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
 }
 #endif  // OPFORGE_WITH_CUDA

@@ -15,6 +15,8 @@ struct conv_plan {
   math::conv2d_geometry g;
   math::conv_activation act = math::conv_activation::none;
   bool transposed = false;
+  // (N, H, W, C) tensors (Note [Structured memory format] in structured.h).
+  bool channels_last = false;
   // Half and bfloat16 compute in float: the CUDA kernels convert into this
   // workspace (compute_workspace_floats floats); the CPU ones keep their own.
   int64_t workspace_bytes = 0;

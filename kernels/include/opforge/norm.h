@@ -24,11 +24,6 @@ inline bool defined(const std::optional<at::Tensor>& t) {
   return t.has_value() && t->defined();
 }
 
-// Optional inputs for the kernels: a contiguous tensor, or undefined / null.
-using structured::contiguous_or_undefined;
-using structured::data_or_null;
-using structured::mutable_data_or_null;
-
 // `t` must have exactly the sizes `expected` (named `what` in the message).
 inline void expect_sizes(const char* op, const char* arg, const at::Tensor& t,
                          c10::SymIntArrayRef expected, const char* what) {

@@ -62,6 +62,17 @@ struct batch_norm_plan {
   double eps = 0;
   int64_t workspace_bytes = 0;
   void* workspace = nullptr;
+  // (N, H, W, C) memory (Note [Structured memory format]): the CPU kernels see
+  // it as [N * H * W, C], through in_memory_order().
+  bool channels_last = false;
+  batch_norm_plan in_memory_order() const {
+    batch_norm_plan p = *this;
+    if (channels_last) {
+      p.n *= p.hw;
+      p.hw = 1;
+    }
+    return p;
+  }
 };
 
 inline int64_t batch_norm_splits(int64_t n, int64_t hw) {

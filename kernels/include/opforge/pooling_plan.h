@@ -15,6 +15,9 @@ struct pool_plan {
   Win rows;
   Win cols;
   int64_t window;  // input elements one output reads (the CPU kernels' grain)
+  int64_t channels = 1;  // C of (N, C, H, W); g.count = N * C
+  // (N, H, W, C) memory (Note [Structured memory format] in structured.h).
+  bool channels_last = false;
 };
 
 using max_pool_plan = pool_plan<math::strided_windows>;

@@ -98,15 +98,60 @@ template <typename Int, std::size_t N, typename Plan = no_plan>
 struct result {
   std::array<output<Int>, N> outputs;
   Plan plan{};  // filled for concrete sizes only
+  // The memory format of the op's 4-D tensors (Note [Structured memory format]).
+  at::MemoryFormat layout = at::MemoryFormat::Contiguous;
 };
 
-// The tensor for `spec`, on the device of `like`.
+// Note [Structured memory format]: a meta function whose PyTorch counterpart
+// keeps channels_last calls follow_layout(r, layout_of(input)): its 4-D outputs
+// are then declared channels_last (on every key, Meta included, so fake and real
+// strides agree). A key whose kernel computes in channels_last (YAML
+// `channels_last: [CPU]`; its plan has `bool channels_last`) gets its 4-D
+// inputs and outputs in that layout; every other key computes contiguous and
+// the generated code copies the outputs into their declared format.
+
+// The memory format ATen's channels_last-preserving ops give a 4-D input's result.
+inline at::MemoryFormat layout_of(const at::Tensor& t) {
+  return t.dim() == 4 && t.suggest_memory_format() == at::MemoryFormat::ChannelsLast
+             ? at::MemoryFormat::ChannelsLast
+             : at::MemoryFormat::Contiguous;
+}
+
+// Declares `layout` for r's kernels and its 4-D outputs.
+template <typename R>
+void follow_layout(R& r, at::MemoryFormat layout) {
+  r.layout = layout;
+  for (auto& o : r.outputs) {
+    if (o.sizes.size() == 4) {
+      o.memory_format = layout;
+    }
+  }
+}
+
+// The memory format this key's kernel computes in: the meta function's layout
+// when the kernel reads it (ReadsLayout: the YAML lists the key under
+// `channels_last`), which the plan then says; else contiguous.
+template <bool ReadsLayout, typename R>
+at::MemoryFormat kernel_layout(R& meta) {
+  if constexpr (ReadsLayout) {
+    meta.plan.channels_last = meta.layout == at::MemoryFormat::ChannelsLast;
+    return meta.layout;
+  } else {
+    return at::MemoryFormat::Contiguous;
+  }
+}
+
+// The tensor for `spec`, on the device of `like`, in its declared memory
+// format, or contiguous where the kernel computes contiguous.
 template <typename Int>
-at::Tensor allocate(const output<Int>& spec, const at::Tensor& like) {
+at::Tensor allocate(const output<Int>& spec, const at::Tensor& like,
+                    std::optional<at::MemoryFormat> kernel_layout = std::nullopt) {
   if (!spec.defined) {
     return at::Tensor();
   }
-  const auto options = like.options().dtype(spec.dtype).memory_format(spec.memory_format);
+  const at::MemoryFormat format =
+      kernel_layout == at::MemoryFormat::Contiguous ? at::MemoryFormat::Contiguous : spec.memory_format;
+  const auto options = like.options().dtype(spec.dtype).memory_format(format);
   if constexpr (concrete<Int>) {
     return at::empty(spec.sizes, options);
   } else {
@@ -216,8 +261,26 @@ inline int64_t opmath_bytes(at::ScalarType dtype) {
 }
 
 // A contiguous copy of an optional tensor argument (undefined when absent).
-inline at::Tensor contiguous_or_undefined(const std::optional<at::Tensor>& t) {
-  return t.has_value() && t->defined() ? t->contiguous() : at::Tensor();
+// A tensor input as the kernel reads it: dense, 4-D ones in the kernel's layout.
+inline at::Tensor contiguous_in(const at::Tensor& t, at::MemoryFormat layout) {
+  return t.dim() == 4 ? t.contiguous(layout) : t.contiguous();
+}
+
+inline at::Tensor contiguous_or_undefined(const std::optional<at::Tensor>& t, at::MemoryFormat layout) {
+  return t.has_value() && t->defined() ? contiguous_in(*t, layout) : at::Tensor();
+}
+
+// An output the kernel wrote contiguous, in the memory format the meta
+// function declared (exact strides, as at::empty gives them, also for size-1 dims).
+template <typename Int>
+at::Tensor as_declared(const at::Tensor& t, const output<Int>& spec, at::MemoryFormat kernel_layout) {
+  if (!t.defined() || kernel_layout != at::MemoryFormat::Contiguous ||
+      spec.memory_format == at::MemoryFormat::Contiguous) {
+    return t;  // allocated in its declared format
+  }
+  at::Tensor declared = allocate(spec, t);
+  declared.copy_(t);
+  return declared;
 }
 
 template <typename T>

@@ -15,6 +15,7 @@ structured::result<Int, 1, prelu_plan> prelu_meta(const char* op, const at::Tens
   if constexpr (structured::concrete<Int>) {
     r.plan = prelu_plan_of(self, weight);
   }
+  structured::follow_layout(r, structured::layout_of(self));
   return r;
 }
 
@@ -34,6 +35,7 @@ structured::result<Int, 2, prelu_plan> prelu_backward_meta(const char* op,
                              prelu_backward_splits(r.plan.outer, r.plan.inner) *
                              structured::opmath_bytes(self.scalar_type());
   }
+  structured::follow_layout(r, structured::layout_of(self));
   return r;
 }
 

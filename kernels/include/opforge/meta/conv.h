@@ -47,11 +47,22 @@ inline conv_plan plan_of(at::IntArrayRef input, at::IntArrayRef result, const at
   return plan;
 }
 
+// ATen's layout for a convolution: channels_last when the (batched) input or
+// the weight is.
+inline at::MemoryFormat layout_of(const at::Tensor& input, const at::Tensor& weight) {
+  if (input.dim() != 4) {
+    return at::MemoryFormat::Contiguous;
+  }
+  return structured::layout_of(weight) == at::MemoryFormat::ChannelsLast ? at::MemoryFormat::ChannelsLast
+                                                                          : structured::layout_of(input);
+}
+
 template <typename Int>
 structured::result<Int, 1, conv_plan> forward(const conv_sizes& sizes, const at::Tensor& input,
                                               const at::Tensor& weight, const conv_params& p, bool transposed,
                                               math::conv_activation act) {
   structured::result<Int, 1, conv_plan> r{{output_of<Int>(sizes, input.scalar_type())}};
+  structured::follow_layout(r, layout_of(input, weight));
   if constexpr (structured::concrete<Int>) {
     r.plan = plan_of(input.sizes(), batch_sizes(sizes), weight, p, transposed, act, input.scalar_type());
   }
@@ -68,6 +79,8 @@ structured::result<Int, 3, conv_plan> backward(const conv_sizes& result, const a
   structured::result<Int, 3, conv_plan> r{{output_of<Int>(input.sym_sizes(), dtype, mask[0]),
                                            output_of<Int>(weight.sym_sizes(), dtype, mask[1]),
                                            output_of<Int>(c10::SymIntArrayRef(&bias_channels, 1), dtype, mask[2])}};
+  structured::follow_layout(r, layout_of(input, weight));
+  r.outputs[1].memory_format = structured::layout_of(weight);  // as ATen's weight gradient
   if constexpr (structured::concrete<Int>) {
     r.plan = plan_of(input.sizes(), batch_sizes(result), weight, p, transposed, math::conv_activation::none,
                      dtype);
@@ -150,6 +163,7 @@ structured::result<Int, 2, fold_bn_plan> fold_conv_bn_meta(const char* op, const
     const int64_t c = conv_weight.size(0);
     r.plan = {c, c > 0 ? conv_weight.numel() / c : 0, eps};
   }
+  structured::follow_layout(r, structured::layout_of(conv_weight));
   return r;
 }
 

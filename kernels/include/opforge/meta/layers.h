@@ -22,6 +22,7 @@ structured::result<Int, 1, channel_shuffle_plan> channel_shuffle_meta(const char
     r.plan = {self.size(0), self.size(1), groups.expect_int(),
               planes == 0 ? 0 : self.numel() / planes};
   }
+  structured::follow_layout(r, structured::layout_of(self));
   return r;
 }
 
@@ -79,6 +80,7 @@ structured::result<Int, 2, dropout_plan> dropout_forward_meta(const char* op, co
       r.plan.random.words = static_cast<uint64_t>(4 * ((n + 3) / 4));
     }
   }
+  structured::follow_layout(r, structured::layout_of(input));
   return r;
 }
 
@@ -90,6 +92,7 @@ structured::result<Int, 1, dropout_backward_plan> dropout_backward_meta(const ch
   if constexpr (structured::concrete<Int>) {
     r.plan = {grad_output.numel(), scale};
   }
+  structured::follow_layout(r, structured::layout_of(grad_output));
   return r;
 }
 

@@ -32,6 +32,7 @@ structured::result<Int, 1, lrn_plan> local_response_norm_meta(const char* op,
   if constexpr (structured::concrete<Int>) {
     r.plan = norm::lrn_plan_of(input, size, alpha, beta, k);
   }
+  structured::follow_layout(r, structured::layout_of(input));
   return r;
 }
 
@@ -46,6 +47,7 @@ structured::result<Int, 1, lrn_plan> local_response_norm_backward_meta(
     r.plan = norm::lrn_plan_of(input, size, alpha, beta, k);
     r.plan.workspace_bytes = input.numel() * structured::opmath_bytes(input.scalar_type());
   }
+  structured::follow_layout(r, structured::layout_of(input));
   return r;
 }
 
@@ -133,6 +135,7 @@ structured::result<Int, 3, group_norm_plan> group_norm_forward_meta(
     r.plan = group_norm_layout(input, num_groups);
     r.plan.eps = eps;
   }
+  structured::follow_layout(r, structured::layout_of(input));
   return r;
 }
 
@@ -155,6 +158,7 @@ structured::result<Int, 3, group_norm_plan> group_norm_backward_meta(
   if constexpr (structured::concrete<Int>) {
     r.plan = group_norm_layout(input, num_groups);
   }
+  structured::follow_layout(r, structured::layout_of(input));
   return r;
 }
 
@@ -187,6 +191,7 @@ structured::result<Int, 3, batch_norm_plan> batch_norm_forward_meta(
   if constexpr (structured::concrete<Int>) {
     r.plan = norm::batch_norm_plan_of(input, training, momentum, eps, 3);
   }
+  structured::follow_layout(r, structured::layout_of(input));
   return r;
 }
 
@@ -208,6 +213,7 @@ structured::result<Int, 3, batch_norm_plan> batch_norm_backward_meta(
   if constexpr (structured::concrete<Int>) {
     r.plan = norm::batch_norm_plan_of(input, training, 0.0, 0.0, 2);
   }
+  structured::follow_layout(r, structured::layout_of(input));
   return r;
 }
 

@@ -24,7 +24,7 @@ pool_plan<Win> plan_of(c10::IntArrayRef in, c10::IntArrayRef out, const Win& row
   for (size_t d = 0; d + 2 < n; ++d) {
     count *= in[d];
   }
-  return {{count, in[n - 2], in[n - 1], out[n - 2], out[n - 1]}, rows, cols, window};
+  return {{count, in[n - 2], in[n - 1], out[n - 2], out[n - 1]}, rows, cols, window, in[n - 3]};
 }
 
 inline max_pool_plan max_plan(c10::IntArrayRef in, c10::IntArrayRef out, const window2d& w) {
@@ -76,6 +76,7 @@ structured::result<Int, 2, max_pool_plan> max_pool2d_with_indices_meta(
   if constexpr (structured::concrete<Int>) {
     r.plan = pooling::max_plan(self.sizes(), sizes, w);
   }
+  structured::follow_layout(r, structured::layout_of(self));
   return r;
 }
 
@@ -94,6 +95,7 @@ structured::result<Int, 1, max_pool_plan> max_pool2d_backward_meta(
   if constexpr (structured::concrete<Int>) {
     r.plan = pooling::max_plan(self.sizes(), sizes, w);
   }
+  structured::follow_layout(r, structured::layout_of(self));
   return r;
 }
 
@@ -107,6 +109,7 @@ structured::result<Int, 2, adaptive_pool_plan> adaptive_max_pool2d_with_indices_
   if constexpr (structured::concrete<Int>) {
     r.plan = pooling::adaptive_plan(self.sizes(), sizes);
   }
+  structured::follow_layout(r, structured::layout_of(self));
   return r;
 }
 
@@ -123,6 +126,7 @@ structured::result<Int, 1, adaptive_pool_plan> adaptive_max_pool2d_backward_meta
   if constexpr (structured::concrete<Int>) {
     r.plan = pooling::adaptive_plan(self.sizes(), grad_output.sizes());
   }
+  structured::follow_layout(r, structured::layout_of(self));
   return r;
 }
 
@@ -138,6 +142,7 @@ structured::result<Int, 1, avg_pool_plan> avg_pool2d_meta(
   if constexpr (structured::concrete<Int>) {
     r.plan = pooling::avg_plan_of(self.sizes(), sizes, w, count_include_pad, divisor_override);
   }
+  structured::follow_layout(r, structured::layout_of(self));
   return r;
 }
 
@@ -153,6 +158,7 @@ structured::result<Int, 1, avg_pool_plan> avg_pool2d_backward_meta(
   if constexpr (structured::concrete<Int>) {
     r.plan = pooling::avg_plan_of(self.sizes(), sizes, w, count_include_pad, divisor_override);
   }
+  structured::follow_layout(r, structured::layout_of(self));
   return r;
 }
 
@@ -166,6 +172,7 @@ structured::result<Int, 1, adaptive_avg_pool_plan> adaptive_avg_pool2d_meta(
   if constexpr (structured::concrete<Int>) {
     r.plan = pooling::adaptive_avg_plan(self.sizes(), sizes);
   }
+  structured::follow_layout(r, structured::layout_of(self));
   return r;
 }
 
@@ -178,6 +185,7 @@ structured::result<Int, 1, adaptive_avg_pool_plan> adaptive_avg_pool2d_backward_
   if constexpr (structured::concrete<Int>) {
     r.plan = pooling::adaptive_avg_plan(self.sizes(), grad_output.sizes());
   }
+  structured::follow_layout(r, structured::layout_of(self));
   return r;
 }
 
@@ -222,6 +230,7 @@ structured::result<Int, 1, spp_plan> spatial_pyramid_pool_backward_meta(
       r.plan.workspace_bytes = sizes[0] * sizes[1] * static_cast<int64_t>(sizeof(int64_t));
     }
   }
+  structured::follow_layout(r, structured::layout_of(self));  // as the other pooling gradients
   return r;
 }
 

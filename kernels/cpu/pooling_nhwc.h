@@ -1,0 +1,108 @@
+#pragma once
+// Pooling of channels_last (N, H, W, C) inputs (Note [Structured memory format]
+// in opforge/structured.h): every tap of a window is a run of C contiguous
+// values, so the inner loops run along the channels (and vectorize) while the
+// window bookkeeping is done once per output pixel. The results equal the
+// NCHW kernels' (same taps in the same order, same NaN rule and indices).
+#include "pooling.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+namespace opforge::cpu {
+
+// Calls f(q0, q1) for ranges of output pixels q = (n, oh, ow) in parallel;
+// one pixel costs `window` taps of `channels` values.
+template <typename F>
+void pixel_ranges(const math::planes& g, int64_t channels, int64_t window, F f) {
+  const int64_t images = channels == 0 ? 0 : g.count / channels;
+  plane_ranges(images * g.out_size(), channels * window, f);
+}
+
+// Channels per step of the channel loops: their accumulators stay in registers
+// or L1 (on the stack, where the compiler knows they alias nothing).
+constexpr int64_t k_channel_block = 64;
+
+// y[q][c] = the window's maximum and ind[q][c] its flat index h * W + w, as
+// max_plane gives them. The loop keeps the tap's ordinal (int32, as wide as a
+// float, so the selects vectorize) and turns it into the index once per output.
+template <typename T, typename Rows, typename Cols>
+void max_pool_nhwc(const T* x, const math::planes& g, int64_t channels, int64_t window,
+                   const Rows& rows, const Cols& cols, T* y, int64_t* ind) {
+  using A = math::opmath_t<T>;
+  pixel_ranges(g, channels, window, [&](int64_t q0, int64_t q1) {
+    A best[k_channel_block];
+    int32_t tap[k_channel_block];
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t n = q / g.out_size();
+      const math::tap_range r = rows.taps(q % g.out_size() / g.out_w);
+      const math::tap_range c = cols.taps(q % g.out_w);
+      const int64_t per_row = (c.end - c.start + cols.step() - 1) / cols.step();
+      for (int64_t c0 = 0; c0 < channels; c0 += k_channel_block) {
+        const int64_t len = std::min(k_channel_block, channels - c0);
+        std::fill(best, best + len, -std::numeric_limits<A>::infinity());
+        std::fill(tap, tap + len, 0);
+        int32_t t = 0;
+        for (int64_t h = r.start; h < r.end; h += rows.step()) {
+          for (int64_t w = c.start; w < c.end; w += cols.step(), ++t) {
+            const T* src = x + ((n * g.in_h + h) * g.in_w + w) * channels + c0;
+            for (int64_t k = 0; k < len; ++k) {
+              const A v = math::cast_to<A>(src[k]);
+              const bool take = math::replaces(v, best[k]);
+              best[k] = take ? v : best[k];
+              tap[k] = take ? t : tap[k];
+            }
+          }
+        }
+        T* yq = y + q * channels + c0;
+        for (int64_t k = 0; k < len; ++k) {
+          yq[k] = math::cast_to<T>(best[k]);
+        }
+        if (ind != nullptr) {
+          int64_t* iq = ind + q * channels + c0;
+          for (int64_t k = 0; k < len; ++k) {
+            const int64_t h = r.start + tap[k] / per_row * rows.step();
+            const int64_t w = c.start + tap[k] % per_row * cols.step();
+            iq[k] = h * g.in_w + w;
+          }
+        }
+      }
+    }
+  });
+}
+
+// y[q][c] = the window's sum over its divisor, as avg_plane gives it.
+template <typename T, typename Rows, typename Cols>
+void avg_pool_nhwc(const T* x, const math::planes& g, int64_t channels, int64_t window,
+                   const Rows& rows, const Cols& cols, math::avg_divisor divisor, T* y) {
+  using A = math::opmath_t<T>;
+  pixel_ranges(g, channels, window, [&](int64_t q0, int64_t q1) {
+    A sum[k_channel_block];
+    for (int64_t q = q0; q < q1; ++q) {
+      const int64_t n = q / g.out_size();
+      const math::avg_range r = rows.range(q % g.out_size() / g.out_w);
+      const math::avg_range c = cols.range(q % g.out_w);
+      const auto d = static_cast<A>(divisor(r, c));
+      for (int64_t c0 = 0; c0 < channels; c0 += k_channel_block) {
+        const int64_t len = std::min(k_channel_block, channels - c0);
+        std::fill(sum, sum + len, A(0));
+        for (int64_t h = r.start; h < r.end; ++h) {
+          const T* row = x + (n * g.in_h + h) * g.in_w * channels + c0;
+          for (int64_t w = c.start; w < c.end; ++w) {
+            const T* src = row + w * channels;
+            for (int64_t k = 0; k < len; ++k) {
+              sum[k] += math::cast_to<A>(src[k]);
+            }
+          }
+        }
+        T* yq = y + q * channels + c0;
+        for (int64_t k = 0; k < len; ++k) {
+          yq[k] = math::cast_to<T>(sum[k] / d);
+        }
+      }
+    }
+  });
+}
+
+} // namespace opforge::cpu
