@@ -469,6 +469,22 @@ def _channels_last_cases() -> list[Case]:
             0,
         ),
         Case(
+            "group_norm (32 groups) channels_last",
+            str(bn_shape),
+            _in_channels_last(
+                _with(
+                    lambda d: 32,
+                    lambda d: torch.rand(64, device=d),
+                    lambda d: torch.rand(64, device=d),
+                    shape=bn_shape,
+                )
+            ),
+            _op("group_norm"),
+            F.group_norm,
+            1.0,
+            0,
+        ),
+        Case(
             "max_pool2d 3x3 s2 channels_last",
             str(pool),
             _in_channels_last(

@@ -1,7 +1,7 @@
 // CPU kernels for group_norm_forward and group_norm_backward, structured ops
 // (Note [Structured ops]; the plan in opforge/norm_plan.h). The input is viewed as
 // [N, C, HxW]; group (n, g) is the contiguous slab of its C/G channels, one
-// parallel task each.
+// parallel task each. The forward also reads channels_last memory.
 #include <opforge/ops/group_norm_backward.h>
 #include <opforge/ops/group_norm_forward.h>
 
@@ -56,6 +56,81 @@ void forward_groups(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, 
       T* yc = ys + c * hw;
       for (int64_t i = 0; i < hw; ++i) {
         yc[i] = math::cast_to<T>((math::cast_to<A>(xc[i]) - mo.mean) * scale + shift);
+      }
+    }
+  });
+}
+
+// forward_groups over channels_last (N, HxW, C) memory: group (n, g) is HxW
+// runs of C/G channels, C apart. The statistics sum each image's pixels into
+// per-channel partials (the inner loop along all C channels), then join them
+// per group; the normalization runs along the C channels of each pixel with
+// per-channel mean, scale and shift. Both loops are long for any group size.
+template <typename T, bool HasW, bool HasB>
+void forward_groups_nhwc(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd,
+                         const group_norm_plan& l, double eps) {
+  using A = acc_t<T>;
+  using S = math::sum_acc_t<T>;
+  const int64_t d = l.group_channels();
+  const int64_t c_all = l.channels;
+  std::vector<A> mo_mean(static_cast<size_t>(l.n * l.groups));
+  std::vector<A> mo_rstd(mo_mean.size());
+  const auto count = static_cast<S>(l.hw * d);
+  at::parallel_for(0, l.n, 1, [&](int64_t begin, int64_t end) {
+    std::vector<S> sums(static_cast<size_t>(c_all));
+    std::vector<A> m(sums.size());
+    for (int64_t n = begin; n < end; ++n) {
+      const T* xi = x + n * l.hw * c_all;
+      // Per channel: sum of x, then of (x - group mean)^2.
+      for (int pass = 0; pass < 2; ++pass) {
+        std::fill(sums.begin(), sums.end(), S(0));
+        for (int64_t p = 0; p < l.hw; ++p) {
+          const T* xp = xi + p * c_all;
+          for (int64_t c = 0; c < c_all; ++c) {
+            const A v = math::cast_to<A>(xp[c]);
+            const A dv = pass == 0 ? v : v - m[c];
+            sums[c] += static_cast<S>(pass == 0 ? dv : dv * dv);
+          }
+        }
+        for (int64_t g = 0; g < l.groups; ++g) {
+          S total = 0;
+          for (int64_t c = g * d; c < (g + 1) * d; ++c) {
+            total += sums[c];
+          }
+          const int64_t t = n * l.groups + g;
+          if (pass == 0) {
+            mo_mean[t] = static_cast<A>(total / count);
+            std::fill(m.begin() + g * d, m.begin() + (g + 1) * d, mo_mean[t]);
+          } else {
+            mo_rstd[t] = math::norm_rstd(static_cast<A>(total / count), eps);
+            mean[t] = math::cast_to<T>(mo_mean[t]);
+            rstd[t] = math::cast_to<T>(mo_rstd[t]);
+          }
+        }
+      }
+    }
+  });
+  const int64_t pixels = l.n * l.hw;
+  at::parallel_for(0, pixels, std::max<int64_t>(1, cpu::k_norm_grain / std::max<int64_t>(1, c_all)),
+                   [&](int64_t begin, int64_t end) {
+    std::vector<A> m(static_cast<size_t>(c_all));
+    std::vector<A> scale(m.size());
+    std::vector<A> shift(m.size());
+    int64_t image = -1;
+    for (int64_t p = begin; p < end; ++p) {
+      if (p / l.hw != image) {
+        image = p / l.hw;
+        for (int64_t c = 0; c < c_all; ++c) {
+          const int64_t t = image * l.groups + c / d;
+          m[c] = mo_mean[t];
+          scale[c] = HasW ? math::cast_to<A>(w[c]) * mo_rstd[t] : mo_rstd[t];
+          shift[c] = HasB ? math::cast_to<A>(b[c]) : A(0);
+        }
+      }
+      const T* xp = x + p * c_all;
+      T* yp = y + p * c_all;
+      for (int64_t c = 0; c < c_all; ++c) {
+        yp[c] = math::cast_to<T>((math::cast_to<A>(xp[c]) - m[c]) * scale[c] + shift[c]);
       }
     }
   });
@@ -125,8 +200,11 @@ void group_norm_forward_cpu(scalar_t* out, scalar_t* mean, scalar_t* rstd, const
     return;
   }
   cpu::with_flags(weight != nullptr, bias != nullptr, [&](auto has_w, auto has_b) {
-    forward_groups<scalar_t, has_w.value, has_b.value>(input, weight, bias, out, mean, rstd, l,
-                                                       l.eps);
+    if (l.channels_last) {
+      forward_groups_nhwc<scalar_t, has_w.value, has_b.value>(input, weight, bias, out, mean, rstd, l, l.eps);
+    } else {
+      forward_groups<scalar_t, has_w.value, has_b.value>(input, weight, bias, out, mean, rstd, l, l.eps);
+    }
   });
 }
 

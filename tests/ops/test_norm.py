@@ -172,13 +172,17 @@ def test_group_norm_bad_inputs() -> None:
         opforge.group_norm_double_backward(x, x, x, 3, m, r, grad_grad_bias=torch.randn(3))
 
 
+@pytest.mark.parametrize("channels_last", [False, True], ids=["contiguous", "channels_last"])
 @pytest.mark.parametrize("groups", [1, 2, 6])
-def test_group_norm_matches_aten(groups: int) -> None:
+def test_group_norm_matches_aten(groups: int, channels_last: bool) -> None:
     x = torch.randn(3, 6, 5, 4) * 3 + 1
+    if channels_last:  # the forward kernel reads NHWC, the gradients keep the layout
+        x = x.contiguous(memory_format=torch.channels_last)
     w, b = torch.randn(6), torch.randn(6)
     out, mean, rstd = opforge.group_norm_forward(x, groups, w, b, 1e-4)
     ref = torch.native_group_norm(x, w, b, 3, 6, 20, groups, 1e-4)
     torch.testing.assert_close((out, mean, rstd), ref)
+    assert out.stride() == ref[0].stride()
     ins = [t.clone().requires_grad_() for t in (x, w, b)]
     refs = [t.clone().requires_grad_() for t in (x, w, b)]
     g = torch.randn_like(x)
@@ -186,6 +190,7 @@ def test_group_norm_matches_aten(groups: int) -> None:
     theirs = torch.autograd.grad(F.group_norm(refs[0], groups, refs[1], refs[2], 1e-4), refs, g)
     for a, e in zip(ours, theirs, strict=True):
         torch.testing.assert_close(a, e, atol=1e-5, rtol=1e-4)
+        assert a.stride() == e.stride()
 
 
 def test_group_norm_backward_output_mask_and_empty() -> None:

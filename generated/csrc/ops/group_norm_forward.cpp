@@ -47,7 +47,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cpu_structured
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   auto meta = opforge::group_norm_forward_meta<int64_t>(kOp, input, num_groups, weight, bias, eps);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<true>(meta);
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input, layout);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input, layout);
   at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input, layout);

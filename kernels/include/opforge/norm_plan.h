@@ -45,6 +45,8 @@ struct group_norm_plan {
   int64_t hw = 1;
   int64_t groups = 1;
   double eps = 0;
+  // (N, H, W, C) memory (Note [Structured memory format] in structured.h).
+  bool channels_last = false;
   int64_t group_channels() const { return channels / groups; }
 };
 
