@@ -451,7 +451,6 @@ def _channels_last_cases() -> list[Case]:
             lambda x, w, b: _op("conv2d")(x, w, b, *args),
             lambda x, w, b: F.conv2d(x, w, b, *args),
             1.0,
-            0,
         )
 
     pool = (8, 64, 112, 112)
@@ -466,7 +465,6 @@ def _channels_last_cases() -> list[Case]:
             _op("batch_norm"),
             lambda x, w, b, mean, var, train: F.batch_norm(x, mean, var, w, b, train),
             1.0,
-            0,
         ),
         Case(
             "group_norm (32 groups) channels_last",
@@ -482,7 +480,6 @@ def _channels_last_cases() -> list[Case]:
             _op("group_norm"),
             F.group_norm,
             1.0,
-            0,
         ),
         Case(
             "max_pool2d 3x3 s2 channels_last",
@@ -493,7 +490,6 @@ def _channels_last_cases() -> list[Case]:
             _op("max_pool2d"),
             F.max_pool2d,
             1.0,
-            0,
         ),
         Case(
             "adaptive_avg_pool2d 1x1 channels_last",
@@ -502,7 +498,6 @@ def _channels_last_cases() -> list[Case]:
             _op("adaptive_avg_pool2d"),
             F.adaptive_avg_pool2d,
             1.0,
-            0,
         ),
         Case(
             "MobileNetBlocks eval channels_last",

@@ -86,33 +86,38 @@ auto with_max_cols(const math::adaptive_windows& cols, F f) {
   return uniform(cols) ? f(as_strided(cols)) : f(tabulate_taps(cols));
 }
 
-// Backward kernels scatter-add into each plane of grad_input. Half and
-// bfloat16 accumulate in a float plane, rounded once at the end;
-// scatter(p, acc) adds plane p's gradients into the zeroed acc.
+// Backward kernels scatter-add into each plane of grad_input (`count` planes
+// of `size` elements: (H, W) planes, or whole (H, W, C) images in
+// channels_last). Half and bfloat16 accumulate in a float plane, rounded once
+// at the end; scatter(p, acc) adds plane p's gradients into the zeroed acc.
 template <typename T, typename F>
-void accumulate_planes(T* grad_input, const planes& g, int64_t work, F scatter) {
+void accumulate_planes(T* grad_input, int64_t count, int64_t size, int64_t work, F scatter) {
   using A = math::opmath_t<T>;
   constexpr bool direct = std::is_same_v<T, A>;
-  const int64_t n = g.in_size();
-  plane_ranges(g.count, work, [&](int64_t p0, int64_t p1) {
-    std::vector<A> buffer(direct ? 0 : static_cast<size_t>(n));
+  plane_ranges(count, work, [&](int64_t p0, int64_t p1) {
+    std::vector<A> buffer(direct ? 0 : static_cast<size_t>(size));
     for (int64_t p = p0; p < p1; ++p) {
-      T* dst = grad_input + p * n;
+      T* dst = grad_input + p * size;
       A* acc = nullptr;
       if constexpr (direct) {
         acc = dst;
       } else {
         acc = buffer.data();
       }
-      std::fill(acc, acc + n, A(0));
+      std::fill(acc, acc + size, A(0));
       scatter(p, acc);
       if constexpr (!direct) {
-        for (int64_t i = 0; i < n; ++i) {
+        for (int64_t i = 0; i < size; ++i) {
           dst[i] = math::cast_to<T>(acc[i]);
         }
       }
     }
   });
+}
+
+template <typename T, typename F>
+void accumulate_planes(T* grad_input, const planes& g, int64_t work, F scatter) {
+  accumulate_planes(grad_input, g.count, g.in_size(), work, scatter);
 }
 
 // Short contiguous runs (whole-row bins, global pooling) reduced in k_lanes
@@ -332,13 +337,26 @@ void avg_plane_backward(const T* g, int64_t width, const Rows& rows, const Cols&
   }
 }
 
-// Backward of max_plane from saved indices; an index that is not a tap of its
-// window (not from the forward) is ignored, as the CUDA gather ignores it.
+// Whether flat index i (h * width + w, inv_width = 1 / width) is a tap of the
+// window of output (oh, ow) whose rows are r: saved indices not from the
+// forward are ignored, as the CUDA gather ignores them. The row comes from a
+// floating-point reciprocal, corrected by one: an integer division per output
+// would cost more than the whole scatter.
+template <typename Rows, typename Cols>
+C10_ALWAYS_INLINE bool is_tap(int64_t i, int64_t width, double inv_width, const Rows& rows,
+                              const math::tap_range& r, const Cols& cols, int64_t ow) {
+  int64_t h = static_cast<int64_t>(static_cast<double>(i) * inv_width);
+  h -= h * width > i;
+  h += (h + 1) * width <= i;
+  const bool row_ok =
+      h >= r.start && h < r.end && (rows.step() == 1 || (h - r.start) % rows.step() == 0);
+  return row_ok && math::holds(cols, ow, i - h * width);
+}
+
+// Backward of max_plane from saved indices (see is_tap).
 template <typename T, typename A, typename Rows, typename Cols>
 void max_plane_backward(const T* g, const int64_t* ind, int64_t width, const Rows& rows,
                         const Cols& cols, A* acc) {
-  // The row of an index by a floating-point reciprocal, corrected by one:
-  // an integer division per output would cost more than the whole scatter.
   const double inv_width = 1.0 / static_cast<double>(width);
   for (int64_t oh = 0; oh < rows.out; ++oh) {
     const math::tap_range r = rows.taps(oh);
@@ -346,12 +364,7 @@ void max_plane_backward(const T* g, const int64_t* ind, int64_t width, const Row
     const T* go = g + oh * cols.out;
     for (int64_t ow = 0; ow < cols.out; ++ow) {
       const int64_t i = io[ow];
-      int64_t h = static_cast<int64_t>(static_cast<double>(i) * inv_width);
-      h -= h * width > i;
-      h += (h + 1) * width <= i;
-      const bool row_ok = h >= r.start && h < r.end &&
-                          (rows.step() == 1 || (h - r.start) % rows.step() == 0);
-      if (row_ok && math::holds(cols, ow, i - h * width)) {
+      if (is_tap(i, width, inv_width, rows, r, cols, ow)) {
         acc[i] += math::cast_to<A>(go[ow]);
       }
     }

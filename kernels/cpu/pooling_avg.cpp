@@ -51,6 +51,11 @@ void avg_pool_backward(T* grad_input, const T* grad_output, const avg_plan<Win>&
   const math::planes& g = plan.g;
   const cpu::window_table row_table = cpu::tabulate_ranges(plan.rows);
   const cpu::window_table col_table = cpu::tabulate_ranges(plan.cols);
+  if (plan.channels_last) {
+    cpu::avg_pool_backward_nhwc(grad_input, grad_output, g, plan.channels, plan.window, row_table,
+                                col_table, plan.divisor);
+    return;
+  }
   cpu::accumulate_planes(grad_input, g, g.out_size() * plan.window, [&](int64_t p, auto* acc) {
     cpu::avg_plane_backward(grad_output + p * g.out_size(), g.in_w, row_table, col_table,
                             plan.divisor, acc);

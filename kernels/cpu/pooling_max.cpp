@@ -43,6 +43,10 @@ void max_pool_backward(T* grad_input, const T* grad_output, const int64_t* indic
   const math::planes& g = plan.g;
   const cpu::window_table rows = cpu::tabulate_taps(plan.rows);
   const cpu::window_table cols = cpu::tabulate_taps(plan.cols);
+  if (plan.channels_last) {
+    cpu::max_pool_backward_nhwc(grad_input, grad_output, indices, g, plan.channels, rows, cols);
+    return;
+  }
   cpu::accumulate_planes(grad_input, g, g.in_size() + g.out_size(), [&](int64_t p, auto* acc) {
     cpu::max_plane_backward(grad_output + p * g.out_size(), indices + p * g.out_size(), g.in_w,
                             rows, cols, acc);

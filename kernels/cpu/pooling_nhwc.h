@@ -3,12 +3,14 @@
 // in opforge/structured.h): every tap of a window is a run of C contiguous
 // values, so the inner loops run along the channels (and vectorize) while the
 // window bookkeeping is done once per output pixel. The results equal the
-// NCHW kernels' (same taps in the same order, same NaN rule and indices).
+// NCHW kernels' (same taps in the same order, same NaN rule and indices), and
+// the backward ops scatter whole (H, W, C) images.
 #include "pooling.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 namespace opforge::cpu {
 
@@ -99,6 +101,65 @@ void avg_pool_nhwc(const T* x, const math::planes& g, int64_t channels, int64_t 
         T* yq = y + q * channels + c0;
         for (int64_t k = 0; k < len; ++k) {
           yq[k] = math::cast_to<T>(sum[k] / d);
+        }
+      }
+    }
+  });
+}
+
+// Backward of max_pool_nhwc: each image's gradients scattered to the taps the
+// saved indices name (indices that are not taps of their window are ignored,
+// see is_tap).
+template <typename T, typename Rows, typename Cols>
+void max_pool_backward_nhwc(T* grad_input, const T* grad_output, const int64_t* ind,
+                            const math::planes& g, int64_t channels, const Rows& rows,
+                            const Cols& cols) {
+  using A = math::opmath_t<T>;
+  const int64_t images = channels == 0 ? 0 : g.count / channels;
+  const double inv_width = 1.0 / static_cast<double>(g.in_w);
+  const int64_t work = (g.in_size() + g.out_size()) * channels;
+  accumulate_planes(grad_input, images, g.in_size() * channels, work, [&](int64_t n, A* acc) {
+    for (int64_t o = 0; o < g.out_size(); ++o) {
+      const int64_t ow = o % g.out_w;
+      const math::tap_range r = rows.taps(o / g.out_w);
+      const int64_t q = n * g.out_size() + o;
+      const T* go = grad_output + q * channels;
+      const int64_t* io = ind + q * channels;
+      for (int64_t k = 0; k < channels; ++k) {
+        const int64_t i = io[k];
+        if (is_tap(i, g.in_w, inv_width, rows, r, cols, ow)) {
+          acc[i * channels + k] += math::cast_to<A>(go[k]);
+        }
+      }
+    }
+  });
+}
+
+// Backward of avg_pool_nhwc: each output's gradient over its divisor, added to
+// every tap of its window, along the channels.
+template <typename T, typename Rows, typename Cols>
+void avg_pool_backward_nhwc(T* grad_input, const T* grad_output, const math::planes& g,
+                            int64_t channels, int64_t window, const Rows& rows, const Cols& cols,
+                            math::avg_divisor divisor) {
+  using A = math::opmath_t<T>;
+  const int64_t images = channels == 0 ? 0 : g.count / channels;
+  const int64_t work = g.out_size() * window * channels;
+  accumulate_planes(grad_input, images, g.in_size() * channels, work, [&](int64_t n, A* acc) {
+    std::vector<A> v(static_cast<size_t>(channels));
+    for (int64_t o = 0; o < g.out_size(); ++o) {
+      const math::avg_range r = rows.range(o / g.out_w);
+      const math::avg_range c = cols.range(o % g.out_w);
+      const auto d = static_cast<A>(divisor(r, c));
+      const T* go = grad_output + (n * g.out_size() + o) * channels;
+      for (int64_t k = 0; k < channels; ++k) {
+        v[k] = math::cast_to<A>(go[k]) / d;
+      }
+      for (int64_t h = r.start; h < r.end; ++h) {
+        for (int64_t w = c.start; w < c.end; ++w) {
+          A* dst = acc + (h * g.in_w + w) * channels;
+          for (int64_t k = 0; k < channels; ++k) {
+            dst[k] += v[k];
+          }
         }
       }
     }

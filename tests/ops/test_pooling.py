@@ -66,6 +66,11 @@ def test_max_pool2d_sweep_matches_aten(device: str, channels_last: bool) -> None
             continue
         got = opforge.max_pool2d_with_indices(x, k, s, p, d, ceil)
         _same(got, expected, atol=0, rtol=0, msg=str((shape, k, s, p, d)))
+        g = torch.randn_like(got[0])
+        _same(
+            opforge.max_pool2d_backward(g, x, got[1], k, s, p, d, ceil),
+            reference.max_pool2d_backward(g, x, got[1], k, s, p, d, ceil),
+        )
 
 
 @pytest.mark.parametrize("channels_last", [False, True], ids=["contiguous", "channels_last"])
@@ -94,6 +99,16 @@ def test_adaptive_pooling_sweep_matches_aten(device: str, channels_last: bool) -
     ):
         x = _input((2, 3, h, w), torch.float64, device, channels_last=channels_last)
         _same(opforge.adaptive_avg_pool2d(x, [oh, ow]), F.adaptive_avg_pool2d(x, (oh, ow)))
+        g = torch.randn(2, 3, oh, ow, dtype=x.dtype, device=device)
+        _same(
+            opforge.adaptive_avg_pool2d_backward(g, x),
+            reference.adaptive_avg_pool2d_backward(g, x),
+        )
+        values, indices = opforge.adaptive_max_pool2d_with_indices(x, [oh, ow])
+        _same(
+            opforge.adaptive_max_pool2d_backward(g, x, indices),
+            reference.adaptive_max_pool2d_backward(g, x, indices),
+        )
         _same(
             opforge.adaptive_max_pool2d_with_indices(x, [oh, ow]),
             F.adaptive_max_pool2d(x, (oh, ow), return_indices=True),

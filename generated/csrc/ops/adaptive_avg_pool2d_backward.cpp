@@ -44,7 +44,7 @@ at::Tensor adaptive_avg_pool2d_backward_cpu_structured(const at::Tensor& grad_ou
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::adaptive_avg_pool2d_backward_meta<int64_t>(kOp, grad_output, self);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<true>(meta);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, nullptr);

@@ -45,7 +45,7 @@ at::Tensor max_pool2d_backward_cpu_structured(const at::Tensor& grad_output, con
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long}, "a tensor of dtype (int64)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::max_pool2d_backward_meta<int64_t>(kOp, grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<true>(meta);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
   if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, nullptr);
