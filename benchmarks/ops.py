@@ -104,6 +104,30 @@ def _conv_bias_act_inputs(d: torch.device) -> list[Any]:
     return [x, w, b, bn]
 
 
+def _batch_norm_inputs(shape: tuple[int, ...], training: bool) -> Callable[..., Any]:
+    """x, weight, bias, running mean and var, training."""
+    c = shape[1]
+    return _with(
+        lambda d: torch.rand(c, device=d),
+        lambda d: torch.rand(c, device=d),
+        lambda d: torch.zeros(c, device=d),
+        lambda d: torch.ones(c, device=d),
+        lambda d: training,
+        shape=shape,
+    )
+
+
+def _group_norm_inputs(shape: tuple[int, ...]) -> Callable[..., Any]:
+    """x, 32 groups, weight, bias."""
+    c = shape[1]
+    return _with(
+        lambda d: 32,
+        lambda d: torch.rand(c, device=d),
+        lambda d: torch.rand(c, device=d),
+        shape=shape,
+    )
+
+
 def _spp_ref(x: Tensor, levels: list[int], mode: str) -> Tensor:
     return torch.cat([F.adaptive_max_pool2d(x, n).flatten(1) for n in levels], 1)
 
@@ -205,14 +229,7 @@ def _cases() -> list[Case]:
         Case(
             "batch_norm (train)",
             str(bn_shape),
-            _with(
-                lambda d: torch.rand(64, device=d),
-                lambda d: torch.rand(64, device=d),
-                lambda d: torch.zeros(64, device=d),
-                lambda d: torch.ones(64, device=d),
-                lambda d: True,
-                shape=bn_shape,
-            ),
+            _batch_norm_inputs(bn_shape, training=True),
             _op("batch_norm"),
             lambda x, w, b, mean, var, train: F.batch_norm(x, mean, var, w, b, train),
             1.25,
@@ -234,12 +251,7 @@ def _cases() -> list[Case]:
         Case(
             "group_norm (32 groups)",
             str(bn_shape),
-            _with(
-                lambda d: 32,
-                lambda d: torch.rand(64, device=d),
-                lambda d: torch.rand(64, device=d),
-                shape=bn_shape,
-            ),
+            _group_norm_inputs(bn_shape),
             _op("group_norm"),
             F.group_norm,
             1.25,
@@ -431,14 +443,7 @@ def _channels_last_cases() -> list[Case]:
     computes in that layout where its kernel can, Note [Structured memory format]), and a
     whole network in eval."""
     bn_shape = (8, 64, 56, 56)
-    bn_eval = _with(
-        lambda d: torch.rand(64, device=d),
-        lambda d: torch.rand(64, device=d),
-        lambda d: torch.zeros(64, device=d),
-        lambda d: torch.ones(64, device=d),
-        lambda d: False,
-        shape=bn_shape,
-    )
+    bn_eval = _batch_norm_inputs(bn_shape, training=False)
 
     def conv(name: str, x: tuple[int, ...], w: tuple[int, ...], **kw: Any) -> Case:
         args = [kw.get("stride", 1), kw.get("padding", 0), 1, kw.get("groups", 1)]
@@ -469,14 +474,7 @@ def _channels_last_cases() -> list[Case]:
         Case(
             "group_norm (32 groups) channels_last",
             str(bn_shape),
-            _in_channels_last(
-                _with(
-                    lambda d: 32,
-                    lambda d: torch.rand(64, device=d),
-                    lambda d: torch.rand(64, device=d),
-                    shape=bn_shape,
-                )
-            ),
+            _in_channels_last(_group_norm_inputs(bn_shape)),
             _op("group_norm"),
             F.group_norm,
             1.0,

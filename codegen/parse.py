@@ -262,22 +262,16 @@ class _EntryParser:
                     f"unknown 'structured' field '{key}'",
                     did_you_mean(str(key), fields),
                 )
-        nondeterministic = raw.get("nondeterministic", [])
-        if not isinstance(nondeterministic, list) or not set(nondeterministic) <= set(BACKEND_KEYS):
-            self.err(
-                "structured",
-                f"structured nondeterministic must list backend keys ({', '.join(BACKEND_KEYS)})",
-                "e.g. nondeterministic: [CUDA] for a kernel that accumulates with atomics",
-            )
-            nondeterministic = []
-        channels_last = raw.get("channels_last", [])
-        if not isinstance(channels_last, list) or not set(channels_last) <= set(BACKEND_KEYS):
-            self.err(
-                "structured",
-                f"structured channels_last must list backend keys ({', '.join(BACKEND_KEYS)})",
-                "e.g. channels_last: [CPU] for a kernel that reads its plan's channels_last",
-            )
-            channels_last = []
+        nondeterministic = self._structured_keys(
+            raw,
+            "nondeterministic",
+            "nondeterministic: [CUDA] for a kernel that accumulates with atomics",
+        )
+        channels_last = self._structured_keys(
+            raw,
+            "channels_last",
+            "channels_last: [CPU] for a kernel that reads its plan's channels_last",
+        )
         meta, plan, source = (str(raw.get(k, family)) for k in ("meta", "plan", "source"))
         ok = True
         for key, value, pattern in (
@@ -307,6 +301,18 @@ class _EntryParser:
         header = f"opforge/meta/{family}.h"
         spec = Structured(meta, plan, source, header, tuple(nondeterministic), tuple(channels_last))
         return spec if ok else None
+
+    def _structured_keys(self, raw: dict[str, Any], field: str, example: str) -> list[str]:
+        """A `structured` field listing backend keys (`nondeterministic: [CUDA]`)."""
+        keys = raw.get(field, [])
+        if not isinstance(keys, list) or not set(keys) <= set(BACKEND_KEYS):
+            self.err(
+                "structured",
+                f"structured {field} must list backend keys ({', '.join(BACKEND_KEYS)})",
+                f"e.g. {example}",
+            )
+            return []
+        return [str(k) for k in keys]
 
     def _structured_implied(
         self,
