@@ -82,7 +82,12 @@ struct depthwise_rows {
   // every tap inside the image. Unit: one output channel per image channel (m = 1).
   template <int64_t Pixels, int64_t Lanes, bool Unit>
   void block(int64_t n, int64_t oy, int64_t ox, int64_t o0, int64_t i0, int64_t i1) const {
-    A acc[Pixels][Lanes] = {};
+    A acc[Pixels][Lanes];
+    for (int64_t p = 0; p < Pixels; ++p) {
+      for (int64_t k = 0; k < Lanes; ++k) {
+        acc[p][k] = A(0);  // (an `= {}` initializer compiles to a slow rep stos)
+      }
+    }
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t iy = oy * g.sh - g.ph + i * g.dh;
       for (int64_t j = 0; j < g.kw; ++j) {
@@ -114,8 +119,14 @@ struct depthwise_rows {
         }
         const A* px = x + ((n * g.h + iy) * g.w + ix) * g.c;
         const A* wk = wt + (i * g.kw + j) * g.oc;
-        for (int64_t o = 0; o < g.oc; ++o) {
-          out[o] += px[o / m] * wk[o];
+        if (m == 1) {
+          for (int64_t o = 0; o < g.oc; ++o) {
+            out[o] += px[o] * wk[o];
+          }
+        } else {
+          for (int64_t o = 0; o < g.oc; ++o) {
+            out[o] += px[o / m] * wk[o];
+          }
         }
       }
     }
