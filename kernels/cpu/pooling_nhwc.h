@@ -14,12 +14,16 @@
 
 namespace opforge::cpu {
 
+// The images of planes g (N * C planes of C channels each).
+inline int64_t images_of(const math::planes& g, int64_t channels) {
+  return channels == 0 ? 0 : g.count / channels;
+}
+
 // Calls f(q0, q1) for ranges of output pixels q = (n, oh, ow) in parallel;
 // one pixel costs `window` taps of `channels` values.
 template <typename F>
 void pixel_ranges(const math::planes& g, int64_t channels, int64_t window, F f) {
-  const int64_t images = channels == 0 ? 0 : g.count / channels;
-  plane_ranges(images * g.out_size(), channels * window, f);
+  plane_ranges(images_of(g, channels) * g.out_size(), channels * window, f);
 }
 
 // Channels per step of the channel loops: their accumulators stay in registers
@@ -115,7 +119,7 @@ void max_pool_backward_nhwc(T* grad_input, const T* grad_output, const int64_t* 
                             const math::planes& g, int64_t channels, const Rows& rows,
                             const Cols& cols) {
   using A = math::opmath_t<T>;
-  const int64_t images = channels == 0 ? 0 : g.count / channels;
+  const int64_t images = images_of(g, channels);
   const double inv_width = 1.0 / static_cast<double>(g.in_w);
   const int64_t work = (g.in_size() + g.out_size()) * channels;
   accumulate_planes(grad_input, images, g.in_size() * channels, work, [&](int64_t n, A* acc) {
@@ -142,7 +146,7 @@ void avg_pool_backward_nhwc(T* grad_input, const T* grad_output, const math::pla
                             int64_t channels, int64_t window, const Rows& rows, const Cols& cols,
                             math::avg_divisor divisor) {
   using A = math::opmath_t<T>;
-  const int64_t images = channels == 0 ? 0 : g.count / channels;
+  const int64_t images = images_of(g, channels);
   const int64_t work = g.out_size() * window * channels;
   accumulate_planes(grad_input, images, g.in_size() * channels, work, [&](int64_t n, A* acc) {
     std::vector<A> v(static_cast<size_t>(channels));
