@@ -122,7 +122,7 @@ class _EntryParser:
         self._check_rule_types(shape, args)
         samples = self._samples(args)
         derivatives = self._derivatives(args)
-        variants = self._variants(schema, shape)
+        variants = self._variants(schema, shape, structured is not None)
         reference = self.string("reference")
         if reference is not None and not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", reference):
             self.err(
@@ -597,7 +597,9 @@ class _EntryParser:
             out.append(Derivative(names, formula.strip(), loc))
         return tuple(out)
 
-    def _variants(self, schema: FunctionSchema, shape: rules.ShapeRule | None) -> tuple[str, ...]:
+    def _variants(
+        self, schema: FunctionSchema, shape: rules.ShapeRule | None, structured: bool
+    ) -> tuple[str, ...]:
         names = self.string_list("variants") or []
         for n in names:
             if n not in VARIANT_KINDS:
@@ -612,7 +614,15 @@ class _EntryParser:
                 "variants are generated from a functional op; this one is already "
                 f"{'an out=' if schema.arguments.out else 'an in-place'} overload",
             )
-        if "inplace" in names:
+        if "inplace" in names and structured:
+            self.err(
+                "variants",
+                "a structured op has out= variants only: its kernel may read an input element "
+                "after writing the output element at the same place, so in place it would "
+                "compute into scratch and copy",
+                "use 'variants: [out]', or declare the op 'pointwise:' for a real in-place kernel",
+            )
+        elif "inplace" in names:
             first = schema.arguments.positional[0] if schema.arguments.positional else None
             single = len(schema.returns) == 1 and schema.returns[0].type == BaseType(BaseTy.Tensor)
             same_shape = (

@@ -56,14 +56,6 @@ class Reduce:
 
 
 @dataclass(frozen=True)
-class MetaFunction:
-    name: str
-
-    def __str__(self) -> str:
-        return self.name
-
-
-@dataclass(frozen=True)
 class Promote:
     args: tuple[str, ...]
 
@@ -80,7 +72,7 @@ class Sizes:
         return f"sizes({', '.join(self.exprs)})"
 
 
-ShapeRule = Like | Broadcast | Same | Reduce | MetaFunction | Sizes
+ShapeRule = Like | Broadcast | Same | Reduce | Sizes
 DtypeRule = Like | Promote
 
 _CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:\((.*)\))?\s*$")
@@ -197,8 +189,12 @@ def parse_shape(text: str) -> ShapeRule:
     if text.strip().startswith("sizes("):
         return _parse_sizes(text)
     name, args = _split_call(text, _SHAPE_ARITY)
-    if not args and name not in _SHAPE_ARITY:
-        return MetaFunction(name)
+    if name not in _SHAPE_ARITY:
+        raise RuleError(
+            f"'{text.strip()}' is not one; expected like(x), broadcast(a, b, ...), "
+            "same(a, b, ...), reduce(x, dim, keepdim) or sizes(...); an op whose outputs need "
+            "C++ is declared 'structured: {meta: ...}'"
+        )
     if name == "like":
         return Like(args[0])
     if name == "broadcast":

@@ -7,7 +7,6 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from codegen import rules
 from codegen.api import cpp, python
 from codegen.dest import structured
 from codegen.diagnostics import did_you_mean
@@ -22,7 +21,7 @@ from codegen.opdecl import (
 
 
 def autograd_kind(op: OpDecl) -> str:
-    if op.pointwise is not None and op.variant_of is not None:
+    if (op.pointwise or op.structured) and op.variant_of is not None:
         return "through the functional op"
     if op.variant_of is not None or op.keys == ("CompositeImplicitAutograd",):
         return "composite"
@@ -40,7 +39,7 @@ def meta_kind(op: OpDecl) -> str:
             if op.variant_of or "CompositeImplicitAutograd" in op.keys
             else "Meta kernel"
         )
-    return "hand-written" if isinstance(op.shape, rules.MetaFunction) else f"rule {op.shape}"
+    return f"rule {op.shape}"
 
 
 def op_rows(ops: Sequence[OpDecl]) -> list[dict[str, object]]:
@@ -91,7 +90,7 @@ def explain(ops: Sequence[OpDecl], name: str) -> str:
                 f"                applied as {op.pointwise} to the tensor arguments; "
                 "kernels, Meta and variants are generated"
             )
-        if op.structured is not None:
+        if op.structured is not None and op.variant_of is None:
             st = op.structured
             out.append(
                 f"  implement     [Meta] template <typename Int> structured::result<Int, "
@@ -105,10 +104,6 @@ def explain(ops: Sequence[OpDecl], name: str) -> str:
         for key, kernel in op.dispatch if op.pointwise is None and op.structured is None else ():
             sig = cpp.signature(op.schema, kernel_name(kernel))
             out.append(f"  implement     [{key}] {sig};")
-        if isinstance(op.shape, rules.MetaFunction):
-            out.append(
-                f"  implement     [Meta] {cpp.signature(op.schema, op.shape.name)};  (kernels/meta/)"
-            )
         out += [
             f"  C++ API       {cpp.signature(op.schema, 'opforge::ops::' + op.api_name)}",
             f"  Python        opforge.{op.name}({python.parameters(op.schema)}) -> {python.return_hint(op.schema)}",
@@ -127,7 +122,8 @@ def registered_keys(op: OpDecl) -> list[str]:
         extra = ["Functionalize"] if op.variant_of is not None else []
         return ["CPU", "CUDA", "Meta", "Autograd", *extra]
     if op.structured is not None:
-        return [*op.keys, "Meta (generated)", "Autograd (generated)"]
+        extra = ["Functionalize (generated)"] if op.variant_of is not None else []
+        return [*op.keys, "Meta (generated)", "Autograd (generated)", *extra]
     keys = list(op.keys) or ["CompositeImplicitAutograd"]
     if op.shape is not None and "Meta" not in keys:
         keys.append("Meta (generated)")

@@ -1,9 +1,10 @@
 """In-place and out= variants generated from a functional op, and C++ API names.
 
-A pointwise op's variants are real kernels (codegen/dest/pointwise.py); any other
-op's are registered as CompositeImplicitAutograd: they call the functional op and
-copy the result (`self.copy_(op(self))`, or resize + copy into `out`), so
-autograd, meta and torch.compile come from the functional op.
+Pointwise and structured ops' variants are real kernels writing into their target
+(codegen/dest/pointwise.py, codegen/dest/structured.py); a composite op's are
+registered as CompositeImplicitAutograd: they call the functional op and copy the
+result (`self.copy_(op(self))`, or resize + copy into `out`), so autograd, meta and
+torch.compile come from the functional op.
 """
 
 from __future__ import annotations
@@ -74,12 +75,12 @@ def expand_variants(ops: Sequence[OpDecl]) -> list[OpDecl]:
                     schema=schema,
                     doc=doc,
                     tags=tags,
-                    dispatch=(),
+                    # A structured variant's kernels run on its functional op's keys.
+                    dispatch=op.dispatch if op.structured is not None else (),
                     shape=None,
                     dtype_rule=None,
                     derivatives=(),
                     variants=(),
-                    structured=None,
                     variant_of=op.qualified,
                 )
             )

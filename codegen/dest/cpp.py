@@ -223,13 +223,11 @@ def header(name: str, ops: Sequence[OpDecl]) -> Context:
                         "template": False,
                     }
                 ]
-                if "CPU" in op.keys
+                if "CPU" in op.keys and op.variant_of is None
                 else []
             )
             continue
         entries = [(f"{op.qualified} [{k}]", kern) for k, kern in op.dispatch]
-        if isinstance(op.shape, rules.MetaFunction):
-            entries.append((f"{op.qualified} [Meta, shape rule]", op.shape.name))
         for comment, kern in entries:
             sig = cpp.signature(op.schema, kernel_name(kern))
             if sig not in seen:
@@ -303,10 +301,12 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
                 add_autograd(op)
             continue
         if op.structured is not None:
-            for w in structured.registration(op):
+            functional = by_qualified[op.variant_of] if op.variant_of else op
+            for w in structured.registration(op, functional):
                 wrappers.append(w)
                 impls.setdefault(w["key"], []).append({"qualified": op.qualified, "fn": w["fn"]})
-            add_autograd(op)
+            if op.variant_of is None:
+                add_autograd(op)
             continue
         if op.variant_of is not None:
             fn = f"{op.cpp_id}_composite"
@@ -344,14 +344,8 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
                 )
             impls.setdefault(key, []).append({"qualified": op.qualified, "fn": target})
         if op.shape is not None and "Meta" not in op.keys:
-            # A hand-written meta function still gets the generated argument checks first.
             target = f"{op.cpp_id}_meta"
-            if isinstance(op.shape, rules.MetaFunction):
-                target = f"{op.cpp_id}_meta_checked"
-                names = ", ".join(a.name for a in op.schema.arguments.flat_all)
-                meta_call = f"return opforge::{op.shape.name}({names});"
-            else:
-                meta_call = _meta_return(op)
+            meta_call = _meta_return(op)
             wrappers.append(
                 {
                     "key": "Meta",
@@ -404,7 +398,9 @@ def bindings(ops: Sequence[OpDecl]) -> Context:
         bound = [binding.bind(f"opforge.{op.name}", a) for a in op.schema.arguments.flat_all]
         fns.append(
             {
-                "py_name": op.name,
+                # Overloads of one name are told apart in Python (opforge/_ops.py), and
+                # reach the fast path by their C++ API names (conv2d, conv2d_padding).
+                "py_name": op.name if op.schema.arguments.out else op.api_name,
                 "api": op.api_name,
                 "params": ", ".join(b.param for b in bound),
                 "preludes": [b.prelude for b in bound if b.prelude],

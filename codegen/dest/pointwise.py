@@ -13,7 +13,7 @@ from typing import Any
 
 from codegen import rules
 from codegen.api import cpp as cpp_api
-from codegen.dest import cpp
+from codegen.dest import cpp, variant_kernels
 from codegen.dest.common import sources
 from codegen.model import BaseTy, BaseType
 from codegen.opdecl import CPP_SCALAR, DTYPES, Functor, OpDecl
@@ -103,9 +103,8 @@ def wrapper(key: str, signature: str, label: str, body: list[str]) -> Context:
 
 
 def _target(op: OpDecl) -> str:
-    """The tensor a variant writes into: `self` in place, `out` for out=."""
-    args = op.schema.arguments
-    return args.positional[0].name if op.generated_variant == "inplace" else args.out[0].name
+    """The tensor a variant writes into (pointwise ops have one result)."""
+    return variant_kernels.targets(op)[0]
 
 
 def _step(f: OpDecl, size: str) -> list[str]:
@@ -152,45 +151,16 @@ def _kernel_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> li
     return [*lines, f"return {target};"]
 
 
-def _variant_autograd(op: OpDecl, f: OpDecl) -> list[str]:
-    """Autograd of an in-place / out= variant: differentiable through the functional op and
-    copy_ when a gradient is needed, else the kernel below autograd (and a version bump)."""
-    target = _target(op)
-    names = inputs(f)
-    # The functional op gets a copy of the written tensor, so what it saves stays intact.
-    call_args = ", ".join(
-        f"{a.name}.clone()" if a.name == target else a.name for a in f.schema.arguments.flat_non_out
-    )
-    lines = [f"if (opforge::autograd::any_requires_grad({{{', '.join(names)}}})) {{"]
-    lines += ["  " + line for line in _step(f, "c10::SymInt")]
-    lines.append("  " + _write_check(op, f, target))
-    lines += [f"  return {target}.copy_(opforge::ops::{f.api_name}({call_args}));", "}"]
-    all_args = ", ".join(a.name for a in op.schema.arguments.flat_all)
-    lines += [
-        "{",
-        "  at::AutoDispatchBelowADInplaceOrView below_autograd;",
-        f"  opforge::ops::{op.api_name}({all_args});",
-        "}",
-        f"{target}.unsafeGetTensorImpl()->bump_version();",
-        f"return {target};",
-    ]
-    return lines
-
-
 def _write_check(op: OpDecl, f: OpDecl, target: str) -> str:
     if op.generated_variant == "inplace":
         return f'opforge::pointwise::check_inplace(kOp, "{target}", {target}, geometry, dtype);'
     return f'opforge::pointwise::prepare_out(kOp, "{target}", {target}, geometry, dtype, {inputs(f)[0]}.device());'
 
 
-def _variant_functionalize(op: OpDecl, f: OpDecl) -> list[str]:
-    """Functionalization (torch.compile, torch.export) of a variant: the functional op, then copy_."""
-    target = _target(op)
-    return [
-        *_step(f, "c10::SymInt"),
-        _write_check(op, f, target),
-        f"return {target}.copy_(opforge::ops::{f.api_name}({_args(f)}));",
-    ]
+def _prepare(op: OpDecl, f: OpDecl) -> list[str]:
+    """The meta step at SymInt sizes and the written tensor's check, for autograd and
+    functionalization."""
+    return [*_step(f, "c10::SymInt"), _write_check(op, f, _target(op))]
 
 
 def registration(op: OpDecl, f: OpDecl) -> tuple[list[Context], list[tuple[str, str]]]:
@@ -205,8 +175,16 @@ def registration(op: OpDecl, f: OpDecl) -> tuple[list[Context], list[tuple[str, 
     ]
     if op.generated_variant is not None:
         bodies += [
-            ("Autograd", f"{op.cpp_id}_autograd", _variant_autograd(op, f)),
-            ("Functionalize", f"{op.cpp_id}_functionalize", _variant_functionalize(op, f)),
+            (
+                "Autograd",
+                f"{op.cpp_id}_autograd",
+                variant_kernels.autograd_body(op, f, inputs(f), _prepare(op, f)),
+            ),
+            (
+                "Functionalize",
+                f"{op.cpp_id}_functionalize",
+                variant_kernels.functionalize_body(op, f, _prepare(op, f)),
+            ),
         ]
     for key, fn, body in bodies:
         wrappers.append(wrapper(key, cpp_api.signature(op.schema, fn), label, body))

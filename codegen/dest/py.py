@@ -6,11 +6,10 @@ from collections.abc import Sequence
 from itertools import groupby
 from typing import Any
 
-from codegen import rules
 from codegen.api import python
 from codegen.dest import structured
 from codegen.dest.common import dtype_description, sources
-from codegen.model import Argument, ListType, OptionalType
+from codegen.model import Argument, BaseTy, BaseType, ListType, OptionalType
 from codegen.opdecl import OpDecl
 
 Context = dict[str, Any]
@@ -26,15 +25,26 @@ def _ops_value(a: Argument) -> str:
     return a.name
 
 
+def _out_values(op: OpDecl) -> dict[str, str]:
+    """The Python expression of each out= argument: `out` itself, or `out[i]` of the one
+    `out=(a, b)` tuple that takes an op's several results, as in PyTorch."""
+    names = [a.name for a in op.schema.arguments.out]
+    if len(names) == 1:
+        return {names[0]: "out"}
+    return {n: f"out[{i}]" for i, n in enumerate(names)}
+
+
 def _call(op: OpDecl) -> tuple[str, str]:
     """Argument lists for the pybind11 call (all positional) and the torch.ops call."""
     args = op.schema.arguments
+    outs = _out_values(op)
     positional = [a.name for a in args.positional]
-    keywords = [a.name for a in args.kwarg_only + args.out]
+    keywords = [a.name for a in args.kwarg_only] + [outs[a.name] for a in args.out]
     pyb = ", ".join(positional + keywords)
     ops = ", ".join(
         [_ops_value(a) for a in args.positional]
-        + [f"{a.name}={_ops_value(a)}" for a in args.kwarg_only + args.out]
+        + [f"{a.name}={_ops_value(a)}" for a in args.kwarg_only]
+        + [f"{a.name}={outs[a.name]}" for a in args.out]
     )
     return pyb, ops
 
@@ -72,24 +82,56 @@ def _wrapper(name: str, group: list[OpDecl]) -> Context:
         }
         if outs:
             out_op = outs[0]
-            out_names = [a.name for a in out_op.schema.arguments.out]
+            n_out = len(out_op.schema.arguments.out)
             o_pyb, o_ops = _call(out_op)
-            ctx["params"] += (", " if "*" in ctx["params"] else ", *, ") + ", ".join(
-                f"{n}: Tensor | None = None" for n in out_names
-            )
+            hint = "Tensor" if n_out == 1 else f"tuple[{', '.join(['Tensor'] * n_out)}]"
+            ctx["params"] += (
+                ", " if "*" in ctx["params"] else ", *, "
+            ) + f"out: {hint} | None = None"
             ctx["out"] = {
-                "name": out_names[0],
+                "name": "out",
+                "count": n_out,
                 "overload": out_op.overload,
                 "pyb_args": o_pyb,
                 "ops_args": o_ops,
             }
         return ctx
     docs = "\n\n".join(_docstring(o) for o in group)
-    overloads = [
-        {"params": python.parameters(o.schema), "returns": python.return_hint(o.schema)}
-        for o in functional
-    ]
+    overloads = []
+    for o in functional:
+        pyb, ops_args = _call(o)
+        overloads.append(
+            {
+                "fn": f"_{o.name}_{o.overload or 'default'}",
+                "params": python.parameters(o.schema),
+                "returns": python.return_hint(o.schema),
+                "fits": " and ".join(_fits(o)) or "True",
+                "overload": o.overload or "default",
+                "pyb_name": o.api_name,
+                "pyb_args": pyb,
+                "ops_args": ops_args,
+            }
+        )
     return {"generic": True, "name": name, "doc": docs, "overloads": overloads}
+
+
+def _fits(op: OpDecl) -> list[str]:
+    """Conditions on the argument values under which a call is for this overload: the
+    argument kinds that tell overloads apart (tensors, strings, int lists)."""
+    conditions = []
+    for a in op.schema.arguments.flat_all:
+        optional = isinstance(a.type, OptionalType)
+        t = a.type.elem if isinstance(a.type, OptionalType) else a.type
+        if t == BaseType(BaseTy.Tensor):
+            check = f"isinstance({a.name}, Tensor)"
+        elif t == BaseType(BaseTy.str):
+            check = f"isinstance({a.name}, str)"
+        elif isinstance(t, ListType) and str(t.elem) in ("int", "SymInt"):
+            check = f"_is_int_list({a.name})"
+        else:
+            continue
+        conditions.append(f"({a.name} is None or {check})" if optional else check)
+    return conditions
 
 
 def wrappers(ops: Sequence[OpDecl]) -> Context:
@@ -120,11 +162,7 @@ def wrappers(ops: Sequence[OpDecl]) -> Context:
 def docs(ops: Sequence[OpDecl]) -> Context:
     entries = []
     for o in ops:
-        meta = (
-            "generated from `shape: " + str(o.shape) + "`"
-            if o.shape is not None and not isinstance(o.shape, rules.MetaFunction)
-            else (f"hand-written `{o.shape}`" if o.shape is not None else "none")
-        )
+        meta = "generated from `shape: " + str(o.shape) + "`" if o.shape is not None else "none"
         entries.append(
             {
                 "qualified": o.qualified,

@@ -11,7 +11,7 @@ from itertools import groupby, product
 from typing import Any
 
 from codegen.api import cpp as cpp_api
-from codegen.dest import cpp, pointwise
+from codegen.dest import cpp, pointwise, variant_kernels
 from codegen.dest.common import sources
 from codegen.model import FunctionSchema, OptionalType
 from codegen.opdecl import CPP_SCALAR, OpDecl, Structured, kernel_name
@@ -138,26 +138,39 @@ def _reference(f: OpDecl, renames: dict[str, str]) -> str:
     return renames.get(first, first)
 
 
-def _allocate(f: OpDecl, size: str, renames: dict[str, str], key: str | None = None) -> list[str]:
-    """The meta function's call and the outputs' allocation (for a backend `key`, in the
-    layout its kernel computes in)."""
-    ref = _reference(f, renames)
+def _meta_call(f: OpDecl, size: str, renames: dict[str, str], key: str | None) -> list[str]:
+    """The meta function's call (and, for a backend `key`, the layout its kernel computes in)."""
     # Not const: the generated code attaches scratch, index reports and Philox state to the plan.
     qualifier = "auto" if size == "int64_t" else "const auto"
     lines = [f"{qualifier} meta = opforge::{_spec(f).meta}<{size}>(kOp, {_args(f, renames)});"]
-    layout = ""
     if key is not None:
         # Note [Structured memory format] in structured.h.
         reads = "true" if key in _spec(f).channels_last else "false"
         lines.append(
             f"const at::MemoryFormat layout = opforge::structured::kernel_layout<{reads}>(meta);"
         )
-        layout = ", layout"
-    lines += [
+    return lines
+
+
+def _allocate(f: OpDecl, size: str, renames: dict[str, str], key: str | None = None) -> list[str]:
+    """The meta function's call and the outputs' allocation (for a backend `key`, in the
+    layout its kernel computes in)."""
+    ref = _reference(f, renames)
+    layout = "" if key is None else ", layout"
+    return _meta_call(f, size, renames, key) + [
         f"at::Tensor {o} = opforge::structured::allocate(meta.outputs[{i}], {ref}{layout});"
         for i, o in enumerate(outputs(f))
     ]
-    return lines
+
+
+def _prepare_outs(op: OpDecl, f: OpDecl, size: str, key: str | None = None) -> list[str]:
+    """An out= variant's meta call and the checks and resizing of its `out` tensors
+    (Note [Structured out=] in structured.h)."""
+    ref = _reference(f, {})
+    return _meta_call(f, size, {}, key) + [
+        f'opforge::structured::prepare_out(kOp, "{o}", {o}, meta.outputs[{i}], {ref});'
+        for i, o in enumerate(variant_kernels.targets(op))
+    ]
 
 
 def _return(f: OpDecl) -> str:
@@ -165,10 +178,11 @@ def _return(f: OpDecl) -> str:
     return f"return {outs[0]};" if len(outs) == 1 else f"return std::make_tuple({', '.join(outs)});"
 
 
-def _launch(f: OpDecl, key: str) -> str:
+def _launch(f: OpDecl, key: str, written_to: list[str]) -> str:
+    """The kernel call; `written_to` are the tensors holding f's outputs, in order."""
     pointers = [
-        f"opforge::structured::mutable_data_or_null<{_element(f, o, SCALAR)}>({o})"
-        for o in outputs(f)
+        f"opforge::structured::mutable_data_or_null<{_element(f, o, SCALAR)}>({t})"
+        for o, t in zip(outputs(f), written_to, strict=True)
     ]
     written = _written(f.schema)
     for n, optional in _tensor_inputs(f):
@@ -187,7 +201,7 @@ def _launch(f: OpDecl, key: str) -> str:
     return f"{call});"
 
 
-def _dispatch(f: OpDecl, key: str, renames: dict[str, str]) -> list[str]:
+def _dispatch(f: OpDecl, key: str, renames: dict[str, str], written_to: list[str]) -> list[str]:
     """The kernel call inside one `structured::dispatch` per template parameter: the entry's
     dtypes on the dispatch argument, then each argument of several dtypes on its own."""
     levels = [(cpp.dispatch_dtype(f), f.dtypes, SCALAR)]
@@ -203,7 +217,7 @@ def _dispatch(f: OpDecl, key: str, renames: dict[str, str]) -> list[str]:
             f"{'  ' * (depth + 1)}opforge::structured::dispatch<{types}>({dtype}, kOp, "
             f"[&]<typename {param}>() {{"
         )
-    lines.append(f"{'  ' * (len(levels) + 1)}{_launch(f, key)}")
+    lines.append(f"{'  ' * (len(levels) + 1)}{_launch(f, key, written_to)}")
     lines += [f"{'  ' * (depth + 1)}}});" for depth in reversed(range(len(levels)))]
     return lines
 
@@ -214,12 +228,19 @@ def _generator(f: OpDecl) -> str | None:
     return gens[0] if gens else None
 
 
-def _backend_body(f: OpDecl, key: str, simulated: bool = False) -> list[str]:
-    """Checks, meta function, outputs, then the kernel for the argument's dtype."""
+def _backend_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> list[str]:
+    """Checks, meta function, outputs (allocated, or op's `out` tensors prepared), then the
+    kernel for the argument's dtype."""
     lines, renames = cpp.checks_before_kernel(f, key, simulated=simulated)
-    lines += _allocate(f, "int64_t", renames, key)
+    out_variant = op.generated_variant == "out"
+    if out_variant:
+        lines += _prepare_outs(op, f, "int64_t", key)
+        results = variant_kernels.targets(op)
+    else:
+        lines += _allocate(f, "int64_t", renames, key)
+        results = outputs(f)
     ref = _reference(f, renames)
-    outs = ", ".join(f"&{o}" for o in outputs(f))
+    outs = ", ".join(f"&{o}" for o in results)
     lines.append(f"if (!opforge::structured::nothing_to_do(meta.plan, {{{outs}}})) {{")
     if key in _spec(f).nondeterministic:
         # Atomic accumulation: the result's rounding depends on the threads' order.
@@ -246,11 +267,23 @@ def _backend_body(f: OpDecl, key: str, simulated: bool = False) -> list[str]:
             else f"opforge::structured::contiguous_in({src}, layout)"
         )
         lines.append(f"  const at::Tensor {n}_c = {value};")
-    lines += _dispatch(f, key, renames)
+    written_to = results
+    if out_variant:
+        reads = ", ".join(f"&{n}_c" for n, _ in _tensor_inputs(f))
+        written_to = [f"{o}_k" for o in results]
+        lines += [
+            f'  const at::Tensor {o}_k = opforge::structured::kernel_target(kOp, "{o}", {o}, '
+            f"meta.outputs[{i}], layout, {{{reads}}});"
+            for i, o in enumerate(results)
+        ]
+    lines += _dispatch(f, key, renames, written_to)
     lines.append("  opforge::structured::raise_bad_index(kOp, meta.plan, index_report);")
     for n in sorted(_written(f.schema)):
         # The kernel updated a contiguous copy: write it back.
         lines.append(f"  opforge::structured::write_back({renames.get(n, n)}, {n}_c);")
+    if out_variant:
+        lines += [f"  opforge::structured::finish_out({o}, {o}_k);" for o in results]
+        return [*lines, "}", variant_kernels.returned(op)]
     lines.append("}")
     lines += [
         f"{o} = opforge::structured::as_declared({o}, meta.outputs[{i}], layout);"
@@ -259,8 +292,10 @@ def _backend_body(f: OpDecl, key: str, simulated: bool = False) -> list[str]:
     return [*lines, _return(f)]
 
 
-def _meta_body(f: OpDecl) -> list[str]:
+def _meta_body(op: OpDecl, f: OpDecl) -> list[str]:
     lines = cpp.device_checks(f, "Meta") + cpp.dtype_checks(f) + cpp.user_checks(f)
+    if op.generated_variant == "out":
+        return [*lines, *_prepare_outs(op, f, "c10::SymInt"), variant_kernels.returned(op)]
     return [*lines, *_allocate(f, "c10::SymInt", {}), _return(f)]
 
 
@@ -269,19 +304,30 @@ def _wrapper(f: OpDecl, key: str, fn: str, body: list[str]) -> Context:
     return {**pointwise.wrapper(key, signature, f"opforge.{f.name}", body), "fn": fn}
 
 
-def registration(f: OpDecl) -> list[Context]:
-    """The CPU, CUDA and Meta kernels of a structured op (`key` and `fn` name each)."""
+def registration(op: OpDecl, f: OpDecl) -> list[Context]:
+    """The CPU, CUDA and Meta kernels of a structured op `f` or of its out= variant `op`
+    (and the variant's Autograd and Functionalize kernels); `key` and `fn` name each."""
     wrappers = [
-        _wrapper(f, key, f"{f.cpp_id}_{key.lower()}_structured", _backend_body(f, key))
+        _wrapper(op, key, f"{op.cpp_id}_{key.lower()}_structured", _backend_body(op, f, key))
         for key in f.keys
     ]
-    wrappers.append(_wrapper(f, "Meta", f"{f.cpp_id}_meta_structured", _meta_body(f)))
+    wrappers.append(_wrapper(op, "Meta", f"{op.cpp_id}_meta_structured", _meta_body(op, f)))
+    if op.generated_variant is not None:
+        prepare = _prepare_outs(op, f, "c10::SymInt")
+        inputs = [n for n, optional in _tensor_inputs(f) if not optional]
+        bodies = {
+            "Autograd": variant_kernels.autograd_body(op, f, inputs, prepare),
+            "Functionalize": variant_kernels.functionalize_body(op, f, prepare),
+        }
+        wrappers += [
+            _wrapper(op, key, f"{op.cpp_id}_{key.lower()}", body) for key, body in bodies.items()
+        ]
     return wrappers
 
 
 def simulated_wrapper(f: OpDecl) -> Context:
     """The CUDA simulator's CPU kernel for f: the CUDA body on CPU tensors."""
-    body = _backend_body(f, "CUDA", simulated=True)
+    body = _backend_body(f, f, "CUDA", simulated=True)
     return _wrapper(f, "CUDA", f"{f.cpp_id}_cuda_simulated", body)
 
 

@@ -93,6 +93,17 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("output_size")
       );
   m.def(
+      "adaptive_avg_pool2d",
+      [](const at::Tensor& self, pybind11::handle output_size, at::Tensor out) -> at::Tensor {
+        auto output_size_list = opforge::bindings::int_list(output_size, 2, "opforge.adaptive_avg_pool2d", "output_size");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::adaptive_avg_pool2d_out(self, c10::fromIntArrayRefSlow(output_size_list), out);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("output_size"),
+      pybind11::arg("out")
+      );
+  m.def(
       "adaptive_avg_pool2d_backward",
       [](const at::Tensor& grad_output, const at::Tensor& self) -> at::Tensor {
         pybind11::gil_scoped_release no_gil;
@@ -130,6 +141,18 @@ void register_ops(pybind11::module_& m) {
       },
       pybind11::arg("self"),
       pybind11::arg("output_size")
+      );
+  m.def(
+      "adaptive_max_pool2d_with_indices",
+      [](const at::Tensor& self, pybind11::handle output_size, at::Tensor out0, at::Tensor out1) -> std::tuple<at::Tensor, at::Tensor> {
+        auto output_size_list = opforge::bindings::int_list(output_size, 2, "opforge.adaptive_max_pool2d_with_indices", "output_size");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::adaptive_max_pool2d_with_indices_out(self, output_size_list, out0, out1);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("output_size"),
+      pybind11::arg("out0"),
+      pybind11::arg("out1")
       );
   m.def(
       "add",
@@ -192,6 +215,24 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("ceil_mode"),
       pybind11::arg("count_include_pad"),
       pybind11::arg("divisor_override")
+      );
+  m.def(
+      "avg_pool2d",
+      [](const at::Tensor& self, pybind11::handle kernel_size, pybind11::handle stride, pybind11::handle padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, at::Tensor out) -> at::Tensor {
+        auto kernel_size_list = opforge::bindings::int_list(kernel_size, 2, "opforge.avg_pool2d", "kernel_size");
+        auto stride_list = opforge::bindings::int_list(stride, 2, "opforge.avg_pool2d", "stride");
+        auto padding_list = opforge::bindings::int_list(padding, 2, "opforge.avg_pool2d", "padding");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::avg_pool2d_out(self, kernel_size_list, stride_list, padding_list, ceil_mode, count_include_pad, divisor_override, out);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("kernel_size"),
+      pybind11::arg("stride"),
+      pybind11::arg("padding"),
+      pybind11::arg("ceil_mode"),
+      pybind11::arg("count_include_pad"),
+      pybind11::arg("divisor_override"),
+      pybind11::arg("out")
       );
   m.def(
       "avg_pool2d_backward",
@@ -285,6 +326,16 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("groups")
       );
   m.def(
+      "channel_shuffle",
+      [](const at::Tensor& self, int64_t groups, at::Tensor out) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::channel_shuffle_out(self, c10::SymInt(groups), out);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("groups"),
+      pybind11::arg("out")
+      );
+  m.def(
       "conv2d",
       [](const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, pybind11::handle stride, pybind11::handle padding, pybind11::handle dilation, int64_t groups) -> at::Tensor {
         auto stride_list = opforge::bindings::int_list(stride, 2, "opforge.conv2d", "stride");
@@ -302,7 +353,7 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("groups")
       );
   m.def(
-      "conv2d",
+      "conv2d_padding",
       [](const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, pybind11::handle stride, const std::string& padding, pybind11::handle dilation, int64_t groups) -> at::Tensor {
         auto stride_list = opforge::bindings::int_list(stride, 2, "opforge.conv2d", "stride");
         auto dilation_list = opforge::bindings::int_list(dilation, 2, "opforge.conv2d", "dilation");
@@ -498,6 +549,17 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("weight"),
       pybind11::arg("indices"),
       pybind11::arg("padding_idx")
+      );
+  m.def(
+      "embedding",
+      [](const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx, at::Tensor out) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::embedding_out(weight, indices, padding_idx, out);
+      },
+      pybind11::arg("weight"),
+      pybind11::arg("indices"),
+      pybind11::arg("padding_idx"),
+      pybind11::arg("out")
       );
   m.def(
       "embedding_backward",
@@ -843,6 +905,16 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("dim")
       );
   m.def(
+      "log_softmax",
+      [](const at::Tensor& self, int64_t dim, at::Tensor out) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::log_softmax_out(self, dim, out);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("dim"),
+      pybind11::arg("out")
+      );
+  m.def(
       "log_softmax_backward",
       [](const at::Tensor& grad_output, const at::Tensor& output, int64_t dim) -> at::Tensor {
         pybind11::gil_scoped_release no_gil;
@@ -904,6 +976,25 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("padding"),
       pybind11::arg("dilation"),
       pybind11::arg("ceil_mode")
+      );
+  m.def(
+      "max_pool2d_with_indices",
+      [](const at::Tensor& self, pybind11::handle kernel_size, pybind11::handle stride, pybind11::handle padding, pybind11::handle dilation, bool ceil_mode, at::Tensor out0, at::Tensor out1) -> std::tuple<at::Tensor, at::Tensor> {
+        auto kernel_size_list = opforge::bindings::int_list(kernel_size, 2, "opforge.max_pool2d_with_indices", "kernel_size");
+        auto stride_list = opforge::bindings::int_list(stride, 2, "opforge.max_pool2d_with_indices", "stride");
+        auto padding_list = opforge::bindings::int_list(padding, 2, "opforge.max_pool2d_with_indices", "padding");
+        auto dilation_list = opforge::bindings::int_list(dilation, 2, "opforge.max_pool2d_with_indices", "dilation");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::max_pool2d_with_indices_out(self, kernel_size_list, stride_list, padding_list, dilation_list, ceil_mode, out0, out1);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("kernel_size"),
+      pybind11::arg("stride"),
+      pybind11::arg("padding"),
+      pybind11::arg("dilation"),
+      pybind11::arg("ceil_mode"),
+      pybind11::arg("out0"),
+      pybind11::arg("out1")
       );
   m.def(
       "prelu",
@@ -1036,6 +1127,16 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("dim")
       );
   m.def(
+      "softmax",
+      [](const at::Tensor& self, int64_t dim, at::Tensor out) -> at::Tensor {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::softmax_out(self, dim, out);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("dim"),
+      pybind11::arg("out")
+      );
+  m.def(
       "softmax_backward",
       [](const at::Tensor& grad_output, const at::Tensor& output, int64_t dim) -> at::Tensor {
         pybind11::gil_scoped_release no_gil;
@@ -1103,6 +1204,18 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("self"),
       pybind11::arg("dim"),
       pybind11::arg("keepdim")
+      );
+  m.def(
+      "sum",
+      [](const at::Tensor& self, pybind11::handle dim, bool keepdim, at::Tensor out) -> at::Tensor {
+        auto dim_list = opforge::bindings::optional_int_list(dim, 1, "opforge.sum", "dim");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::sum_out(self, dim_list ? at::OptionalIntArrayRef(at::IntArrayRef(*dim_list)) : at::OptionalIntArrayRef(std::nullopt), keepdim, out);
+      },
+      pybind11::arg("self"),
+      pybind11::arg("dim"),
+      pybind11::arg("keepdim"),
+      pybind11::arg("out")
       );
   m.def(
       "sum_backward",

@@ -462,6 +462,13 @@ at::Tensor opforge::ops::adaptive_avg_pool2d(const at::Tensor& self, c10::SymInt
   return op.call(self, output_size);
 }
 
+at::Tensor& opforge::ops::adaptive_avg_pool2d_out(const at::Tensor& self, c10::SymIntArrayRef output_size, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::adaptive_avg_pool2d", "out")
+      .typed<at::Tensor&(const at::Tensor&, c10::SymIntArrayRef, at::Tensor&)>();
+  return op.call(self, output_size, out);
+}
+
 at::Tensor opforge::ops::adaptive_avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::adaptive_avg_pool2d_backward", "")
@@ -488,6 +495,13 @@ std::tuple<at::Tensor, at::Tensor> opforge::ops::adaptive_max_pool2d_with_indice
       .findSchemaOrThrow("opforge::adaptive_max_pool2d_with_indices", "")
       .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, at::IntArrayRef)>();
   return op.call(self, output_size);
+}
+
+std::tuple<at::Tensor&, at::Tensor&> opforge::ops::adaptive_max_pool2d_with_indices_out(const at::Tensor& self, at::IntArrayRef output_size, at::Tensor& out0, at::Tensor& out1) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::adaptive_max_pool2d_with_indices", "out")
+      .typed<std::tuple<at::Tensor&, at::Tensor&>(const at::Tensor&, at::IntArrayRef, at::Tensor&, at::Tensor&)>();
+  return op.call(self, output_size, out0, out1);
 }
 
 at::Tensor opforge::ops::add(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
@@ -523,6 +537,13 @@ at::Tensor opforge::ops::avg_pool2d(const at::Tensor& self, at::IntArrayRef kern
       .findSchemaOrThrow("opforge::avg_pool2d", "")
       .typed<at::Tensor(const at::Tensor&, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, bool, bool, std::optional<int64_t>)>();
   return op.call(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
+}
+
+at::Tensor& opforge::ops::avg_pool2d_out(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::avg_pool2d", "out")
+      .typed<at::Tensor&(const at::Tensor&, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, bool, bool, std::optional<int64_t>, at::Tensor&)>();
+  return op.call(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out);
 }
 
 at::Tensor opforge::ops::avg_pool2d_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
@@ -565,6 +586,13 @@ at::Tensor opforge::ops::channel_shuffle(const at::Tensor& self, c10::SymInt gro
       .findSchemaOrThrow("opforge::channel_shuffle", "")
       .typed<at::Tensor(const at::Tensor&, c10::SymInt)>();
   return op.call(self, groups);
+}
+
+at::Tensor& opforge::ops::channel_shuffle_out(const at::Tensor& self, c10::SymInt groups, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::channel_shuffle", "out")
+      .typed<at::Tensor&(const at::Tensor&, c10::SymInt, at::Tensor&)>();
+  return op.call(self, groups, out);
 }
 
 at::Tensor opforge::ops::conv2d(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
@@ -670,6 +698,13 @@ at::Tensor opforge::ops::embedding(const at::Tensor& weight, const at::Tensor& i
       .findSchemaOrThrow("opforge::embedding", "")
       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, int64_t)>();
   return op.call(weight, indices, padding_idx);
+}
+
+at::Tensor& opforge::ops::embedding_out(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::embedding", "out")
+      .typed<at::Tensor&(const at::Tensor&, const at::Tensor&, int64_t, at::Tensor&)>();
+  return op.call(weight, indices, padding_idx, out);
 }
 
 at::Tensor opforge::ops::embedding_backward(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx) {
@@ -882,6 +917,13 @@ at::Tensor opforge::ops::log_softmax(const at::Tensor& self, int64_t dim) {
   return op.call(self, dim);
 }
 
+at::Tensor& opforge::ops::log_softmax_out(const at::Tensor& self, int64_t dim, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::log_softmax", "out")
+      .typed<at::Tensor&(const at::Tensor&, int64_t, at::Tensor&)>();
+  return op.call(self, dim, out);
+}
+
 at::Tensor opforge::ops::log_softmax_backward(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::log_softmax_backward", "")
@@ -908,6 +950,13 @@ std::tuple<at::Tensor, at::Tensor> opforge::ops::max_pool2d_with_indices(const a
       .findSchemaOrThrow("opforge::max_pool2d_with_indices", "")
       .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, bool)>();
   return op.call(self, kernel_size, stride, padding, dilation, ceil_mode);
+}
+
+std::tuple<at::Tensor&, at::Tensor&> opforge::ops::max_pool2d_with_indices_out(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode, at::Tensor& out0, at::Tensor& out1) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::max_pool2d_with_indices", "out")
+      .typed<std::tuple<at::Tensor&, at::Tensor&>(const at::Tensor&, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, bool, at::Tensor&, at::Tensor&)>();
+  return op.call(self, kernel_size, stride, padding, dilation, ceil_mode, out0, out1);
 }
 
 at::Tensor opforge::ops::prelu(const at::Tensor& self, const at::Tensor& weight) {
@@ -1015,6 +1064,13 @@ at::Tensor opforge::ops::softmax(const at::Tensor& self, int64_t dim) {
   return op.call(self, dim);
 }
 
+at::Tensor& opforge::ops::softmax_out(const at::Tensor& self, int64_t dim, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::softmax", "out")
+      .typed<at::Tensor&(const at::Tensor&, int64_t, at::Tensor&)>();
+  return op.call(self, dim, out);
+}
+
 at::Tensor opforge::ops::softmax_backward(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::softmax_backward", "")
@@ -1055,6 +1111,13 @@ at::Tensor opforge::ops::sum(const at::Tensor& self, at::OptionalIntArrayRef dim
       .findSchemaOrThrow("opforge::sum", "")
       .typed<at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool)>();
   return op.call(self, dim, keepdim);
+}
+
+at::Tensor& opforge::ops::sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::sum", "out")
+      .typed<at::Tensor&(const at::Tensor&, at::OptionalIntArrayRef, bool, at::Tensor&)>();
+  return op.call(self, dim, keepdim, out);
 }
 
 at::Tensor opforge::ops::sum_backward(const at::Tensor& grad_output, c10::SymIntArrayRef sizes, at::OptionalIntArrayRef dim, bool keepdim) {

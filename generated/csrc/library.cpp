@@ -4,21 +4,25 @@
 
 TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor)schema", {});
+  m.def(R"schema(adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!))schema", {});
   m.def(R"schema(adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor)schema", {});
   m.def(R"schema(adaptive_max_pool2d(Tensor self, int[2] output_size) -> Tensor)schema", {});
   m.def(R"schema(adaptive_max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor)schema", {});
   m.def(R"schema(adaptive_max_pool2d_with_indices(Tensor self, int[2] output_size) -> (Tensor, Tensor))schema", {});
+  m.def(R"schema(adaptive_max_pool2d_with_indices.out(Tensor self, int[2] output_size, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!)))schema", {});
   m.def(R"schema(add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!))schema", {});
   m.def(R"schema(add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!))schema", {at::Tag::inplace});
   m.def(R"schema(add_relu(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor)schema", {});
+  m.def(R"schema(avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!))schema", {});
   m.def(R"schema(avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override=None) -> Tensor)schema", {});
   m.def(R"schema(batch_norm(Tensor input, Tensor? weight=None, Tensor? bias=None, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, bool training=False, float momentum=0.1, float eps=1e-05) -> Tensor)schema", {});
   m.def(R"schema(batch_norm_backward(Tensor grad_out, Tensor input, Tensor save_mean, Tensor save_invstd, bool training, bool[3] output_mask, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_invstd=None) -> (Tensor, Tensor, Tensor))schema", {});
   m.def(R"schema(batch_norm_double_backward(Tensor grad_grad_input, Tensor grad_out, Tensor input, Tensor save_mean, Tensor save_invstd, bool training, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_invstd=None, Tensor? grad_grad_weight=None, Tensor? grad_grad_bias=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor))schema", {});
   m.def(R"schema(batch_norm_forward(Tensor input, Tensor? weight=None, Tensor? bias=None, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, bool training=False, float momentum=0.1, float eps=1e-05) -> (Tensor, Tensor, Tensor))schema", {});
   m.def(R"schema(channel_shuffle(Tensor self, SymInt groups) -> Tensor)schema", {});
+  m.def(R"schema(channel_shuffle.out(Tensor self, SymInt groups, *, Tensor(a!) out) -> Tensor(a!))schema", {});
   m.def(R"schema(conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, int[2] dilation=1, int groups=1) -> Tensor)schema", {});
   m.def(R"schema(conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, str padding="valid", int[2] dilation=1, int groups=1) -> Tensor)schema", {});
   m.def(R"schema(conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor))schema", {});
@@ -34,6 +38,7 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(elu_(Tensor(a!) self, Scalar alpha=1) -> Tensor(a!))schema", {at::Tag::inplace});
   m.def(R"schema(elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(embedding(Tensor weight, Tensor indices, int padding_idx=-1) -> Tensor)schema", {});
+  m.def(R"schema(embedding.out(Tensor weight, Tensor indices, int padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!))schema", {});
   m.def(R"schema(embedding_backward(Tensor grad_output, Tensor indices, SymInt num_weights, int padding_idx=-1) -> Tensor)schema", {});
   m.def(R"schema(fold_conv_bn(Tensor conv_weight, Tensor? conv_bias, Tensor bn_weight, Tensor bn_bias, Tensor running_mean, Tensor running_var, float eps) -> (Tensor, Tensor))schema", {});
   m.def(R"schema(gelu(Tensor self, *, str approximate='none') -> Tensor)schema", {at::Tag::pointwise});
@@ -64,10 +69,12 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(local_response_norm(Tensor input, int size, float alpha=0.0001, float beta=0.75, float k=1.0) -> Tensor)schema", {});
   m.def(R"schema(local_response_norm_backward(Tensor grad_output, Tensor input, int size, float alpha, float beta, float k) -> Tensor)schema", {});
   m.def(R"schema(log_softmax(Tensor self, int dim) -> Tensor)schema", {});
+  m.def(R"schema(log_softmax.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!))schema", {});
   m.def(R"schema(log_softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor)schema", {});
   m.def(R"schema(max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor)schema", {});
   m.def(R"schema(max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor)schema", {});
   m.def(R"schema(max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor))schema", {});
+  m.def(R"schema(max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!)))schema", {});
   m.def(R"schema(prelu(Tensor self, Tensor weight) -> Tensor)schema", {});
   m.def(R"schema(prelu_backward(Tensor grad_output, Tensor self, Tensor weight) -> (Tensor, Tensor))schema", {});
   m.def(R"schema(relu(Tensor self) -> Tensor)schema", {at::Tag::pointwise});
@@ -83,12 +90,14 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(silu_(Tensor(a!) self) -> Tensor(a!))schema", {at::Tag::inplace});
   m.def(R"schema(silu_backward(Tensor grad_output, Tensor self) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(softmax(Tensor self, int dim) -> Tensor)schema", {});
+  m.def(R"schema(softmax.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!))schema", {});
   m.def(R"schema(softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor)schema", {});
   m.def(R"schema(softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(spatial_pyramid_pool(Tensor self, int[] levels=[4, 2, 1], str mode='max') -> Tensor)schema", {});
   m.def(R"schema(spatial_pyramid_pool_backward(Tensor grad_output, Tensor self, int[] levels, str mode) -> Tensor)schema", {});
   m.def(R"schema(sum(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor)schema", {at::Tag::reduction});
+  m.def(R"schema(sum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!))schema", {});
   m.def(R"schema(sum_backward(Tensor grad_output, SymInt[] sizes, int[1]? dim=None, bool keepdim=False) -> Tensor)schema", {});
   m.def(R"schema(tanh(Tensor self) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!))schema", {});

@@ -23,6 +23,34 @@ _ops = torch.ops.opforge
 
 
 
+def _out_tuple(op: str, out: Any, n: int) -> Any:
+    """The `out=` of an op with n results: a tuple of n tensors, as in PyTorch."""
+    if not isinstance(out, (tuple, list)) or len(out) != n:
+        raise TypeError(f"{op}: 'out' must be a tuple of {n} tensors, got {type(out).__name__}")
+    return out
+
+
+def _is_int_list(value: Any) -> bool:
+    """A value an `int[N]` argument takes: an int, or a sequence of ints."""
+    if isinstance(value, (int, torch.SymInt)):
+        return not isinstance(value, bool)
+    return isinstance(value, (list, tuple)) and all(
+        isinstance(v, (int, torch.SymInt)) and not isinstance(v, bool) for v in value
+    )
+
+
+def _call_overload(op: str, overloads: Any, args: Any, kwargs: Any) -> Any:
+    """Calls the first overload whose `fits` takes the arguments."""
+    for fits, fn in overloads:
+        try:
+            matched = fits(*args, **kwargs)
+        except TypeError:  # its parameters do not bind these arguments
+            continue
+        if matched:
+            return fn(*args, **kwargs)
+    raise TypeError(f"{op}: no overload takes these arguments; see help({op})")
+
+
 def _expand(value: Any, n: int) -> Any:
     """A single int given for an `int[N]` argument: N copies of it."""
     return [value] * n if isinstance(value, (int, torch.SymInt)) and not isinstance(value, bool) else value
@@ -33,21 +61,25 @@ __all__ = ["adaptive_avg_pool2d", "adaptive_avg_pool2d_backward", "adaptive_max_
 # One row per operator overload, as declared in schemas/ (used by build_info and the tests).
 OP_TABLE: tuple[dict[str, Any], ...] = (
     {'qualified': 'adaptive_avg_pool2d', 'schema': 'adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.adaptive_avg_pool2d', 'family': 'pooling', 'shape': None, 'samples': [{'self': [2, 3, 7, 7], 'output_size': [3, 3]}, {'self': [2, 3, 5, 7], 'output_size': [4, 3]}, {'self': [2, 3, 6, 6], 'output_size': [1, 1]}, {'self': [1, 2, 3, 3], 'output_size': [4, 5]}]},
+    {'qualified': 'adaptive_avg_pool2d.out', 'schema': 'adaptive_avg_pool2d.out(Tensor self, SymInt[2] output_size, *, Tensor(a!) out) -> Tensor(a!)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.adaptive_avg_pool2d', 'family': 'pooling', 'shape': None, 'samples': [{'self': [2, 3, 7, 7], 'output_size': [3, 3]}, {'self': [2, 3, 5, 7], 'output_size': [4, 3]}, {'self': [2, 3, 6, 6], 'output_size': [1, 1]}, {'self': [1, 2, 3, 3], 'output_size': [4, 5]}]},
     {'qualified': 'adaptive_avg_pool2d_backward', 'schema': 'adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.adaptive_avg_pool2d_backward', 'family': 'pooling', 'shape': None, 'samples': [{'grad_output': [2, 3, 3, 3], 'self': [2, 3, 7, 7]}, {'grad_output': [2, 3, 4, 3], 'self': [2, 3, 5, 7]}, {'grad_output': [2, 3, 1, 1], 'self': [2, 3, 6, 6]}, {'grad_output': [1, 2, 4, 5], 'self': [1, 2, 3, 3]}]},
     {'qualified': 'adaptive_max_pool2d', 'schema': 'adaptive_max_pool2d(Tensor self, int[2] output_size) -> Tensor', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.adaptive_max_pool2d', 'family': 'pooling', 'shape': None, 'samples': [{'self': [2, 3, 7, 7], 'output_size': [3, 3]}, {'self': [2, 3, 5, 7], 'output_size': [4, 3]}, {'self': [1, 2, 3, 3], 'output_size': [4, 5]}]},
     {'qualified': 'adaptive_max_pool2d_backward', 'schema': 'adaptive_max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'indices': ['int64']}, 'reference': 'opforge.reference.adaptive_max_pool2d_backward', 'family': 'pooling', 'shape': None, 'samples': [{'grad_output': [2, 3, 1, 1], 'self': [2, 3, 4, 5], 'indices': {'shape': [2, 3, 1, 1], 'low': 0, 'high': 20}}, {'grad_output': [3, 1, 1], 'self': [3, 2, 3], 'indices': {'shape': [3, 1, 1], 'low': 0, 'high': 6}}]},
     {'qualified': 'adaptive_max_pool2d_with_indices', 'schema': 'adaptive_max_pool2d_with_indices(Tensor self, int[2] output_size) -> (Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'result1': ['int64']}, 'reference': 'opforge.reference.adaptive_max_pool2d_with_indices', 'family': 'pooling', 'shape': None, 'samples': [{'self': [2, 3, 7, 7], 'output_size': [3, 3]}, {'self': [2, 3, 5, 7], 'output_size': [4, 3]}, {'self': [1, 2, 3, 3], 'output_size': [4, 5]}]},
+    {'qualified': 'adaptive_max_pool2d_with_indices.out', 'schema': 'adaptive_max_pool2d_with_indices.out(Tensor self, int[2] output_size, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'result1': ['int64']}, 'reference': 'opforge.reference.adaptive_max_pool2d_with_indices', 'family': 'pooling', 'shape': None, 'samples': [{'self': [2, 3, 7, 7], 'output_size': [3, 3]}, {'self': [2, 3, 5, 7], 'output_size': [4, 3]}, {'self': [1, 2, 3, 3], 'output_size': [4, 5]}]},
     {'qualified': 'add.Tensor', 'schema': 'add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int64'], 'arg_dtypes': {}, 'reference': 'torch.add', 'family': 'binary', 'shape': 'broadcast(self, other)', 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': 2}, {'self': [3, 1, 6], 'other': [4, 1], 'alpha': -2}, {'self': [], 'other': [2, 3]}]},
     {'qualified': 'add.out', 'schema': 'add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int64'], 'arg_dtypes': {}, 'reference': 'torch.add', 'family': 'binary', 'shape': None, 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': 2}, {'self': [3, 1, 6], 'other': [4, 1], 'alpha': -2}, {'self': [], 'other': [2, 3]}]},
     {'qualified': 'add_.Tensor', 'schema': 'add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int64'], 'arg_dtypes': {}, 'reference': 'torch.add', 'family': 'binary', 'shape': None, 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': 2}, {'self': [3, 1, 6], 'other': [4, 1], 'alpha': -2}, {'self': [], 'other': [2, 3]}]},
     {'qualified': 'add_relu', 'schema': 'add_relu(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.add_relu', 'family': 'binary', 'shape': 'broadcast(self, other)', 'samples': [{'self': [4, 5], 'other': [4, 5]}, {'self': [4, 5], 'other': [5], 'alpha': -2}]},
     {'qualified': 'avg_pool2d', 'schema': 'avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.avg_pool2d', 'family': 'pooling', 'shape': None, 'samples': [{'self': [2, 3, 7, 6], 'kernel_size': [3, 3], 'stride': [2, 2]}, {'self': [1, 2, 8, 9], 'kernel_size': [3, 2], 'stride': [2, 1], 'padding': [1, 1], 'ceil_mode': True, 'count_include_pad': False}, {'self': [2, 2, 5, 5], 'kernel_size': [2, 2], 'stride': [2, 2], 'padding': [1, 1], 'ceil_mode': True}, {'self': [1, 2, 6, 5], 'kernel_size': [3, 3], 'stride': [2, 2], 'padding': [1, 1], 'divisor_override': 4}]},
+    {'qualified': 'avg_pool2d.out', 'schema': 'avg_pool2d.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None, *, Tensor(a!) out) -> Tensor(a!)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.avg_pool2d', 'family': 'pooling', 'shape': None, 'samples': [{'self': [2, 3, 7, 6], 'kernel_size': [3, 3], 'stride': [2, 2]}, {'self': [1, 2, 8, 9], 'kernel_size': [3, 2], 'stride': [2, 1], 'padding': [1, 1], 'ceil_mode': True, 'count_include_pad': False}, {'self': [2, 2, 5, 5], 'kernel_size': [2, 2], 'stride': [2, 2], 'padding': [1, 1], 'ceil_mode': True}, {'self': [1, 2, 6, 5], 'kernel_size': [3, 3], 'stride': [2, 2], 'padding': [1, 1], 'divisor_override': 4}]},
     {'qualified': 'avg_pool2d_backward', 'schema': 'avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override=None) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.avg_pool2d_backward', 'family': 'pooling', 'shape': None, 'samples': [{'grad_output': [2, 3, 3, 2], 'self': [2, 3, 7, 6], 'kernel_size': [3, 3], 'stride': [2, 2], 'padding': [0, 0], 'ceil_mode': False, 'count_include_pad': True}, {'grad_output': [1, 2, 5, 10], 'self': [1, 2, 8, 9], 'kernel_size': [3, 2], 'stride': [2, 1], 'padding': [1, 1], 'ceil_mode': True, 'count_include_pad': False}, {'grad_output': [1, 2, 3, 3], 'self': [1, 2, 6, 5], 'kernel_size': [3, 3], 'stride': [2, 2], 'padding': [1, 1], 'ceil_mode': False, 'count_include_pad': True, 'divisor_override': 4}]},
     {'qualified': 'batch_norm', 'schema': 'batch_norm(Tensor input, Tensor? weight=None, Tensor? bias=None, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, bool training=False, float momentum=0.1, float eps=1e-05) -> Tensor', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.batch_norm', 'family': 'norm', 'shape': None, 'samples': [{'input': [4, 3, 5], 'weight': [3], 'bias': [3], 'running_mean': [3], 'running_var': {'shape': [3], 'low': 0.5, 'high': 2}, 'training': True}, {'input': [4, 3, 2, 2], 'weight': [3], 'bias': [3], 'running_mean': [3], 'running_var': {'shape': [3], 'low': 0.5, 'high': 2}, 'training': False, 'eps': 0.001}, {'input': [6, 4], 'running_mean': [4], 'running_var': {'shape': [4], 'low': 0.5, 'high': 2}, 'training': True, 'momentum': 0.3}]},
     {'qualified': 'batch_norm_backward', 'schema': 'batch_norm_backward(Tensor grad_out, Tensor input, Tensor save_mean, Tensor save_invstd, bool training, bool[3] output_mask, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_invstd=None) -> (Tensor, Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.batch_norm_backward', 'family': 'norm', 'shape': None, 'samples': [{'grad_out': [4, 3, 5], 'input': [4, 3, 5], 'save_mean': [3], 'save_invstd': {'shape': [3], 'low': 0.5, 'high': 2}, 'training': True, 'output_mask': [True, True, True], 'weight': [3], 'grad_mean': [3], 'grad_invstd': [3]}, {'grad_out': [4, 3, 5], 'input': [4, 3, 5], 'save_mean': [3], 'save_invstd': {'shape': [3], 'low': 0.5, 'high': 2}, 'training': False, 'output_mask': [True, True, True], 'weight': [3]}, {'grad_out': [6, 4], 'input': [6, 4], 'save_mean': [4], 'save_invstd': {'shape': [4], 'low': 0.5, 'high': 2}, 'training': True, 'output_mask': [True, True, True]}]},
     {'qualified': 'batch_norm_double_backward', 'schema': 'batch_norm_double_backward(Tensor grad_grad_input, Tensor grad_out, Tensor input, Tensor save_mean, Tensor save_invstd, bool training, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_invstd=None, Tensor? grad_grad_weight=None, Tensor? grad_grad_bias=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.batch_norm_double_backward', 'family': 'norm', 'shape': None, 'samples': [{'grad_grad_input': [4, 3, 2], 'grad_out': [4, 3, 2], 'input': [4, 3, 2], 'save_mean': [3], 'save_invstd': {'shape': [3], 'low': 0.5, 'high': 2}, 'training': True, 'weight': [3], 'grad_invstd': [3], 'grad_grad_weight': [3], 'grad_grad_bias': [3]}]},
     {'qualified': 'batch_norm_forward', 'schema': 'batch_norm_forward(Tensor input, Tensor? weight=None, Tensor? bias=None, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, bool training=False, float momentum=0.1, float eps=1e-05) -> (Tensor, Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.batch_norm_forward', 'family': 'norm', 'shape': None, 'samples': [{'input': [4, 3, 5], 'weight': [3], 'bias': [3], 'running_mean': [3], 'running_var': {'shape': [3], 'low': 0.5, 'high': 2}, 'training': True}, {'input': [4, 3, 5], 'weight': [3], 'bias': [3], 'running_mean': [3], 'running_var': {'shape': [3], 'low': 0.5, 'high': 2}, 'training': False, 'eps': 0.001}, {'input': [6, 4], 'running_mean': [4], 'running_var': {'shape': [4], 'low': 0.5, 'high': 2}, 'training': True, 'momentum': 0.3}, {'input': [2, 3, 2, 3], 'weight': [3], 'training': True}, {'input': [5, 2], 'bias': [2], 'running_mean': [2], 'running_var': {'shape': [2], 'low': 0.5, 'high': 2}}]},
     {'qualified': 'channel_shuffle', 'schema': 'channel_shuffle(Tensor self, SymInt groups) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int8', 'uint8', 'int16', 'int32', 'int64', 'bool'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.channel_shuffle', 'family': 'layers', 'shape': None, 'samples': [{'self': [2, 6, 3, 4], 'groups': 3}, {'self': [2, 6, 5], 'groups': 2}, {'self': [1, 8, 2, 3, 2], 'groups': 4}, {'self': [3, 4, 5], 'groups': 1}, {'self': [2, 6, 1, 1], 'groups': 6}, {'self': [2, 4, 0, 3], 'groups': 2}]},
+    {'qualified': 'channel_shuffle.out', 'schema': 'channel_shuffle.out(Tensor self, SymInt groups, *, Tensor(a!) out) -> Tensor(a!)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16', 'int8', 'uint8', 'int16', 'int32', 'int64', 'bool'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.channel_shuffle', 'family': 'layers', 'shape': None, 'samples': [{'self': [2, 6, 3, 4], 'groups': 3}, {'self': [2, 6, 5], 'groups': 2}, {'self': [1, 8, 2, 3, 2], 'groups': 4}, {'self': [3, 4, 5], 'groups': 1}, {'self': [2, 6, 1, 1], 'groups': 6}, {'self': [2, 4, 0, 3], 'groups': 2}]},
     {'qualified': 'conv2d', 'schema': 'conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, int[2] dilation=1, int groups=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.conv2d', 'family': 'conv', 'shape': None, 'samples': [{'input': [2, 3, 5, 4], 'weight': [4, 3, 3, 3], 'bias': [4], 'stride': [1, 1], 'padding': [1, 1], 'dilation': [1, 1]}, {'input': [1, 4, 7, 6], 'weight': [4, 2, 3, 2], 'stride': [2, 1], 'padding': [1, 0], 'dilation': [1, 2], 'groups': 2}, {'input': [1, 3, 6, 5], 'weight': [6, 1, 3, 3], 'bias': [6], 'stride': [2, 1], 'padding': [1, 1], 'groups': 3}, {'input': [2, 4, 3, 3], 'weight': [3, 4, 1, 1], 'bias': [3]}, {'input': [3, 5, 6], 'weight': [2, 3, 2, 2], 'stride': [2, 2]}]},
     {'qualified': 'conv2d.padding', 'schema': 'conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, str padding="valid", int[2] dilation=1, int groups=1) -> Tensor', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.conv2d_padding', 'family': 'conv', 'shape': None, 'samples': [{'input': [1, 2, 5, 4], 'weight': [2, 2, 3, 2], 'bias': [2], 'padding': 'same', 'dilation': [1, 2]}, {'input': [4, 4, 3], 'weight': [4, 2, 2, 3], 'padding': 'same', 'groups': 2}, {'input': [1, 3, 5, 4], 'weight': [2, 3, 3, 2], 'stride': [2, 1], 'padding': 'valid'}]},
     {'qualified': 'conv2d_backward', 'schema': 'conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.conv2d_backward', 'family': 'conv', 'shape': None, 'samples': [{'grad_output': [1, 4, 5, 4], 'input': [1, 3, 5, 4], 'weight': [4, 3, 3, 3], 'stride': [1, 1], 'padding': [1, 1], 'dilation': [1, 1], 'groups': 1, 'output_mask': [True, True, True]}, {'grad_output': [1, 4, 4, 4], 'input': [1, 4, 7, 6], 'weight': [4, 2, 3, 2], 'stride': [2, 1], 'padding': [1, 0], 'dilation': [1, 2], 'groups': 2, 'output_mask': [True, True, True]}]},
@@ -63,6 +95,7 @@ OP_TABLE: tuple[dict[str, Any], ...] = (
     {'qualified': 'elu_', 'schema': 'elu_(Tensor(a!) self, Scalar alpha=1) -> Tensor(a!)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.elu', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -20, 'high': 5}, 'alpha': 0.5}, {'self': []}]},
     {'qualified': 'elu_backward', 'schema': 'elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.elu_backward', 'family': 'activation', 'shape': 'broadcast(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33], 'alpha': 1}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -20, 'high': 5}, 'alpha': 0.5}]},
     {'qualified': 'embedding', 'schema': 'embedding(Tensor weight, Tensor indices, int padding_idx=-1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'indices': ['int64', 'int32']}, 'reference': 'opforge.reference.embedding', 'family': 'layers', 'shape': None, 'samples': [{'weight': [10, 4], 'indices': {'shape': [3, 5], 'low': 0, 'high': 10}}, {'weight': [7, 3], 'indices': {'shape': [12], 'low': 0, 'high': 6}, 'padding_idx': 6}, {'weight': [5, 3], 'indices': {'shape': [], 'low': 0, 'high': 5}}, {'weight': [5, 3], 'indices': {'shape': [0, 2], 'low': 0, 'high': 5}}, {'weight': [6, 0], 'indices': {'shape': [4], 'low': 0, 'high': 6}}]},
+    {'qualified': 'embedding.out', 'schema': 'embedding.out(Tensor weight, Tensor indices, int padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'indices': ['int64', 'int32']}, 'reference': 'opforge.reference.embedding', 'family': 'layers', 'shape': None, 'samples': [{'weight': [10, 4], 'indices': {'shape': [3, 5], 'low': 0, 'high': 10}}, {'weight': [7, 3], 'indices': {'shape': [12], 'low': 0, 'high': 6}, 'padding_idx': 6}, {'weight': [5, 3], 'indices': {'shape': [], 'low': 0, 'high': 5}}, {'weight': [5, 3], 'indices': {'shape': [0, 2], 'low': 0, 'high': 5}}, {'weight': [6, 0], 'indices': {'shape': [4], 'low': 0, 'high': 6}}]},
     {'qualified': 'embedding_backward', 'schema': 'embedding_backward(Tensor grad_output, Tensor indices, SymInt num_weights, int padding_idx=-1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'indices': ['int64', 'int32']}, 'reference': 'opforge.reference.embedding_backward', 'family': 'layers', 'shape': None, 'samples': [{'grad_output': [3, 5, 4], 'indices': {'shape': [3, 5], 'low': 0, 'high': 10}, 'num_weights': 10}, {'grad_output': [12, 3], 'indices': {'shape': [12], 'low': 0, 'high': 4}, 'num_weights': 7, 'padding_idx': 2}, {'grad_output': [2, 2, 3, 6], 'indices': {'shape': [2, 2, 3], 'low': 0, 'high': 5}, 'num_weights': 5, 'padding_idx': 0}, {'grad_output': [3], 'indices': {'shape': [], 'low': 0, 'high': 5}, 'num_weights': 5}]},
     {'qualified': 'fold_conv_bn', 'schema': 'fold_conv_bn(Tensor conv_weight, Tensor? conv_bias, Tensor bn_weight, Tensor bn_bias, Tensor running_mean, Tensor running_var, float eps) -> (Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.fold_conv_bn', 'family': 'conv', 'shape': None, 'samples': [{'conv_weight': [4, 3, 3, 3], 'conv_bias': [4], 'bn_weight': [4], 'bn_bias': [4], 'running_mean': [4], 'running_var': {'shape': [4], 'low': 0.1, 'high': 2.0}, 'eps': 1e-05}, {'conv_weight': [6, 1, 3, 2], 'conv_bias': [6], 'bn_weight': [6], 'bn_bias': [6], 'running_mean': [6], 'running_var': {'shape': [6], 'low': 0.0, 'high': 0.5}, 'eps': 0.001}, {'conv_weight': [5, 4], 'conv_bias': [5], 'bn_weight': [5], 'bn_bias': [5], 'running_mean': [5], 'running_var': {'shape': [5], 'low': 0.5, 'high': 4.0}, 'eps': 0.1}]},
     {'qualified': 'gelu', 'schema': "gelu(Tensor self, *, str approximate='none') -> Tensor", 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.gelu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [8, 17]}, {'self': [8, 17], 'approximate': 'tanh'}]},
@@ -93,10 +126,12 @@ OP_TABLE: tuple[dict[str, Any], ...] = (
     {'qualified': 'local_response_norm', 'schema': 'local_response_norm(Tensor input, int size, float alpha=0.0001, float beta=0.75, float k=1.0) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.local_response_norm', 'family': 'norm', 'shape': None, 'samples': [{'input': [2, 7, 5], 'size': 3}, {'input': [2, 6, 3, 4], 'size': 4, 'alpha': 0.5, 'beta': 0.6, 'k': 2.0}, {'input': [1, 5, 2, 2, 3], 'size': 7, 'alpha': 0.2}, {'input': [3, 4, 6], 'size': 1, 'alpha': 1.0, 'beta': 1.5, 'k': 0.1}]},
     {'qualified': 'local_response_norm_backward', 'schema': 'local_response_norm_backward(Tensor grad_output, Tensor input, int size, float alpha, float beta, float k) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.local_response_norm_backward', 'family': 'norm', 'shape': None, 'samples': [{'grad_output': [2, 7, 5], 'input': [2, 7, 5], 'size': 3, 'alpha': 0.0001, 'beta': 0.75, 'k': 1.0}, {'grad_output': [2, 6, 3, 4], 'input': [2, 6, 3, 4], 'size': 4, 'alpha': 0.5, 'beta': 0.6, 'k': 2.0}, {'grad_output': [3, 4, 6], 'input': [3, 4, 6], 'size': 1, 'alpha': 1.0, 'beta': 1.5, 'k': 0.1}]},
     {'qualified': 'log_softmax', 'schema': 'log_softmax(Tensor self, int dim) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.log_softmax', 'family': 'softmax', 'shape': None, 'samples': [{'self': [4, 10], 'dim': 1}, {'self': [4, 10], 'dim': -1}, {'self': [3, 5, 7], 'dim': 1}, {'self': [3, 5, 7], 'dim': -3}, {'self': [], 'dim': 0}]},
+    {'qualified': 'log_softmax.out', 'schema': 'log_softmax.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.log_softmax', 'family': 'softmax', 'shape': None, 'samples': [{'self': [4, 10], 'dim': 1}, {'self': [4, 10], 'dim': -1}, {'self': [3, 5, 7], 'dim': 1}, {'self': [3, 5, 7], 'dim': -3}, {'self': [], 'dim': 0}]},
     {'qualified': 'log_softmax_backward', 'schema': 'log_softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.log_softmax_backward', 'family': 'softmax', 'shape': None, 'samples': [{'grad_output': [4, 10], 'output': {'shape': [4, 10], 'low': -3, 'high': 0}, 'dim': 1}, {'grad_output': [4, 10], 'output': {'shape': [4, 10], 'low': -3, 'high': 0}, 'dim': -1}, {'grad_output': [3, 5, 7], 'output': {'shape': [3, 5, 7], 'low': -3, 'high': 0}, 'dim': 0}, {'grad_output': [], 'output': {'shape': [], 'low': -1, 'high': 0}, 'dim': 0}]},
     {'qualified': 'max_pool2d', 'schema': 'max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.max_pool2d', 'family': 'pooling', 'shape': None, 'samples': [{'self': [2, 3, 7, 6], 'kernel_size': [3, 3], 'stride': [2, 2]}, {'self': [1, 2, 8, 9], 'kernel_size': [3, 2], 'stride': [2, 1], 'padding': [1, 1], 'dilation': [2, 1], 'ceil_mode': True}, {'self': [2, 2, 5, 5], 'kernel_size': [2, 2], 'stride': [2, 2], 'padding': [1, 1], 'ceil_mode': True}]},
     {'qualified': 'max_pool2d_backward', 'schema': 'max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'indices': ['int64']}, 'reference': 'opforge.reference.max_pool2d_backward', 'family': 'pooling', 'shape': None, 'samples': [{'grad_output': [2, 3, 1, 1], 'self': [2, 3, 4, 5], 'indices': {'shape': [2, 3, 1, 1], 'low': 0, 'high': 20}, 'kernel_size': [4, 5]}, {'grad_output': [3, 1, 1], 'self': [3, 4, 3], 'indices': {'shape': [3, 1, 1], 'low': 0, 'high': 12}, 'kernel_size': [4, 3], 'stride': [1, 1]}]},
     {'qualified': 'max_pool2d_with_indices', 'schema': 'max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'result1': ['int64']}, 'reference': 'opforge.reference.max_pool2d_with_indices', 'family': 'pooling', 'shape': None, 'samples': [{'self': [2, 3, 7, 6], 'kernel_size': [3, 3], 'stride': [2, 2]}, {'self': [1, 2, 8, 9], 'kernel_size': [3, 2], 'stride': [2, 1], 'padding': [1, 1], 'dilation': [2, 1], 'ceil_mode': True}, {'self': [2, 2, 5, 5], 'kernel_size': [2, 2], 'stride': [2, 2], 'padding': [1, 1], 'ceil_mode': True}, {'self': [1, 3, 5, 4], 'kernel_size': [2, 2]}]},
+    {'qualified': 'max_pool2d_with_indices.out', 'schema': 'max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False, *, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'result1': ['int64']}, 'reference': 'opforge.reference.max_pool2d_with_indices', 'family': 'pooling', 'shape': None, 'samples': [{'self': [2, 3, 7, 6], 'kernel_size': [3, 3], 'stride': [2, 2]}, {'self': [1, 2, 8, 9], 'kernel_size': [3, 2], 'stride': [2, 1], 'padding': [1, 1], 'dilation': [2, 1], 'ceil_mode': True}, {'self': [2, 2, 5, 5], 'kernel_size': [2, 2], 'stride': [2, 2], 'padding': [1, 1], 'ceil_mode': True}, {'self': [1, 3, 5, 4], 'kernel_size': [2, 2]}]},
     {'qualified': 'prelu', 'schema': 'prelu(Tensor self, Tensor weight) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.prelu', 'family': 'activation', 'shape': None, 'samples': [{'self': [4, 3, 5], 'weight': [3]}, {'self': [2, 3, 4, 5], 'weight': [3]}, {'self': [4, 6], 'weight': [6]}, {'self': [4, 3, 5], 'weight': [1]}, {'self': [7], 'weight': [1]}, {'self': [4, 5], 'weight': []}, {'self': [], 'weight': [1]}]},
     {'qualified': 'prelu_backward', 'schema': 'prelu_backward(Tensor grad_output, Tensor self, Tensor weight) -> (Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.prelu_backward', 'family': 'activation', 'shape': None, 'samples': [{'grad_output': [4, 3, 5], 'self': [4, 3, 5], 'weight': [3]}, {'grad_output': [4, 6], 'self': [4, 6], 'weight': [6]}, {'grad_output': [4, 3, 5], 'self': [4, 3, 5], 'weight': [1]}, {'grad_output': [], 'self': [], 'weight': []}]},
     {'qualified': 'relu', 'schema': 'relu(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.relu', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': []}]},
@@ -112,12 +147,14 @@ OP_TABLE: tuple[dict[str, Any], ...] = (
     {'qualified': 'silu_', 'schema': 'silu_(Tensor(a!) self) -> Tensor(a!)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.silu', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -100, 'high': 100}}, {'self': []}]},
     {'qualified': 'silu_backward', 'schema': 'silu_backward(Tensor grad_output, Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.silu_backward', 'family': 'activation', 'shape': 'broadcast(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33]}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -100, 'high': 100}}]},
     {'qualified': 'softmax', 'schema': 'softmax(Tensor self, int dim) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.softmax', 'family': 'softmax', 'shape': None, 'samples': [{'self': [4, 10], 'dim': 1}, {'self': [3, 5, 7], 'dim': 1}, {'self': [3, 5, 7], 'dim': -3}, {'self': [], 'dim': 0}]},
+    {'qualified': 'softmax.out', 'schema': 'softmax.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.softmax', 'family': 'softmax', 'shape': None, 'samples': [{'self': [4, 10], 'dim': 1}, {'self': [3, 5, 7], 'dim': 1}, {'self': [3, 5, 7], 'dim': -3}, {'self': [], 'dim': 0}]},
     {'qualified': 'softmax_backward', 'schema': 'softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.softmax_backward', 'family': 'softmax', 'shape': None, 'samples': [{'grad_output': [4, 10], 'output': {'shape': [4, 10], 'low': 0, 'high': 1}, 'dim': 1}, {'grad_output': [3, 5, 7], 'output': {'shape': [3, 5, 7], 'low': 0, 'high': 1}, 'dim': 0}]},
     {'qualified': 'softplus', 'schema': 'softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.nn.functional.softplus', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -30, 'high': 30}, 'beta': 2, 'threshold': 5}, {'self': {'shape': [8, 9], 'low': -30, 'high': 30}, 'beta': 0.5}, {'self': []}]},
     {'qualified': 'softplus_backward', 'schema': 'softplus_backward(Tensor grad_output, Tensor self, Scalar beta, Scalar threshold) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.softplus_backward', 'family': 'activation', 'shape': 'broadcast(grad_output, self)', 'samples': [{'grad_output': [16, 33], 'self': [16, 33], 'beta': 1, 'threshold': 20}, {'grad_output': [8, 9], 'self': {'shape': [8, 9], 'low': -30, 'high': 30}, 'beta': 2, 'threshold': 5}]},
     {'qualified': 'spatial_pyramid_pool', 'schema': "spatial_pyramid_pool(Tensor self, int[] levels=[4, 2, 1], str mode='max') -> Tensor", 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.spatial_pyramid_pool', 'family': 'pooling', 'shape': None, 'samples': [{'self': [2, 3, 7, 7]}, {'self': [2, 2, 3, 3], 'levels': [4, 2, 1]}, {'self': [1, 2, 5, 6], 'levels': [3, 1], 'mode': 'avg'}, {'self': [2, 2, 6, 5], 'levels': [2, 3], 'mode': 'max'}]},
     {'qualified': 'spatial_pyramid_pool_backward', 'schema': 'spatial_pyramid_pool_backward(Tensor grad_output, Tensor self, int[] levels, str mode) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.spatial_pyramid_pool_backward', 'family': 'pooling', 'shape': None, 'samples': [{'grad_output': [2, 63], 'self': [2, 3, 7, 7], 'levels': [4, 2, 1], 'mode': 'max'}, {'grad_output': [2, 42], 'self': [2, 2, 3, 3], 'levels': [4, 2, 1], 'mode': 'max'}, {'grad_output': [1, 20], 'self': [1, 2, 5, 6], 'levels': [3, 1], 'mode': 'avg'}]},
     {'qualified': 'sum', 'schema': 'sum(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.sum', 'family': 'reduction', 'shape': None, 'samples': [{'self': [5, 6]}, {'self': [5, 6], 'dim': [1]}, {'self': [3, 4, 5], 'dim': [0, 2], 'keepdim': True}, {'self': [3, 4, 5], 'dim': [-1]}, {'self': []}]},
+    {'qualified': 'sum.out', 'schema': 'sum.out(Tensor self, int[1]? dim=None, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.sum', 'family': 'reduction', 'shape': None, 'samples': [{'self': [5, 6]}, {'self': [5, 6], 'dim': [1]}, {'self': [3, 4, 5], 'dim': [0, 2], 'keepdim': True}, {'self': [3, 4, 5], 'dim': [-1]}, {'self': []}]},
     {'qualified': 'sum_backward', 'schema': 'sum_backward(Tensor grad_output, SymInt[] sizes, int[1]? dim=None, bool keepdim=False) -> Tensor', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'opforge.reference.sum_backward', 'family': 'reduction', 'shape': None, 'samples': [{'grad_output': [5], 'sizes': [5, 6], 'dim': [1]}, {'grad_output': [4], 'sizes': [3, 4, 5], 'dim': [0, 2]}, {'grad_output': [1, 4, 1], 'sizes': [3, 4, 5], 'dim': [0, 2], 'keepdim': True}, {'grad_output': [], 'sizes': [2, 3]}]},
     {'qualified': 'tanh', 'schema': 'tanh(Tensor self) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.tanh', 'family': 'activation', 'shape': 'like(self)', 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -20, 'high': 20}}, {'self': []}]},
     {'qualified': 'tanh.out', 'schema': 'tanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.tanh', 'family': 'activation', 'shape': None, 'samples': [{'self': [16, 33]}, {'self': {'shape': [8, 9], 'low': -20, 'high': 20}}, {'self': []}]},
@@ -126,12 +163,16 @@ OP_TABLE: tuple[dict[str, Any], ...] = (
 )
 
 
-def adaptive_avg_pool2d(self: Tensor, output_size: int | Sequence[int]) -> Tensor:
+def adaptive_avg_pool2d(self: Tensor, output_size: int | Sequence[int], *, out: Tensor | None = None) -> Tensor:
     """Adaptive average pooling (torch.nn.functional.adaptive_avg_pool2d) to output_size; bin i of n over a dim of size H covers [floor(i * H / n), ceil((i + 1) * H / n)). output_size must be positive.
 
     Schema: ``adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16.
     """
+    if out is not None:
+        if _compiling():
+            return _ops.adaptive_avg_pool2d.out(self, _expand(output_size, 2), out=out)
+        return _C.adaptive_avg_pool2d(self, output_size, out)
     if _compiling():
         return _ops.adaptive_avg_pool2d.default(self, _expand(output_size, 2))
     return _C.adaptive_avg_pool2d(self, output_size)
@@ -170,12 +211,17 @@ def adaptive_max_pool2d_backward(grad_output: Tensor, self: Tensor, indices: Ten
     return _C.adaptive_max_pool2d_backward(grad_output, self, indices)
 
 
-def adaptive_max_pool2d_with_indices(self: Tensor, output_size: int | Sequence[int]) -> tuple[Tensor, Tensor]:
+def adaptive_max_pool2d_with_indices(self: Tensor, output_size: int | Sequence[int], *, out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """Adaptive max pooling (bins as in adaptive_avg_pool2d) that also returns the flat index h * W + w of each maximum within its input plane (int64). NaN wins over any number.
 
     Schema: ``adaptive_max_pool2d_with_indices(Tensor self, int[2] output_size) -> (Tensor, Tensor)``
     Dtypes: float32, float64, float16, bfloat16; result1: int64.
     """
+    if out is not None:
+        out = _out_tuple("opforge.adaptive_max_pool2d_with_indices", out, 2)
+        if _compiling():
+            return _ops.adaptive_max_pool2d_with_indices.out(self, _expand(output_size, 2), out0=out[0], out1=out[1])
+        return _C.adaptive_max_pool2d_with_indices(self, output_size, out[0], out[1])
     if _compiling():
         return _ops.adaptive_max_pool2d_with_indices.default(self, _expand(output_size, 2))
     return _C.adaptive_max_pool2d_with_indices(self, output_size)
@@ -218,12 +264,16 @@ def add_relu(self: Tensor, other: Tensor, *, alpha: Number = 1) -> Tensor:
     return _C.add_relu(self, other, alpha)
 
 
-def avg_pool2d(self: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] = (), padding: int | Sequence[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+def avg_pool2d(self: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] = (), padding: int | Sequence[int] = 0, ceil_mode: bool = False, count_include_pad: bool = True, divisor_override: int | None = None, *, out: Tensor | None = None) -> Tensor:
     """2-D average pooling (torch.nn.functional.avg_pool2d). Each window is clipped to the zero-padded input; the sum is divided by divisor_override if given, else by the padded window size (count_include_pad) or the number of input elements in it.
 
     Schema: ``avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16.
     """
+    if out is not None:
+        if _compiling():
+            return _ops.avg_pool2d.out(self, _expand(kernel_size, 2), _expand(stride, 2), _expand(padding, 2), ceil_mode, count_include_pad, divisor_override, out=out)
+        return _C.avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out)
     if _compiling():
         return _ops.avg_pool2d.default(self, _expand(kernel_size, 2), _expand(stride, 2), _expand(padding, 2), ceil_mode, count_include_pad, divisor_override)
     return _C.avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
@@ -284,15 +334,39 @@ def batch_norm_forward(input: Tensor, weight: Tensor | None = None, bias: Tensor
     return _C.batch_norm_forward(input, weight, bias, running_mean, running_var, training, momentum, eps)
 
 
-def channel_shuffle(self: Tensor, groups: int) -> Tensor:
+def channel_shuffle(self: Tensor, groups: int, *, out: Tensor | None = None) -> Tensor:
     """ShuffleNet's channel shuffle of `self` (N, C, *), C divisible by `groups`; viewed as (N, groups, C / groups, *), the two channel dims are swapped and flattened back, so output channel i * groups + j is input channel j * (C / groups) + i.
 
     Schema: ``channel_shuffle(Tensor self, SymInt groups) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16, int8, uint8, int16, int32, int64, bool.
     """
+    if out is not None:
+        if _compiling():
+            return _ops.channel_shuffle.out(self, groups, out=out)
+        return _C.channel_shuffle(self, groups, out)
     if _compiling():
         return _ops.channel_shuffle.default(self, groups)
     return _C.channel_shuffle(self, groups)
+
+
+def _conv2d_default_fits(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1, groups: int = 1) -> bool:
+    return isinstance(input, Tensor) and isinstance(weight, Tensor) and (bias is None or isinstance(bias, Tensor)) and _is_int_list(stride) and _is_int_list(padding) and _is_int_list(dilation)
+
+
+def _conv2d_default(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | Sequence[int] = 1, padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1, groups: int = 1) -> Tensor:
+    if _compiling():
+        return _ops.conv2d.default(input, weight, bias, _expand(stride, 2), _expand(padding, 2), _expand(dilation, 2), groups)
+    return _C.conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv2d_padding_fits(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | Sequence[int] = 1, padding: str = "valid", dilation: int | Sequence[int] = 1, groups: int = 1) -> bool:
+    return isinstance(input, Tensor) and isinstance(weight, Tensor) and (bias is None or isinstance(bias, Tensor)) and _is_int_list(stride) and isinstance(padding, str) and _is_int_list(dilation)
+
+
+def _conv2d_padding(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: int | Sequence[int] = 1, padding: str = "valid", dilation: int | Sequence[int] = 1, groups: int = 1) -> Tensor:
+    if _compiling():
+        return _ops.conv2d.padding(input, weight, bias, _expand(stride, 2), padding, _expand(dilation, 2), groups)
+    return _C.conv2d_padding(input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv2d(*args: Any, **kwargs: Any) -> Any:
@@ -306,8 +380,9 @@ def conv2d(*args: Any, **kwargs: Any) -> Any:
     Schema: ``conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, str padding="valid", int[2] dilation=1, int groups=1) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16.
     """
-    # Several overloads: torch.ops picks the one whose schema the arguments fit.
-    return _ops.conv2d(*args, **kwargs)
+    # Several overloads: the first whose parameters take the arguments (as torch.ops
+    # would pick, but also taking a single int for an int[N] / SymInt[N] argument).
+    return _call_overload("opforge.conv2d", ((_conv2d_default_fits, _conv2d_default), (_conv2d_padding_fits, _conv2d_padding)), args, kwargs)
 
 
 def conv2d_backward(grad_output: Tensor, input: Tensor, weight: Tensor, stride: int | Sequence[int], padding: int | Sequence[int], dilation: int | Sequence[int], groups: int, output_mask: Sequence[bool]) -> tuple[Tensor, Tensor, Tensor]:
@@ -435,12 +510,16 @@ def elu_backward(grad_output: Tensor, self: Tensor, alpha: Number) -> Tensor:
     return _C.elu_backward(grad_output, self, alpha)
 
 
-def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1) -> Tensor:
+def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1, *, out: Tensor | None = None) -> Tensor:
     """Rows of `weight` (num_embeddings, embedding_dim) picked by integer `indices` of any shape; the output has shape indices.shape + (embedding_dim,). Note the argument order (weight first, as aten::embedding; torch.nn.functional.embedding takes indices first). `padding_idx` is -1 for none (aten::embedding's convention, not Python-style negative indexing) or a row in [0, num_embeddings) that gets no gradient. Out-of-range indices raise IndexError.
 
     Schema: ``embedding(Tensor weight, Tensor indices, int padding_idx=-1) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16; indices: int64, int32.
     """
+    if out is not None:
+        if _compiling():
+            return _ops.embedding.out(weight, indices, padding_idx, out=out)
+        return _C.embedding(weight, indices, padding_idx, out)
     if _compiling():
         return _ops.embedding.default(weight, indices, padding_idx)
     return _C.embedding(weight, indices, padding_idx)
@@ -744,12 +823,16 @@ def local_response_norm_backward(grad_output: Tensor, input: Tensor, size: int, 
     return _C.local_response_norm_backward(grad_output, input, size, alpha, beta, k)
 
 
-def log_softmax(self: Tensor, dim: int) -> Tensor:
+def log_softmax(self: Tensor, dim: int, *, out: Tensor | None = None) -> Tensor:
     """log(softmax(x)) along `dim`, computed stably as x - max - log(sum(exp(x - max))).
 
     Schema: ``log_softmax(Tensor self, int dim) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16.
     """
+    if out is not None:
+        if _compiling():
+            return _ops.log_softmax.out(self, dim, out=out)
+        return _C.log_softmax(self, dim, out)
     if _compiling():
         return _ops.log_softmax.default(self, dim)
     return _C.log_softmax(self, dim)
@@ -788,12 +871,17 @@ def max_pool2d_backward(grad_output: Tensor, self: Tensor, indices: Tensor, kern
     return _C.max_pool2d_backward(grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode)
 
 
-def max_pool2d_with_indices(self: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] = (), padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1, ceil_mode: bool = False) -> tuple[Tensor, Tensor]:
+def max_pool2d_with_indices(self: Tensor, kernel_size: int | Sequence[int], stride: int | Sequence[int] = (), padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1, ceil_mode: bool = False, *, out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """Max pooling that also returns, per output element, the flat index h * W + w of its maximum within the input plane (int64). An empty stride means stride = kernel_size; padding pads with -inf and may be at most half the kernel size; ceil_mode rounds the output size up while the last window still starts inside the input or the left padding. NaN wins over any number.
 
     Schema: ``max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)``
     Dtypes: float32, float64, float16, bfloat16; result1: int64.
     """
+    if out is not None:
+        out = _out_tuple("opforge.max_pool2d_with_indices", out, 2)
+        if _compiling():
+            return _ops.max_pool2d_with_indices.out(self, _expand(kernel_size, 2), _expand(stride, 2), _expand(padding, 2), _expand(dilation, 2), ceil_mode, out0=out[0], out1=out[1])
+        return _C.max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode, out[0], out[1])
     if _compiling():
         return _ops.max_pool2d_with_indices.default(self, _expand(kernel_size, 2), _expand(stride, 2), _expand(padding, 2), _expand(dilation, 2), ceil_mode)
     return _C.max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode)
@@ -932,12 +1020,16 @@ def silu_backward(grad_output: Tensor, self: Tensor) -> Tensor:
     return _C.silu_backward(grad_output, self)
 
 
-def softmax(self: Tensor, dim: int) -> Tensor:
+def softmax(self: Tensor, dim: int, *, out: Tensor | None = None) -> Tensor:
     """exp(x) / sum(exp(x)) along `dim`, computed stably by subtracting the row maximum first.
 
     Schema: ``softmax(Tensor self, int dim) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16.
     """
+    if out is not None:
+        if _compiling():
+            return _ops.softmax.out(self, dim, out=out)
+        return _C.softmax(self, dim, out)
     if _compiling():
         return _ops.softmax.default(self, dim)
     return _C.softmax(self, dim)
@@ -998,12 +1090,16 @@ def spatial_pyramid_pool_backward(grad_output: Tensor, self: Tensor, levels: int
     return _C.spatial_pyramid_pool_backward(grad_output, self, levels, mode)
 
 
-def sum(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+def sum(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Sum over `dim` (all dimensions when None or empty); keepdim keeps reduced dimensions as size 1.
 
     Schema: ``sum(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16.
     """
+    if out is not None:
+        if _compiling():
+            return _ops.sum.out(self, _expand(dim, 1), keepdim, out=out)
+        return _C.sum(self, dim, keepdim, out)
     if _compiling():
         return _ops.sum.default(self, _expand(dim, 1), keepdim)
     return _C.sum(self, dim, keepdim)

@@ -186,6 +186,30 @@ def test_shape_rule_unknown_argument(tmp_path: Path, capsys: pytest.CaptureFixtu
     )
 
 
+def test_shape_naming_a_function_points_to_structured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_error(
+        tmp_path,
+        capsys,
+        GOOD.replace("like(self)", "relu_meta"),
+        "ops.yaml:4: error: bad shape rule: 'relu_meta' is not one; expected like(x)",
+    )
+
+
+def test_structured_op_has_no_inplace_variant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = """\
+- func: total(Tensor self, int dim) -> Tensor
+  structured: {meta: total_meta, plan: total_plan}
+  variants: [inplace, out]
+"""
+    assert_error(
+        tmp_path, capsys, text, "ops.yaml:3: error: a structured op has out= variants only"
+    )
+
+
 def test_unknown_tag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert_error(
         tmp_path,

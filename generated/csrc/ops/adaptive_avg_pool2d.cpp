@@ -34,6 +34,13 @@ at::Tensor opforge::ops::adaptive_avg_pool2d(const at::Tensor& self, c10::SymInt
   return op.call(self, output_size);
 }
 
+at::Tensor& opforge::ops::adaptive_avg_pool2d_out(const at::Tensor& self, c10::SymIntArrayRef output_size, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::adaptive_avg_pool2d", "out")
+      .typed<at::Tensor&(const at::Tensor&, c10::SymIntArrayRef, at::Tensor&)>();
+  return op.call(self, output_size, out);
+}
+
 namespace {
 
 at::Tensor adaptive_avg_pool2d_cpu_structured(const at::Tensor& self, c10::SymIntArrayRef output_size) {
@@ -86,6 +93,80 @@ at::Tensor adaptive_avg_pool2d_meta_structured(const at::Tensor& self, c10::SymI
   return result;
 }
 
+at::Tensor& adaptive_avg_pool2d_out_cpu_structured(const at::Tensor& self, c10::SymIntArrayRef output_size, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.adaptive_avg_pool2d";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  auto meta = opforge::adaptive_avg_pool2d_meta<int64_t>(kOp, self, output_size);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<true>(meta);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&out})) {
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor out_k = opforge::structured::kernel_target(kOp, "out", out, meta.outputs[0], layout, {&self_c});
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::adaptive_avg_pool2d_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(out_k), self_c.const_data_ptr<scalar_t>(), meta.plan);
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+    opforge::structured::finish_out(out, out_k);
+  }
+  return out;
+}
+#ifdef OPFORGE_WITH_CUDA
+
+at::Tensor& adaptive_avg_pool2d_out_cuda_structured(const at::Tensor& self, c10::SymIntArrayRef output_size, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.adaptive_avg_pool2d";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  const c10::DeviceGuard device_guard(self.device());
+  auto meta = opforge::adaptive_avg_pool2d_meta<int64_t>(kOp, self, output_size);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&out})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor out_k = opforge::structured::kernel_target(kOp, "out", out, meta.outputs[0], layout, {&self_c});
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(out_k), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+    opforge::structured::finish_out(out, out_k);
+  }
+  return out;
+}
+#endif  // OPFORGE_WITH_CUDA
+
+at::Tensor& adaptive_avg_pool2d_out_meta_structured(const at::Tensor& self, c10::SymIntArrayRef output_size, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.adaptive_avg_pool2d";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  const auto meta = opforge::adaptive_avg_pool2d_meta<c10::SymInt>(kOp, self, output_size);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+  return out;
+}
+
+at::Tensor& adaptive_avg_pool2d_out_autograd(const at::Tensor& self, c10::SymIntArrayRef output_size, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.adaptive_avg_pool2d";
+  if (opforge::autograd::any_requires_grad({self})) {
+    const auto meta = opforge::adaptive_avg_pool2d_meta<c10::SymInt>(kOp, self, output_size);
+    opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+    return out.copy_(opforge::ops::adaptive_avg_pool2d(self, output_size));
+  }
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    opforge::ops::adaptive_avg_pool2d_out(self, output_size, out);
+  }
+  out.unsafeGetTensorImpl()->bump_version();
+  return out;
+}
+
+at::Tensor& adaptive_avg_pool2d_out_functionalize(const at::Tensor& self, c10::SymIntArrayRef output_size, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.adaptive_avg_pool2d";
+  const auto meta = opforge::adaptive_avg_pool2d_meta<c10::SymInt>(kOp, self, output_size);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+  return out.copy_(opforge::ops::adaptive_avg_pool2d(self, output_size));
+}
+
 // Autograd for opforge.adaptive_avg_pool2d: see Note [Generated autograd] in README.md.
 at::Tensor adaptive_avg_pool2d_autograd(const at::Tensor& self, c10::SymIntArrayRef output_size) {
   auto result = [&] {
@@ -115,18 +196,26 @@ at::Tensor adaptive_avg_pool2d_autograd(const at::Tensor& self, c10::SymIntArray
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("adaptive_avg_pool2d", TORCH_FN(adaptive_avg_pool2d_autograd));
+  m.impl("adaptive_avg_pool2d.out", TORCH_FN(adaptive_avg_pool2d_out_autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
   m.impl("adaptive_avg_pool2d", TORCH_FN(adaptive_avg_pool2d_cpu_structured));
+  m.impl("adaptive_avg_pool2d.out", TORCH_FN(adaptive_avg_pool2d_out_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
   m.impl("adaptive_avg_pool2d", TORCH_FN(adaptive_avg_pool2d_cuda_structured));
+  m.impl("adaptive_avg_pool2d.out", TORCH_FN(adaptive_avg_pool2d_out_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
+TORCH_LIBRARY_IMPL(opforge, Functionalize, m) {
+  m.impl("adaptive_avg_pool2d.out", TORCH_FN(adaptive_avg_pool2d_out_functionalize));
+}
+
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
   m.impl("adaptive_avg_pool2d", TORCH_FN(adaptive_avg_pool2d_meta_structured));
+  m.impl("adaptive_avg_pool2d.out", TORCH_FN(adaptive_avg_pool2d_out_meta_structured));
 }

@@ -33,6 +33,13 @@ at::Tensor opforge::ops::channel_shuffle(const at::Tensor& self, c10::SymInt gro
   return op.call(self, groups);
 }
 
+at::Tensor& opforge::ops::channel_shuffle_out(const at::Tensor& self, c10::SymInt groups, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::channel_shuffle", "out")
+      .typed<at::Tensor&(const at::Tensor&, c10::SymInt, at::Tensor&)>();
+  return op.call(self, groups, out);
+}
+
 namespace {
 
 at::Tensor channel_shuffle_cpu_structured(const at::Tensor& self, c10::SymInt groups) {
@@ -85,6 +92,80 @@ at::Tensor channel_shuffle_meta_structured(const at::Tensor& self, c10::SymInt g
   return result;
 }
 
+at::Tensor& channel_shuffle_out_cpu_structured(const at::Tensor& self, c10::SymInt groups, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.channel_shuffle";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Char, at::ScalarType::Byte, at::ScalarType::Short, at::ScalarType::Int, at::ScalarType::Long, at::ScalarType::Bool}, "a tensor of dtype (float32, float64, float16, bfloat16, int8, uint8, int16, int32, int64, bool)");
+  auto meta = opforge::channel_shuffle_meta<int64_t>(kOp, self, groups);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&out})) {
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor out_k = opforge::structured::kernel_target(kOp, "out", out, meta.outputs[0], layout, {&self_c});
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16, int8_t, uint8_t, int16_t, int32_t, int64_t, bool>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::channel_shuffle_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(out_k), self_c.const_data_ptr<scalar_t>(), meta.plan);
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+    opforge::structured::finish_out(out, out_k);
+  }
+  return out;
+}
+#ifdef OPFORGE_WITH_CUDA
+
+at::Tensor& channel_shuffle_out_cuda_structured(const at::Tensor& self, c10::SymInt groups, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.channel_shuffle";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Char, at::ScalarType::Byte, at::ScalarType::Short, at::ScalarType::Int, at::ScalarType::Long, at::ScalarType::Bool}, "a tensor of dtype (float32, float64, float16, bfloat16, int8, uint8, int16, int32, int64, bool)");
+  const c10::DeviceGuard device_guard(self.device());
+  auto meta = opforge::channel_shuffle_meta<int64_t>(kOp, self, groups);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&out})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor out_k = opforge::structured::kernel_target(kOp, "out", out, meta.outputs[0], layout, {&self_c});
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16, int8_t, uint8_t, int16_t, int32_t, int64_t, bool>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(out_k), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+    opforge::structured::finish_out(out, out_k);
+  }
+  return out;
+}
+#endif  // OPFORGE_WITH_CUDA
+
+at::Tensor& channel_shuffle_out_meta_structured(const at::Tensor& self, c10::SymInt groups, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.channel_shuffle";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Char, at::ScalarType::Byte, at::ScalarType::Short, at::ScalarType::Int, at::ScalarType::Long, at::ScalarType::Bool}, "a tensor of dtype (float32, float64, float16, bfloat16, int8, uint8, int16, int32, int64, bool)");
+  const auto meta = opforge::channel_shuffle_meta<c10::SymInt>(kOp, self, groups);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+  return out;
+}
+
+at::Tensor& channel_shuffle_out_autograd(const at::Tensor& self, c10::SymInt groups, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.channel_shuffle";
+  if (opforge::autograd::any_requires_grad({self})) {
+    const auto meta = opforge::channel_shuffle_meta<c10::SymInt>(kOp, self, groups);
+    opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+    return out.copy_(opforge::ops::channel_shuffle(self, groups));
+  }
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    opforge::ops::channel_shuffle_out(self, groups, out);
+  }
+  out.unsafeGetTensorImpl()->bump_version();
+  return out;
+}
+
+at::Tensor& channel_shuffle_out_functionalize(const at::Tensor& self, c10::SymInt groups, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.channel_shuffle";
+  const auto meta = opforge::channel_shuffle_meta<c10::SymInt>(kOp, self, groups);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+  return out.copy_(opforge::ops::channel_shuffle(self, groups));
+}
+
 // Autograd for opforge.channel_shuffle: see Note [Generated autograd] in README.md.
 at::Tensor channel_shuffle_autograd(const at::Tensor& self, c10::SymInt groups) {
   auto result = [&] {
@@ -114,18 +195,26 @@ at::Tensor channel_shuffle_autograd(const at::Tensor& self, c10::SymInt groups) 
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("channel_shuffle", TORCH_FN(channel_shuffle_autograd));
+  m.impl("channel_shuffle.out", TORCH_FN(channel_shuffle_out_autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
   m.impl("channel_shuffle", TORCH_FN(channel_shuffle_cpu_structured));
+  m.impl("channel_shuffle.out", TORCH_FN(channel_shuffle_out_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
   m.impl("channel_shuffle", TORCH_FN(channel_shuffle_cuda_structured));
+  m.impl("channel_shuffle.out", TORCH_FN(channel_shuffle_out_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
+TORCH_LIBRARY_IMPL(opforge, Functionalize, m) {
+  m.impl("channel_shuffle.out", TORCH_FN(channel_shuffle_out_functionalize));
+}
+
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
   m.impl("channel_shuffle", TORCH_FN(channel_shuffle_meta_structured));
+  m.impl("channel_shuffle.out", TORCH_FN(channel_shuffle_out_meta_structured));
 }

@@ -34,6 +34,13 @@ at::Tensor opforge::ops::embedding(const at::Tensor& weight, const at::Tensor& i
   return op.call(weight, indices, padding_idx);
 }
 
+at::Tensor& opforge::ops::embedding_out(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::embedding", "out")
+      .typed<at::Tensor&(const at::Tensor&, const at::Tensor&, int64_t, at::Tensor&)>();
+  return op.call(weight, indices, padding_idx, out);
+}
+
 namespace {
 
 at::Tensor embedding_cpu_structured(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
@@ -98,6 +105,92 @@ at::Tensor embedding_meta_structured(const at::Tensor& weight, const at::Tensor&
   return result;
 }
 
+at::Tensor& embedding_out_cpu_structured(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.embedding";
+  opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "indices", indices, c10::DeviceType::CPU);
+  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
+  auto meta = opforge::embedding_meta<int64_t>(kOp, weight, indices, padding_idx);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], weight);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&out})) {
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, weight, nullptr);
+    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
+    const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
+    const at::Tensor out_k = opforge::structured::kernel_target(kOp, "out", out, meta.outputs[0], layout, {&weight_c, &indices_c});
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
+        opforge::embedding_cpu<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(out_k), weight_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan);
+      });
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+    opforge::structured::finish_out(out, out_k);
+  }
+  return out;
+}
+#ifdef OPFORGE_WITH_CUDA
+
+at::Tensor& embedding_out_cuda_structured(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.embedding";
+  opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CUDA);
+  opforge::check::same_device(kOp, "indices", indices, "weight", weight);
+  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
+  const c10::DeviceGuard device_guard(weight.device());
+  auto meta = opforge::embedding_meta<int64_t>(kOp, weight, indices, padding_idx);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], weight);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&out})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, weight);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, weight, &opforge::cuda::stream_capturing);
+    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
+    const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
+    const at::Tensor out_k = opforge::structured::kernel_target(kOp, "out", out, meta.outputs[0], layout, {&weight_c, &indices_c});
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
+        OPFORGE_CUDA_CHECK(opforge::embedding_cuda<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(out_k), weight_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan, opforge::cuda::current_stream()));
+      });
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+    opforge::structured::finish_out(out, out_k);
+  }
+  return out;
+}
+#endif  // OPFORGE_WITH_CUDA
+
+at::Tensor& embedding_out_meta_structured(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.embedding";
+  opforge::check::same_device(kOp, "indices", indices, "weight", weight);
+  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
+  const auto meta = opforge::embedding_meta<c10::SymInt>(kOp, weight, indices, padding_idx);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], weight);
+  return out;
+}
+
+at::Tensor& embedding_out_autograd(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.embedding";
+  if (opforge::autograd::any_requires_grad({weight, indices})) {
+    const auto meta = opforge::embedding_meta<c10::SymInt>(kOp, weight, indices, padding_idx);
+    opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], weight);
+    return out.copy_(opforge::ops::embedding(weight, indices, padding_idx));
+  }
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    opforge::ops::embedding_out(weight, indices, padding_idx, out);
+  }
+  out.unsafeGetTensorImpl()->bump_version();
+  return out;
+}
+
+at::Tensor& embedding_out_functionalize(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.embedding";
+  const auto meta = opforge::embedding_meta<c10::SymInt>(kOp, weight, indices, padding_idx);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], weight);
+  return out.copy_(opforge::ops::embedding(weight, indices, padding_idx));
+}
+
 // Autograd for opforge.embedding: see Note [Generated autograd] in README.md.
 at::Tensor embedding_autograd(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
   auto result = [&] {
@@ -130,18 +223,26 @@ at::Tensor embedding_autograd(const at::Tensor& weight, const at::Tensor& indice
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("embedding", TORCH_FN(embedding_autograd));
+  m.impl("embedding.out", TORCH_FN(embedding_out_autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
   m.impl("embedding", TORCH_FN(embedding_cpu_structured));
+  m.impl("embedding.out", TORCH_FN(embedding_out_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
   m.impl("embedding", TORCH_FN(embedding_cuda_structured));
+  m.impl("embedding.out", TORCH_FN(embedding_out_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
+TORCH_LIBRARY_IMPL(opforge, Functionalize, m) {
+  m.impl("embedding.out", TORCH_FN(embedding_out_functionalize));
+}
+
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
   m.impl("embedding", TORCH_FN(embedding_meta_structured));
+  m.impl("embedding.out", TORCH_FN(embedding_out_meta_structured));
 }

@@ -34,6 +34,13 @@ at::Tensor opforge::ops::log_softmax(const at::Tensor& self, int64_t dim) {
   return op.call(self, dim);
 }
 
+at::Tensor& opforge::ops::log_softmax_out(const at::Tensor& self, int64_t dim, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::log_softmax", "out")
+      .typed<at::Tensor&(const at::Tensor&, int64_t, at::Tensor&)>();
+  return op.call(self, dim, out);
+}
+
 namespace {
 
 at::Tensor log_softmax_cpu_structured(const at::Tensor& self, int64_t dim) {
@@ -86,6 +93,80 @@ at::Tensor log_softmax_meta_structured(const at::Tensor& self, int64_t dim) {
   return result;
 }
 
+at::Tensor& log_softmax_out_cpu_structured(const at::Tensor& self, int64_t dim, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.log_softmax";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  auto meta = opforge::softmax_meta<int64_t>(kOp, self, dim);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&out})) {
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor out_k = opforge::structured::kernel_target(kOp, "out", out, meta.outputs[0], layout, {&self_c});
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::log_softmax_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(out_k), self_c.const_data_ptr<scalar_t>(), meta.plan);
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+    opforge::structured::finish_out(out, out_k);
+  }
+  return out;
+}
+#ifdef OPFORGE_WITH_CUDA
+
+at::Tensor& log_softmax_out_cuda_structured(const at::Tensor& self, int64_t dim, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.log_softmax";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  const c10::DeviceGuard device_guard(self.device());
+  auto meta = opforge::softmax_meta<int64_t>(kOp, self, dim);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&out})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor out_k = opforge::structured::kernel_target(kOp, "out", out, meta.outputs[0], layout, {&self_c});
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(out_k), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+    opforge::structured::finish_out(out, out_k);
+  }
+  return out;
+}
+#endif  // OPFORGE_WITH_CUDA
+
+at::Tensor& log_softmax_out_meta_structured(const at::Tensor& self, int64_t dim, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.log_softmax";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  const auto meta = opforge::softmax_meta<c10::SymInt>(kOp, self, dim);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+  return out;
+}
+
+at::Tensor& log_softmax_out_autograd(const at::Tensor& self, int64_t dim, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.log_softmax";
+  if (opforge::autograd::any_requires_grad({self})) {
+    const auto meta = opforge::softmax_meta<c10::SymInt>(kOp, self, dim);
+    opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+    return out.copy_(opforge::ops::log_softmax(self, dim));
+  }
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    opforge::ops::log_softmax_out(self, dim, out);
+  }
+  out.unsafeGetTensorImpl()->bump_version();
+  return out;
+}
+
+at::Tensor& log_softmax_out_functionalize(const at::Tensor& self, int64_t dim, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.log_softmax";
+  const auto meta = opforge::softmax_meta<c10::SymInt>(kOp, self, dim);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+  return out.copy_(opforge::ops::log_softmax(self, dim));
+}
+
 // Autograd for opforge.log_softmax: see Note [Generated autograd] in README.md.
 at::Tensor log_softmax_autograd(const at::Tensor& self, int64_t dim) {
   auto result = [&] {
@@ -116,18 +197,26 @@ at::Tensor log_softmax_autograd(const at::Tensor& self, int64_t dim) {
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("log_softmax", TORCH_FN(log_softmax_autograd));
+  m.impl("log_softmax.out", TORCH_FN(log_softmax_out_autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
   m.impl("log_softmax", TORCH_FN(log_softmax_cpu_structured));
+  m.impl("log_softmax.out", TORCH_FN(log_softmax_out_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
   m.impl("log_softmax", TORCH_FN(log_softmax_cuda_structured));
+  m.impl("log_softmax.out", TORCH_FN(log_softmax_out_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
+TORCH_LIBRARY_IMPL(opforge, Functionalize, m) {
+  m.impl("log_softmax.out", TORCH_FN(log_softmax_out_functionalize));
+}
+
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
   m.impl("log_softmax", TORCH_FN(log_softmax_meta_structured));
+  m.impl("log_softmax.out", TORCH_FN(log_softmax_out_meta_structured));
 }

@@ -34,6 +34,13 @@ std::tuple<at::Tensor, at::Tensor> opforge::ops::max_pool2d_with_indices(const a
   return op.call(self, kernel_size, stride, padding, dilation, ceil_mode);
 }
 
+std::tuple<at::Tensor&, at::Tensor&> opforge::ops::max_pool2d_with_indices_out(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode, at::Tensor& out0, at::Tensor& out1) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::max_pool2d_with_indices", "out")
+      .typed<std::tuple<at::Tensor&, at::Tensor&>(const at::Tensor&, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, bool, at::Tensor&, at::Tensor&)>();
+  return op.call(self, kernel_size, stride, padding, dilation, ceil_mode, out0, out1);
+}
+
 namespace {
 
 std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cpu_structured(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
@@ -91,6 +98,96 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_meta_structured(const
   return std::make_tuple(result0, result1);
 }
 
+std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out_cpu_structured(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode, at::Tensor& out0, at::Tensor& out1) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.max_pool2d_with_indices";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  auto meta = opforge::max_pool2d_with_indices_meta<int64_t>(kOp, self, kernel_size, stride, padding, dilation, ceil_mode);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<true>(meta);
+  opforge::structured::prepare_out(kOp, "out0", out0, meta.outputs[0], self);
+  opforge::structured::prepare_out(kOp, "out1", out1, meta.outputs[1], self);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&out0, &out1})) {
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor out0_k = opforge::structured::kernel_target(kOp, "out0", out0, meta.outputs[0], layout, {&self_c});
+    const at::Tensor out1_k = opforge::structured::kernel_target(kOp, "out1", out1, meta.outputs[1], layout, {&self_c});
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::max_pool2d_with_indices_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(out0_k), opforge::structured::mutable_data_or_null<int64_t>(out1_k), self_c.const_data_ptr<scalar_t>(), meta.plan);
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+    opforge::structured::finish_out(out0, out0_k);
+    opforge::structured::finish_out(out1, out1_k);
+  }
+  return std::forward_as_tuple(out0, out1);
+}
+#ifdef OPFORGE_WITH_CUDA
+
+std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out_cuda_structured(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode, at::Tensor& out0, at::Tensor& out1) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.max_pool2d_with_indices";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  const c10::DeviceGuard device_guard(self.device());
+  auto meta = opforge::max_pool2d_with_indices_meta<int64_t>(kOp, self, kernel_size, stride, padding, dilation, ceil_mode);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  opforge::structured::prepare_out(kOp, "out0", out0, meta.outputs[0], self);
+  opforge::structured::prepare_out(kOp, "out1", out1, meta.outputs[1], self);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&out0, &out1})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor out0_k = opforge::structured::kernel_target(kOp, "out0", out0, meta.outputs[0], layout, {&self_c});
+    const at::Tensor out1_k = opforge::structured::kernel_target(kOp, "out1", out1, meta.outputs[1], layout, {&self_c});
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(out0_k), opforge::structured::mutable_data_or_null<int64_t>(out1_k), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+    opforge::structured::finish_out(out0, out0_k);
+    opforge::structured::finish_out(out1, out1_k);
+  }
+  return std::forward_as_tuple(out0, out1);
+}
+#endif  // OPFORGE_WITH_CUDA
+
+std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out_meta_structured(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode, at::Tensor& out0, at::Tensor& out1) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.max_pool2d_with_indices";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  const auto meta = opforge::max_pool2d_with_indices_meta<c10::SymInt>(kOp, self, kernel_size, stride, padding, dilation, ceil_mode);
+  opforge::structured::prepare_out(kOp, "out0", out0, meta.outputs[0], self);
+  opforge::structured::prepare_out(kOp, "out1", out1, meta.outputs[1], self);
+  return std::forward_as_tuple(out0, out1);
+}
+
+std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out_autograd(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode, at::Tensor& out0, at::Tensor& out1) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.max_pool2d_with_indices";
+  if (opforge::autograd::any_requires_grad({self})) {
+    const auto meta = opforge::max_pool2d_with_indices_meta<c10::SymInt>(kOp, self, kernel_size, stride, padding, dilation, ceil_mode);
+    opforge::structured::prepare_out(kOp, "out0", out0, meta.outputs[0], self);
+    opforge::structured::prepare_out(kOp, "out1", out1, meta.outputs[1], self);
+    const auto result = opforge::ops::max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode);
+    out0.copy_(std::get<0>(result));
+    out1.copy_(std::get<1>(result));
+    return std::forward_as_tuple(out0, out1);
+  }
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    opforge::ops::max_pool2d_with_indices_out(self, kernel_size, stride, padding, dilation, ceil_mode, out0, out1);
+  }
+  out0.unsafeGetTensorImpl()->bump_version();
+  out1.unsafeGetTensorImpl()->bump_version();
+  return std::forward_as_tuple(out0, out1);
+}
+
+std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out_functionalize(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode, at::Tensor& out0, at::Tensor& out1) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.max_pool2d_with_indices";
+  const auto meta = opforge::max_pool2d_with_indices_meta<c10::SymInt>(kOp, self, kernel_size, stride, padding, dilation, ceil_mode);
+  opforge::structured::prepare_out(kOp, "out0", out0, meta.outputs[0], self);
+  opforge::structured::prepare_out(kOp, "out1", out1, meta.outputs[1], self);
+  const auto result = opforge::ops::max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode);
+  out0.copy_(std::get<0>(result));
+  out1.copy_(std::get<1>(result));
+  return std::forward_as_tuple(out0, out1);
+}
+
 // Autograd for opforge.max_pool2d_with_indices: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_autograd(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
   auto result = [&] {
@@ -127,18 +224,26 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_autograd(const at::Te
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("max_pool2d_with_indices", TORCH_FN(max_pool2d_with_indices_autograd));
+  m.impl("max_pool2d_with_indices.out", TORCH_FN(max_pool2d_with_indices_out_autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
   m.impl("max_pool2d_with_indices", TORCH_FN(max_pool2d_with_indices_cpu_structured));
+  m.impl("max_pool2d_with_indices.out", TORCH_FN(max_pool2d_with_indices_out_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
   m.impl("max_pool2d_with_indices", TORCH_FN(max_pool2d_with_indices_cuda_structured));
+  m.impl("max_pool2d_with_indices.out", TORCH_FN(max_pool2d_with_indices_out_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
+TORCH_LIBRARY_IMPL(opforge, Functionalize, m) {
+  m.impl("max_pool2d_with_indices.out", TORCH_FN(max_pool2d_with_indices_out_functionalize));
+}
+
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
   m.impl("max_pool2d_with_indices", TORCH_FN(max_pool2d_with_indices_meta_structured));
+  m.impl("max_pool2d_with_indices.out", TORCH_FN(max_pool2d_with_indices_out_meta_structured));
 }

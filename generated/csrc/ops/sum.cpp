@@ -34,6 +34,13 @@ at::Tensor opforge::ops::sum(const at::Tensor& self, at::OptionalIntArrayRef dim
   return op.call(self, dim, keepdim);
 }
 
+at::Tensor& opforge::ops::sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::sum", "out")
+      .typed<at::Tensor&(const at::Tensor&, at::OptionalIntArrayRef, bool, at::Tensor&)>();
+  return op.call(self, dim, keepdim, out);
+}
+
 namespace {
 
 at::Tensor sum_cpu_structured(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
@@ -86,6 +93,80 @@ at::Tensor sum_meta_structured(const at::Tensor& self, at::OptionalIntArrayRef d
   return result;
 }
 
+at::Tensor& sum_out_cpu_structured(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sum";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  auto meta = opforge::sum_meta<int64_t>(kOp, self, dim, keepdim);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&out})) {
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor out_k = opforge::structured::kernel_target(kOp, "out", out, meta.outputs[0], layout, {&self_c});
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::sum_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(out_k), self_c.const_data_ptr<scalar_t>(), meta.plan);
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+    opforge::structured::finish_out(out, out_k);
+  }
+  return out;
+}
+#ifdef OPFORGE_WITH_CUDA
+
+at::Tensor& sum_out_cuda_structured(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sum";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  const c10::DeviceGuard device_guard(self.device());
+  auto meta = opforge::sum_meta<int64_t>(kOp, self, dim, keepdim);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&out})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor out_k = opforge::structured::kernel_target(kOp, "out", out, meta.outputs[0], layout, {&self_c});
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::sum_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(out_k), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+    opforge::structured::finish_out(out, out_k);
+  }
+  return out;
+}
+#endif  // OPFORGE_WITH_CUDA
+
+at::Tensor& sum_out_meta_structured(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sum";
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  const auto meta = opforge::sum_meta<c10::SymInt>(kOp, self, dim, keepdim);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+  return out;
+}
+
+at::Tensor& sum_out_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sum";
+  if (opforge::autograd::any_requires_grad({self})) {
+    const auto meta = opforge::sum_meta<c10::SymInt>(kOp, self, dim, keepdim);
+    opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+    return out.copy_(opforge::ops::sum(self, dim, keepdim));
+  }
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    opforge::ops::sum_out(self, dim, keepdim, out);
+  }
+  out.unsafeGetTensorImpl()->bump_version();
+  return out;
+}
+
+at::Tensor& sum_out_functionalize(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sum";
+  const auto meta = opforge::sum_meta<c10::SymInt>(kOp, self, dim, keepdim);
+  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
+  return out.copy_(opforge::ops::sum(self, dim, keepdim));
+}
+
 // Autograd for opforge.sum: see Note [Generated autograd] in README.md.
 at::Tensor sum_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
   auto result = [&] {
@@ -117,18 +198,26 @@ at::Tensor sum_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, boo
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("sum", TORCH_FN(sum_autograd));
+  m.impl("sum.out", TORCH_FN(sum_out_autograd));
 }
 
 TORCH_LIBRARY_IMPL(opforge, CPU, m) {
   m.impl("sum", TORCH_FN(sum_cpu_structured));
+  m.impl("sum.out", TORCH_FN(sum_out_cpu_structured));
 }
 
 #ifdef OPFORGE_WITH_CUDA
 TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
   m.impl("sum", TORCH_FN(sum_cuda_structured));
+  m.impl("sum.out", TORCH_FN(sum_out_cuda_structured));
 }
 #endif  // OPFORGE_WITH_CUDA
 
+TORCH_LIBRARY_IMPL(opforge, Functionalize, m) {
+  m.impl("sum.out", TORCH_FN(sum_out_functionalize));
+}
+
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
   m.impl("sum", TORCH_FN(sum_meta_structured));
+  m.impl("sum.out", TORCH_FN(sum_out_meta_structured));
 }

@@ -34,6 +34,7 @@
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/SymInt.h>
 #include <c10/util/SmallVector.h>
@@ -63,6 +64,21 @@ c10::ArrayRef<Int> sizes_of(const at::Tensor& t) {
   } else {
     return t.sym_sizes();
   }
+}
+
+// A SymInt parameter (a stride, a padding index) as the int the kernels
+// need: a symbolic one is guarded to its value, so torch.compile specializes
+// the graph on the parameter while tensor sizes stay symbolic.
+inline int64_t static_int(const c10::SymInt& v) {
+  return v.guard_int(__FILE__, __LINE__);
+}
+
+inline c10::SmallVector<int64_t, 2> static_ints(c10::SymIntArrayRef values) {
+  c10::SmallVector<int64_t, 2> out;
+  for (const c10::SymInt& v : values) {
+    out.push_back(static_int(v));
+  }
+  return out;
 }
 
 // A SymInt argument as Int (the meta function's size type).
@@ -281,6 +297,61 @@ at::Tensor as_declared(const at::Tensor& t, const output<Int>& spec, at::MemoryF
   at::Tensor declared = allocate(spec, t);
   declared.copy_(t);
   return declared;
+}
+
+// Note [Structured out=]: an out= variant (`variants: [out]`) runs the meta
+// function, then prepare_out: `out` must be on the inputs' device and have the
+// result's dtype exactly (PyTorch's structured kernels do not cast); one of
+// another shape is resized (with torch's warning when it had elements) and laid
+// out as the functional op's result. The kernel writes straight into `out`
+// when it is dense in the layout the kernel computes in and shares no memory
+// with what the kernel reads; otherwise into a scratch result that is then
+// copied into `out` (kernel_target / finish_out).
+template <typename Int>
+void prepare_out(const char* op, const char* arg, at::Tensor& out, const output<Int>& spec, const at::Tensor& like) {
+  if (!spec.defined) {
+    return;
+  }
+  TORCH_CHECK(out.device() == like.device(), op, ": expected '", arg, "' on ", like.device(), ", got ", out.device());
+  TORCH_CHECK(out.scalar_type() == spec.dtype, op, ": expected '", arg, "' to have dtype ",
+              c10::toString(spec.dtype), " (the result's), got ", c10::toString(out.scalar_type()));
+  const c10::ArrayRef<Int> want(spec.sizes);
+  if (sizes_of<Int>(out).equals(want)) {
+    return;
+  }
+  if (out.sym_numel() != 0) {
+    TORCH_WARN(op, ": an output with one or more elements was resized since it had shape ", sizes_of<Int>(out),
+               ", which does not match the required output shape ", want,
+               ". This behavior is deprecated; resize it to zero elements first (out.resize_(0)).");
+  }
+  if constexpr (concrete<Int>) {
+    out.resize_(want, spec.memory_format);
+  } else {
+    out.resize__symint(want, spec.memory_format);
+  }
+}
+
+// What the kernel writes for `out`: `out` itself, or a scratch result in the
+// kernel's layout (Note [Structured out=]). `reads` are the kernel's inputs as
+// it reads them (the contiguous copies; undefined for absent ones).
+inline at::Tensor kernel_target(const char* op, const char* arg, const at::Tensor& out, const output<int64_t>& spec,
+                                at::MemoryFormat kernel_layout, std::initializer_list<const at::Tensor*> reads) {
+  if (!spec.defined) {
+    return at::Tensor();
+  }
+  TORCH_CHECK(at::has_internal_overlap(out) != at::MemOverlap::Yes, op, ": '", arg,
+              "' has elements that share memory (e.g. an expanded tensor); clone() it first");
+  bool direct = out.dim() == 4 ? out.is_contiguous(kernel_layout) : out.is_contiguous();
+  for (const at::Tensor* t : reads) {
+    direct = direct && (!t->defined() || at::get_overlap_status(out, *t) == at::MemOverlapStatus::No);
+  }
+  return direct ? out : allocate(spec, out, kernel_layout);
+}
+
+inline void finish_out(const at::Tensor& out, const at::Tensor& written) {
+  if (written.defined() && !written.is_same(out)) {
+    out.copy_(written);
+  }
 }
 
 template <typename T>

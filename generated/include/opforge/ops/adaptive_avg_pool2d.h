@@ -25,5 +25,7 @@ void adaptive_avg_pool2d_cpu(scalar_t* result, const scalar_t* self, const opfor
 namespace ops {
 // adaptive_avg_pool2d
 at::Tensor adaptive_avg_pool2d(const at::Tensor& self, c10::SymIntArrayRef output_size);
+// adaptive_avg_pool2d.out
+at::Tensor& adaptive_avg_pool2d_out(const at::Tensor& self, c10::SymIntArrayRef output_size, at::Tensor& out);
 }  // namespace ops
 }  // namespace opforge

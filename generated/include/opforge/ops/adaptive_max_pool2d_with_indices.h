@@ -25,5 +25,7 @@ void adaptive_max_pool2d_with_indices_cpu(scalar_t* result0, int64_t* result1, c
 namespace ops {
 // adaptive_max_pool2d_with_indices
 std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices(const at::Tensor& self, at::IntArrayRef output_size);
+// adaptive_max_pool2d_with_indices.out
+std::tuple<at::Tensor&, at::Tensor&> adaptive_max_pool2d_with_indices_out(const at::Tensor& self, at::IntArrayRef output_size, at::Tensor& out0, at::Tensor& out1);
 }  // namespace ops
 }  // namespace opforge

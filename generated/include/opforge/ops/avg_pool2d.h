@@ -25,5 +25,7 @@ void avg_pool2d_cpu(scalar_t* result, const scalar_t* self, const opforge::avg_p
 namespace ops {
 // avg_pool2d
 at::Tensor avg_pool2d(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override);
+// avg_pool2d.out
+at::Tensor& avg_pool2d_out(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, at::Tensor& out);
 }  // namespace ops
 }  // namespace opforge

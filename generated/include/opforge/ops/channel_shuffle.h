@@ -25,5 +25,7 @@ void channel_shuffle_cpu(scalar_t* result, const scalar_t* self, const opforge::
 namespace ops {
 // channel_shuffle
 at::Tensor channel_shuffle(const at::Tensor& self, c10::SymInt groups);
+// channel_shuffle.out
+at::Tensor& channel_shuffle_out(const at::Tensor& self, c10::SymInt groups, at::Tensor& out);
 }  // namespace ops
 }  // namespace opforge

@@ -25,5 +25,7 @@ void log_softmax_cpu(scalar_t* result, const scalar_t* self, const opforge::dim_
 namespace ops {
 // log_softmax
 at::Tensor log_softmax(const at::Tensor& self, int64_t dim);
+// log_softmax.out
+at::Tensor& log_softmax_out(const at::Tensor& self, int64_t dim, at::Tensor& out);
 }  // namespace ops
 }  // namespace opforge

@@ -25,5 +25,7 @@ void max_pool2d_with_indices_cpu(scalar_t* result0, int64_t* result1, const scal
 namespace ops {
 // max_pool2d_with_indices
 std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
+// max_pool2d_with_indices.out
+std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode, at::Tensor& out0, at::Tensor& out1);
 }  // namespace ops
 }  // namespace opforge

@@ -25,5 +25,7 @@ void softmax_cpu(scalar_t* result, const scalar_t* self, const opforge::dim_spli
 namespace ops {
 // softmax
 at::Tensor softmax(const at::Tensor& self, int64_t dim);
+// softmax.out
+at::Tensor& softmax_out(const at::Tensor& self, int64_t dim, at::Tensor& out);
 }  // namespace ops
 }  // namespace opforge

@@ -25,5 +25,7 @@ void sum_cpu(scalar_t* result, const scalar_t* self, const opforge::sum_plan& pl
 namespace ops {
 // sum
 at::Tensor sum(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim);
+// sum.out
+at::Tensor& sum_out(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out);
 }  // namespace ops
 }  // namespace opforge

@@ -66,7 +66,7 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("stride")
       );
   m.def(
-      "crop",
+      "crop_name",
       [](const at::Tensor& self, const std::string& size) -> at::Tensor {
         pybind11::gil_scoped_release no_gil;
         return opforge::ops::crop_name(self, c10::string_view(size));

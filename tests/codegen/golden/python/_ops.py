@@ -23,6 +23,34 @@ _ops = torch.ops.opforge
 
 
 
+def _out_tuple(op: str, out: Any, n: int) -> Any:
+    """The `out=` of an op with n results: a tuple of n tensors, as in PyTorch."""
+    if not isinstance(out, (tuple, list)) or len(out) != n:
+        raise TypeError(f"{op}: 'out' must be a tuple of {n} tensors, got {type(out).__name__}")
+    return out
+
+
+def _is_int_list(value: Any) -> bool:
+    """A value an `int[N]` argument takes: an int, or a sequence of ints."""
+    if isinstance(value, (int, torch.SymInt)):
+        return not isinstance(value, bool)
+    return isinstance(value, (list, tuple)) and all(
+        isinstance(v, (int, torch.SymInt)) and not isinstance(v, bool) for v in value
+    )
+
+
+def _call_overload(op: str, overloads: Any, args: Any, kwargs: Any) -> Any:
+    """Calls the first overload whose `fits` takes the arguments."""
+    for fits, fn in overloads:
+        try:
+            matched = fits(*args, **kwargs)
+        except TypeError:  # its parameters do not bind these arguments
+            continue
+        if matched:
+            return fn(*args, **kwargs)
+    raise TypeError(f"{op}: no overload takes these arguments; see help({op})")
+
+
 def _expand(value: Any, n: int) -> Any:
     """A single int given for an `int[N]` argument: N copies of it."""
     return [value] * n if isinstance(value, (int, torch.SymInt)) and not isinstance(value, bool) else value
@@ -37,7 +65,7 @@ OP_TABLE: tuple[dict[str, Any], ...] = (
     {'qualified': 'clamp_to_', 'schema': 'clamp_to_(Tensor(a!) self, Scalar low, Scalar high) -> Tensor(a!)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.clamp', 'family': 'two_ops', 'shape': None, 'samples': [{'self': [3, 4], 'low': -1, 'high': 1}]},
     {'qualified': 'crop', 'schema': 'crop(Tensor self, int[2] size, int[2] stride=1) -> Tensor', 'keys': ['CPU'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.sum', 'family': 'two_ops', 'shape': 'sizes(self.size(0), (self.size(-1) - size[0]) // stride[0] + 1)', 'samples': []},
     {'qualified': 'crop.name', 'schema': 'crop.name(Tensor self, str size) -> Tensor', 'keys': ['CompositeImplicitAutograd'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.sum', 'family': 'two_ops', 'shape': None, 'samples': []},
-    {'qualified': 'gather_stats', 'schema': 'gather_stats(Tensor table, Tensor index, Tensor(a!)? running, *, Generator? generator=None) -> (Tensor, Tensor)', 'keys': ['CPU'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'index': ['int64', 'int32']}, 'reference': 'torch.sum', 'family': 'two_ops', 'shape': 'gather_stats_meta', 'samples': []},
+    {'qualified': 'gather_stats', 'schema': 'gather_stats(Tensor table, Tensor index, Tensor(a!)? running, *, Generator? generator=None) -> (Tensor, Tensor)', 'keys': ['CPU', 'Meta'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'index': ['int64', 'int32']}, 'reference': 'torch.sum', 'family': 'two_ops', 'shape': None, 'samples': []},
     {'qualified': 'scale_add.Tensor', 'schema': 'scale_add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'int64'], 'arg_dtypes': {}, 'reference': 'torch.add', 'family': 'two_ops', 'shape': 'broadcast(self, other)', 'samples': []},
     {'qualified': 'select_max', 'schema': 'select_max(Tensor self, Tensor? weight, Tensor(a!)? counts, int dim) -> (Tensor, Tensor)', 'keys': ['CPU', 'CUDA'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {'result1': ['int64'], 'counts': ['int64']}, 'reference': 'torch.max', 'family': 'two_ops', 'shape': None, 'samples': []},
     {'qualified': 'total', 'schema': "total(Tensor self, int[1]? dim=None, bool keepdim=False, *, str mode='sum') -> Tensor", 'keys': ['CPU'], 'dtypes': ['float32', 'float64', 'float16', 'bfloat16'], 'arg_dtypes': {}, 'reference': 'torch.sum', 'family': 'two_ops', 'shape': 'reduce(self, dim, keepdim)', 'samples': []},
@@ -70,6 +98,26 @@ def clamp_to_(self: Tensor, low: Number, high: Number) -> Tensor:
     return _C.clamp_to_(self, low, high)
 
 
+def _crop_default_fits(self: Tensor, size: int | Sequence[int], stride: int | Sequence[int] = 1) -> bool:
+    return isinstance(self, Tensor) and _is_int_list(size) and _is_int_list(stride)
+
+
+def _crop_default(self: Tensor, size: int | Sequence[int], stride: int | Sequence[int] = 1) -> Tensor:
+    if _compiling():
+        return _ops.crop.default(self, _expand(size, 2), _expand(stride, 2))
+    return _C.crop(self, size, stride)
+
+
+def _crop_name_fits(self: Tensor, size: str) -> bool:
+    return isinstance(self, Tensor) and isinstance(size, str)
+
+
+def _crop_name(self: Tensor, size: str) -> Tensor:
+    if _compiling():
+        return _ops.crop.name(self, size)
+    return _C.crop_name(self, size)
+
+
 def crop(*args: Any, **kwargs: Any) -> Any:
     """Exercises an explicit sizes() shape rule.
 
@@ -81,8 +129,9 @@ def crop(*args: Any, **kwargs: Any) -> Any:
     Schema: ``crop.name(Tensor self, str size) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16.
     """
-    # Several overloads: torch.ops picks the one whose schema the arguments fit.
-    return _ops.crop(*args, **kwargs)
+    # Several overloads: the first whose parameters take the arguments (as torch.ops
+    # would pick, but also taking a single int for an int[N] / SymInt[N] argument).
+    return _call_overload("opforge.crop", ((_crop_default_fits, _crop_default), (_crop_name_fits, _crop_name)), args, kwargs)
 
 
 def gather_stats(table: Tensor, index: Tensor, running: Tensor | None, *, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:

@@ -35,14 +35,6 @@ std::tuple<at::Tensor, at::Tensor> gather_stats_cpu_checked(const at::Tensor& ta
   return opforge::gather_stats_cpu(table, index, running, generator);
 }
 
-std::tuple<at::Tensor, at::Tensor> gather_stats_meta_checked(const at::Tensor& table, const at::Tensor& index, const std::optional<at::Tensor>& running, std::optional<at::Generator> generator) {
-  [[maybe_unused]] constexpr const char* kOp = "opforge.gather_stats";
-  opforge::check::same_device(kOp, "index", index, "table", table);
-  opforge::check::same_device(kOp, "running", running, "table", table);
-  opforge::check::same_dtype(kOp, "running", running, "table", table);
-  return opforge::gather_stats_meta(table, index, running, generator);
-}
-
 // Autograd for opforge.gather_stats: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor> gather_stats_autograd(const at::Tensor& table, const at::Tensor& index, const std::optional<at::Tensor>& running, std::optional<at::Generator> generator) {
   auto result = [&] {
@@ -86,5 +78,5 @@ TORCH_LIBRARY_IMPL(opforge, CPU, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
-  m.impl("gather_stats", TORCH_FN(gather_stats_meta_checked));
+  m.impl("gather_stats", TORCH_FN(opforge::gather_stats_meta));
 }

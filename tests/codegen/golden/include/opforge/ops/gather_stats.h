@@ -19,7 +19,7 @@ namespace opforge {
 // gather_stats [CPU]
 std::tuple<at::Tensor, at::Tensor> gather_stats_cpu(const at::Tensor& table, const at::Tensor& index, const std::optional<at::Tensor>& running, std::optional<at::Generator> generator);
 
-// gather_stats [Meta, shape rule]
+// gather_stats [Meta]
 std::tuple<at::Tensor, at::Tensor> gather_stats_meta(const at::Tensor& table, const at::Tensor& index, const std::optional<at::Tensor>& running, std::optional<at::Generator> generator);
 
 namespace ops {
