@@ -140,15 +140,15 @@ def _two(*shape: int) -> Callable[[torch.device], list[Any]]:
     return lambda d: [torch.randn(*shape, device=d), torch.randn(*shape, device=d)]
 
 
-def _out(fn: Fn) -> Fn:
-    """fn(x, out=buffer) with one buffer reused across calls."""
+def _out(fn: Fn, *args: Any) -> Fn:
+    """fn(x, *args, out=buffer) with one buffer reused across calls (resized by the first)."""
     buffers: dict[tuple[Any, ...], Tensor] = {}
 
     def run(x: Tensor) -> Any:
         key = (x.shape, x.dtype, x.device)
         if key not in buffers:
-            buffers[key] = torch.empty_like(x)
-        return fn(x, out=buffers[key])
+            buffers[key] = torch.empty(0, dtype=x.dtype, device=x.device)
+        return fn(x, *args, out=buffers[key])
 
     return run
 
@@ -179,6 +179,43 @@ def _variant_cases() -> list[Case]:
         ),
         Case("add_ (in-place)", str(ACT), _two(*ACT), opforge.add_, torch.Tensor.add_, 1.1, 0),
         Case("add_ vs opforge.add", str(ACT), _two(*ACT), opforge.add_, opforge.add, 1.0, 0),
+        # Structured out= (Note [Structured out=]): the kernel writes into `out`.
+        Case(
+            "softmax out=",
+            "(4096, 1024)",
+            _randn(4096, 1024),
+            _out(opforge.softmax, 1),
+            _out(torch.softmax, 1),
+            1.1,
+            0,
+        ),
+        Case(
+            "softmax out= vs opforge.softmax",
+            "(4096, 1024)",
+            _randn(4096, 1024),
+            _out(opforge.softmax, 1),
+            lambda x: opforge.softmax(x, 1),
+            1.0,
+            0,
+        ),
+        Case(
+            "avg_pool2d out=",
+            str(ACT),
+            _randn(*ACT),
+            _out(opforge.avg_pool2d, 2),
+            _out(torch._C._nn.avg_pool2d, 2),
+            1.1,
+            0,
+        ),
+        Case(
+            "avg_pool2d out= vs opforge.avg_pool2d",
+            str(ACT),
+            _randn(*ACT),
+            _out(opforge.avg_pool2d, 2),
+            lambda x: opforge.avg_pool2d(x, 2),
+            1.0,
+            0,
+        ),
         Case("relu channels_last", str(ACT), _channels_last(*ACT), opforge.relu, torch.relu, 1.0),
         Case(
             "sigmoid channels_last",

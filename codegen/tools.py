@@ -98,7 +98,7 @@ def explain(ops: Sequence[OpDecl], name: str) -> str:
             )
             out.append(f"                in kernels/include/{st.header}")
             for key in op.keys:
-                declaration = structured.kernel_declaration(op, key).replace("\n", " ")
+                declaration = structured.kernel_signature(op, key).declaration(" ")
                 out.append(f"  implement     [{key}] {declaration};")
                 out.append(f"                in {structured.kernel_file(st.source, key)}")
         for key, kernel in op.dispatch if op.pointwise is None and op.structured is None else ():

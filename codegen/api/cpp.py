@@ -7,6 +7,9 @@ against the schema at registration time.
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 from codegen.model import Argument, BaseTy, BaseType, FunctionSchema, ListType, OptionalType, Type
 
 _SCALARS: dict[BaseTy, str] = {
@@ -92,12 +95,42 @@ def argument_type(arg: Argument) -> str:
     raise UnsupportedType(f"type '{t}' is not supported by opforge's code generator")
 
 
-def return_type(schema: FunctionSchema) -> str:
+@dataclass(frozen=True)
+class Signature:
+    """A C++ function signature as an object: generators rename, instantiate or declare it
+    instead of editing its text."""
+
+    returns: str
+    name: str
+    params: tuple[tuple[str, str], ...]  # (C++ type, name)
+    template: tuple[str, ...] = ()  # the template's typename parameters, if any
+
+    def __str__(self) -> str:
+        params = ", ".join(f"{t} {n}" for t, n in self.params)
+        return f"{self.returns} {self.name}({params})"
+
+    def named(self, name: str) -> Signature:
+        return dataclasses.replace(self, name=name)
+
+    def instance(self, name: str) -> Signature:
+        """An explicit instantiation's signature (`relu_cpu<float>`): no template line."""
+        return dataclasses.replace(self, name=name, template=())
+
+    def template_line(self) -> str:
+        return f"template <{', '.join(f'typename {n}' for n in self.template)}>"
+
+    def declaration(self, separator: str = "\n") -> str:
+        """The signature after its template line (`separator` between them)."""
+        return f"{self.template_line()}{separator}{self}" if self.template else str(self)
+
+
+def return_type(schema: FunctionSchema, *, by_value: bool = False) -> str:
+    """The C++ return type; `by_value`: a written-to Tensor returned as a new handle."""
     rets = schema.returns
     parts = []
     for r in rets:
         if r.is_write and _base(r.type) is BaseTy.Tensor:
-            parts.append("at::Tensor&")
+            parts.append("at::Tensor" if by_value else "at::Tensor&")
         elif isinstance(r.type, BaseType) and r.type.name in _RETURNS:
             parts.append(_RETURNS[r.type.name])
         elif isinstance(r.type, ListType) and _base(r.type.elem) is BaseTy.Tensor:
@@ -114,9 +147,8 @@ def parameters(schema: FunctionSchema) -> list[tuple[str, str]]:
     return [(argument_type(a), a.name) for a in schema.arguments.flat_all]
 
 
-def signature(schema: FunctionSchema, fn_name: str) -> str:
-    params = ", ".join(f"{t} {n}" for t, n in parameters(schema))
-    return f"{return_type(schema)} {fn_name}({params})"
+def signature(schema: FunctionSchema, fn_name: str) -> Signature:
+    return Signature(return_type(schema), fn_name, tuple(parameters(schema)))
 
 
 def function_type(schema: FunctionSchema) -> str:

@@ -50,16 +50,15 @@ def device_guard(op: OpDecl) -> list[str]:
     return [] if ref is None else [f"const c10::DeviceGuard device_guard({ref}.device());"]
 
 
-def dtype_checks(op: OpDecl, promoted_name: str = "promoted") -> list[str]:
+def dtype_checks(op: OpDecl, promoted_name: str = "promoted", *, declare: bool = True) -> list[str]:
     """Every tensor's dtype against the schema's, one dtype for those that share it, or
-    the promoted dtype (declared as `promoted_name`)."""
+    the promoted dtype (declared as `promoted_name`, or assigned to it)."""
     lines: list[str] = []
     promoted = op.dtype_rule.args if isinstance(op.dtype_rule, rules.Promote) else ()
     if promoted:
         label = "/".join(f"'{n}'" for n in promoted)
-        lines.append(
-            f"const at::ScalarType {promoted_name} = opforge::check::promote({{{', '.join(promoted)}}});"
-        )
+        target = f"const at::ScalarType {promoted_name}" if declare else promoted_name
+        lines.append(f"{target} = opforge::check::promote({{{', '.join(promoted)}}});")
         lines.append(
             f'opforge::check::dtype(kOp, "{label}", {promoted_name}, {_allowed(op.dtypes)});'
         )
@@ -202,14 +201,13 @@ def _needs_autograd_kernel(op: OpDecl) -> bool:
 
 def header(name: str, ops: Sequence[OpDecl]) -> Context:
     decls: list[Context] = []
-    seen: set[str] = set()
+    seen: set[cpp.Signature] = set()
     for op in ops:
         if op.pointwise is not None:
             decls += [
                 {
                     "comment": f"{op.qualified} [{k}]: generated, see Note [Pointwise engine]",
                     "signature": pointwise.kernel_signature(op, k),
-                    "template": True,
                 }
                 for k, _ in op.dispatch
             ]
@@ -219,8 +217,7 @@ def header(name: str, ops: Sequence[OpDecl]) -> Context:
                 [
                     {
                         "comment": f"{op.qualified} [CPU]: see Note [Structured ops]",
-                        "signature": structured.kernel_declaration(op, "CPU"),
-                        "template": False,
+                        "signature": structured.kernel_signature(op, "CPU"),
                     }
                 ]
                 if "CPU" in op.keys and op.variant_of is None
@@ -232,7 +229,7 @@ def header(name: str, ops: Sequence[OpDecl]) -> Context:
             sig = cpp.signature(op.schema, kernel_name(kern))
             if sig not in seen:
                 seen.add(sig)
-                decls.append({"comment": comment, "signature": sig, "template": False})
+                decls.append({"comment": comment, "signature": sig})
     api = [
         {"qualified": o.qualified, "signature": cpp.signature(o.schema, o.api_name)} for o in ops
     ]
@@ -405,7 +402,7 @@ def bindings(ops: Sequence[OpDecl]) -> Context:
                 "params": ", ".join(b.param for b in bound),
                 "preludes": [b.prelude for b in bound if b.prelude],
                 "exprs": ", ".join(b.expr for b in bound),
-                "return_type": cpp.return_type(op.schema).replace("at::Tensor&", "at::Tensor"),
+                "return_type": cpp.return_type(op.schema, by_value=True),
                 "arg_names": [b.name for b in bound],
                 "doc": op.doc,
             }

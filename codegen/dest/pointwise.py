@@ -41,20 +41,19 @@ def _args(f: OpDecl) -> str:
     return ", ".join(a.name for a in f.schema.arguments.flat_non_out)
 
 
-def kernel_signature(f: OpDecl, key: str) -> str:
+def kernel_signature(f: OpDecl, key: str) -> cpp_api.Signature:
     """`void relu_cpu(const at::Tensor& out, const at::Tensor& self)`: writes f(inputs) into out."""
-    return f"void {f.cpp_id}_{key.lower()}(const at::Tensor& out, {_params(f)})"
+    params = (("const at::Tensor&", "out"), *cpp_api.parameters(f.schema))
+    return cpp_api.Signature("void", f"{f.cpp_id}_{key.lower()}", params, ("scalar_t",))
 
 
 def meta_step(f: OpDecl) -> Context:
     """`<op>_meta_step<Int>(args..., dtype)`: every check, the result dtype, the output geometry."""
-    lines = cpp.dtype_checks(f, promoted_name="dtype")
+    # `dtype` is the meta step's out-parameter: dtype_checks assigns the promoted one to it.
+    lines = cpp.dtype_checks(f, promoted_name="dtype", declare=False)
     if not isinstance(f.dtype_rule, rules.Promote):
         ref = inputs(f)[0]
         lines.append(f"dtype = {ref}.scalar_type();")
-    else:
-        # dtype_checks declared a local; hand it out.
-        lines[0] = lines[0].replace("const at::ScalarType dtype =", "dtype =")
     lines += cpp.user_checks(f)
     return {
         "name": f"{f.cpp_id}_meta_step",
@@ -84,13 +83,16 @@ def run_function(f: OpDecl, key: str) -> Context:
         kernel = f"opforge::{f.cpp_id}_{key.lower()}<{CPP_SCALAR[d]}>"
         lines.append(f"  case at::ScalarType::{DTYPES[d]}: {kernel}({args}); break;")
     lines.append('  default: TORCH_CHECK(false, kOp, ": unreachable dtype");')
-    signature = (
-        f"void {_run_name(f, key)}(const at::Tensor& out, {_params(f)}, at::ScalarType dtype)"
+    params = (
+        ("const at::Tensor&", "out"),
+        *cpp_api.parameters(f.schema),
+        ("at::ScalarType", "dtype"),
     )
+    signature = cpp_api.Signature("void", _run_name(f, key), params)
     return wrapper(key, signature, f"opforge.{f.name}", [*lines, "}"])
 
 
-def wrapper(key: str, signature: str, label: str, body: list[str]) -> Context:
+def wrapper(key: str, signature: cpp_api.Signature, label: str, body: list[str]) -> Context:
     """A generated function: its key (CUDA ones are compiled with CUDA only), signature and
     body, whose last line the template writes apart."""
     return {
@@ -253,12 +255,13 @@ def kernel_unit(f: OpDecl) -> Context:
         "header": f.pointwise.header,
         "functor_types": [f"opforge::math::{fn.name}" for fn in f.pointwise.functors],
         "n": len(inputs(f)),
-        "cpu_signature": kernel_signature(f, "CPU"),
-        "cuda_signature": kernel_signature(f, "CUDA"),
+        "cpu_signature": kernel_signature(f, "CPU").declaration(),
+        "cuda_signature": kernel_signature(f, "CUDA").declaration(),
         "cpu_body": _runs(f, cpu),
         "cuda_body": _runs(f, cuda),
         "cpu_instances": [
-            kernel_signature(f, "CPU").replace("_cpu(", f"_cpu<{CPP_SCALAR[d]}>(") for d in f.dtypes
+            kernel_signature(f, "CPU").instance(f"{f.cpp_id}_cpu<{CPP_SCALAR[d]}>")
+            for d in f.dtypes
         ],
         "scalars": [CPP_SCALAR[d] for d in f.dtypes],
     }

@@ -70,25 +70,19 @@ def own_dtype_arguments(arg_dtypes: dict[str, tuple[str, ...]]) -> list[str]:
     return [n for n, dtypes in arg_dtypes.items() if len(dtypes) > 1]
 
 
-def template_line(arg_dtypes: dict[str, tuple[str, ...]]) -> str:
-    """`template <typename scalar_t, typename indices_t>`."""
-    names = [SCALAR, *map(type_parameter, own_dtype_arguments(arg_dtypes))]
-    return f"template <{', '.join(f'typename {n}' for n in names)}>"
+def template_parameters(arg_dtypes: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """`scalar_t`, then `indices_t` for each argument of several dtypes."""
+    return (SCALAR, *map(type_parameter, own_dtype_arguments(arg_dtypes)))
 
 
 def kernel_signature(
     f: OpDecl, key: str, types: dict[str, str] | None = None, name: str | None = None
-) -> str:
+) -> cpp_api.Signature:
     """`void softmax_cpu(T* result, const T* self, const opforge::dim_split& plan)`, and for
     CUDA `cudaError_t softmax_cuda(..., cudaStream_t stream)`; `types` substitutes the
     template parameters (an explicit instantiation)."""
     kernel = name or kernel_name(f.kernel(key) or "")
     return signature_of(f.schema, dict(f.arg_dtypes), _spec(f).plan, kernel, key, types)
-
-
-def kernel_declaration(f: OpDecl, key: str) -> str:
-    """The template line and signature of f's `key` kernel."""
-    return f"{template_line(dict(f.arg_dtypes))}\n{kernel_signature(f, key)}"
 
 
 def signature_of(
@@ -98,8 +92,9 @@ def signature_of(
     kernel: str,
     key: str,
     types: dict[str, str] | None = None,
-) -> str:
-    """A structured kernel's signature from the schema alone (`codegen new` has no OpDecl)."""
+) -> cpp_api.Signature:
+    """A structured kernel's signature from the schema alone (`codegen new` has no OpDecl);
+    a template over its scalar types unless `types` substitutes them (an instantiation)."""
 
     def element(name: str) -> str:
         t = _element_of(arg_dtypes, name, SCALAR)
@@ -107,15 +102,17 @@ def signature_of(
 
     written = _written(schema)
     tensors = [a.name for a in schema.arguments.flat_non_out if a.type.is_tensor_like()]
-    params = [f"{element(o)}* {o}" for o in output_names(schema)]
-    params += [f"{'' if n in written else 'const '}{element(n)}* {n}" for n in tensors]
-    params.append(f"const opforge::{plan}& plan")
+    params = [(f"{element(o)}*", o) for o in output_names(schema)]
+    params += [(f"{'' if n in written else 'const '}{element(n)}*", n) for n in tensors]
+    params.append((f"const opforge::{plan}&", "plan"))
+    template = () if types else template_parameters(arg_dtypes)
     if key == "CUDA":
-        return f"cudaError_t {kernel}({', '.join([*params, 'cudaStream_t stream'])})"
-    return f"void {kernel}({', '.join(params)})"
+        params.append(("cudaStream_t", "stream"))
+        return cpp_api.Signature("cudaError_t", kernel, tuple(params), template)
+    return cpp_api.Signature("void", kernel, tuple(params), template)
 
 
-def instances(f: OpDecl, key: str) -> list[str]:
+def instances(f: OpDecl, key: str) -> list[cpp_api.Signature]:
     """The explicit instantiations of f's `key` kernel for its dtypes."""
     base = kernel_name(f.kernel(key) or "")
     own = own_dtype_arguments(dict(f.arg_dtypes))
@@ -331,11 +328,11 @@ def simulated_wrapper(f: OpDecl) -> Context:
     return _wrapper(f, "CUDA", f"{f.cpp_id}_cuda_simulated", body)
 
 
-def cuda_declarations(ops: Sequence[OpDecl]) -> list[str]:
+def cuda_declarations(ops: Sequence[OpDecl]) -> list[cpp_api.Signature]:
     """The CUDA kernels' declarations (they need the CUDA runtime's types, so they live in the
     units that call them, not in the torch-facing kernel headers)."""
     return [
-        kernel_declaration(f, "CUDA")
+        kernel_signature(f, "CUDA")
         for f in ops
         if f.structured is not None and f.variant_of is None and "CUDA" in f.keys
     ]

@@ -342,7 +342,7 @@ void register_ops(pybind11::module_& m) {
         auto padding_list = opforge::bindings::int_list(padding, 2, "opforge.conv2d", "padding");
         auto dilation_list = opforge::bindings::int_list(dilation, 2, "opforge.conv2d", "dilation");
         pybind11::gil_scoped_release no_gil;
-        return opforge::ops::conv2d(input, weight, bias, stride_list, padding_list, dilation_list, groups);
+        return opforge::ops::conv2d(input, weight, bias, c10::fromIntArrayRefSlow(stride_list), c10::fromIntArrayRefSlow(padding_list), c10::fromIntArrayRefSlow(dilation_list), c10::SymInt(groups));
       },
       pybind11::arg("input"),
       pybind11::arg("weight"),
@@ -358,7 +358,7 @@ void register_ops(pybind11::module_& m) {
         auto stride_list = opforge::bindings::int_list(stride, 2, "opforge.conv2d", "stride");
         auto dilation_list = opforge::bindings::int_list(dilation, 2, "opforge.conv2d", "dilation");
         pybind11::gil_scoped_release no_gil;
-        return opforge::ops::conv2d_padding(input, weight, bias, stride_list, c10::string_view(padding), dilation_list, groups);
+        return opforge::ops::conv2d_padding(input, weight, bias, c10::fromIntArrayRefSlow(stride_list), c10::string_view(padding), c10::fromIntArrayRefSlow(dilation_list), c10::SymInt(groups));
       },
       pybind11::arg("input"),
       pybind11::arg("weight"),
@@ -375,7 +375,7 @@ void register_ops(pybind11::module_& m) {
         auto padding_list = opforge::bindings::int_list(padding, 2, "opforge.conv2d_backward", "padding");
         auto dilation_list = opforge::bindings::int_list(dilation, 2, "opforge.conv2d_backward", "dilation");
         pybind11::gil_scoped_release no_gil;
-        return opforge::ops::conv2d_backward(grad_output, input, weight, stride_list, padding_list, dilation_list, groups, output_mask);
+        return opforge::ops::conv2d_backward(grad_output, input, weight, c10::fromIntArrayRefSlow(stride_list), c10::fromIntArrayRefSlow(padding_list), c10::fromIntArrayRefSlow(dilation_list), c10::SymInt(groups), output_mask);
       },
       pybind11::arg("grad_output"),
       pybind11::arg("input"),
@@ -393,7 +393,7 @@ void register_ops(pybind11::module_& m) {
         auto padding_list = opforge::bindings::int_list(padding, 2, "opforge.conv2d_bias_act", "padding");
         auto dilation_list = opforge::bindings::int_list(dilation, 2, "opforge.conv2d_bias_act", "dilation");
         pybind11::gil_scoped_release no_gil;
-        return opforge::ops::conv2d_bias_act(input, weight, bias, stride_list, padding_list, dilation_list, groups, c10::string_view(activation));
+        return opforge::ops::conv2d_bias_act(input, weight, bias, c10::fromIntArrayRefSlow(stride_list), c10::fromIntArrayRefSlow(padding_list), c10::fromIntArrayRefSlow(dilation_list), c10::SymInt(groups), c10::string_view(activation));
       },
       pybind11::arg("input"),
       pybind11::arg("weight"),
@@ -411,7 +411,7 @@ void register_ops(pybind11::module_& m) {
         auto padding_list = opforge::bindings::int_list(padding, 2, "opforge.conv2d_double_backward", "padding");
         auto dilation_list = opforge::bindings::int_list(dilation, 2, "opforge.conv2d_double_backward", "dilation");
         pybind11::gil_scoped_release no_gil;
-        return opforge::ops::conv2d_double_backward(grad_grad_input, grad_grad_weight, grad_grad_bias, grad_output, input, weight, stride_list, padding_list, dilation_list, groups, output_mask);
+        return opforge::ops::conv2d_double_backward(grad_grad_input, grad_grad_weight, grad_grad_bias, grad_output, input, weight, c10::fromIntArrayRefSlow(stride_list), c10::fromIntArrayRefSlow(padding_list), c10::fromIntArrayRefSlow(dilation_list), c10::SymInt(groups), output_mask);
       },
       pybind11::arg("grad_grad_input"),
       pybind11::arg("grad_grad_weight"),
@@ -433,7 +433,7 @@ void register_ops(pybind11::module_& m) {
         auto output_padding_list = opforge::bindings::int_list(output_padding, 2, "opforge.conv_transpose2d", "output_padding");
         auto dilation_list = opforge::bindings::int_list(dilation, 2, "opforge.conv_transpose2d", "dilation");
         pybind11::gil_scoped_release no_gil;
-        return opforge::ops::conv_transpose2d(input, weight, bias, stride_list, padding_list, output_padding_list, groups, dilation_list);
+        return opforge::ops::conv_transpose2d(input, weight, bias, c10::fromIntArrayRefSlow(stride_list), c10::fromIntArrayRefSlow(padding_list), c10::fromIntArrayRefSlow(output_padding_list), c10::SymInt(groups), c10::fromIntArrayRefSlow(dilation_list));
       },
       pybind11::arg("input"),
       pybind11::arg("weight"),
@@ -452,7 +452,7 @@ void register_ops(pybind11::module_& m) {
         auto output_padding_list = opforge::bindings::int_list(output_padding, 2, "opforge.conv_transpose2d_backward", "output_padding");
         auto dilation_list = opforge::bindings::int_list(dilation, 2, "opforge.conv_transpose2d_backward", "dilation");
         pybind11::gil_scoped_release no_gil;
-        return opforge::ops::conv_transpose2d_backward(grad_output, input, weight, stride_list, padding_list, output_padding_list, groups, dilation_list, output_mask);
+        return opforge::ops::conv_transpose2d_backward(grad_output, input, weight, c10::fromIntArrayRefSlow(stride_list), c10::fromIntArrayRefSlow(padding_list), c10::fromIntArrayRefSlow(output_padding_list), c10::SymInt(groups), c10::fromIntArrayRefSlow(dilation_list), output_mask);
       },
       pybind11::arg("grad_output"),
       pybind11::arg("input"),
@@ -544,7 +544,7 @@ void register_ops(pybind11::module_& m) {
       "embedding",
       [](const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) -> at::Tensor {
         pybind11::gil_scoped_release no_gil;
-        return opforge::ops::embedding(weight, indices, padding_idx);
+        return opforge::ops::embedding(weight, indices, c10::SymInt(padding_idx));
       },
       pybind11::arg("weight"),
       pybind11::arg("indices"),
@@ -554,7 +554,7 @@ void register_ops(pybind11::module_& m) {
       "embedding",
       [](const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx, at::Tensor out) -> at::Tensor {
         pybind11::gil_scoped_release no_gil;
-        return opforge::ops::embedding_out(weight, indices, padding_idx, out);
+        return opforge::ops::embedding_out(weight, indices, c10::SymInt(padding_idx), out);
       },
       pybind11::arg("weight"),
       pybind11::arg("indices"),
@@ -565,7 +565,7 @@ void register_ops(pybind11::module_& m) {
       "embedding_backward",
       [](const at::Tensor& grad_output, const at::Tensor& indices, int64_t num_weights, int64_t padding_idx) -> at::Tensor {
         pybind11::gil_scoped_release no_gil;
-        return opforge::ops::embedding_backward(grad_output, indices, c10::SymInt(num_weights), padding_idx);
+        return opforge::ops::embedding_backward(grad_output, indices, c10::SymInt(num_weights), c10::SymInt(padding_idx));
       },
       pybind11::arg("grad_output"),
       pybind11::arg("indices"),

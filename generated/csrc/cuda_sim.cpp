@@ -595,52 +595,52 @@ at::Tensor& opforge::ops::channel_shuffle_out(const at::Tensor& self, c10::SymIn
   return op.call(self, groups, out);
 }
 
-at::Tensor opforge::ops::conv2d(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
+at::Tensor opforge::ops::conv2d(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::conv2d", "")
-      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t)>();
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymInt)>();
   return op.call(input, weight, bias, stride, padding, dilation, groups);
 }
 
-at::Tensor opforge::ops::conv2d_padding(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, c10::string_view padding, at::IntArrayRef dilation, int64_t groups) {
+at::Tensor opforge::ops::conv2d_padding(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::string_view padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::conv2d", "padding")
-      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, at::IntArrayRef, c10::string_view, at::IntArrayRef, int64_t)>();
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, c10::SymIntArrayRef, c10::string_view, c10::SymIntArrayRef, c10::SymInt)>();
   return op.call(input, weight, bias, stride, padding, dilation, groups);
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::conv2d_backward", "")
-      .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t, std::array<bool,3>)>();
+      .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymInt, std::array<bool,3>)>();
   return op.call(grad_output, input, weight, stride, padding, dilation, groups, output_mask);
 }
 
-at::Tensor opforge::ops::conv2d_bias_act(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation) {
+at::Tensor opforge::ops::conv2d_bias_act(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, c10::string_view activation) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::conv2d_bias_act", "")
-      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t, c10::string_view)>();
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymInt, c10::string_view)>();
   return op.call(input, weight, bias, stride, padding, dilation, groups, activation);
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::conv2d_double_backward(const std::optional<at::Tensor>& grad_grad_input, const std::optional<at::Tensor>& grad_grad_weight, const std::optional<at::Tensor>& grad_grad_bias, const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::conv2d_double_backward(const std::optional<at::Tensor>& grad_grad_input, const std::optional<at::Tensor>& grad_grad_weight, const std::optional<at::Tensor>& grad_grad_bias, const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::conv2d_double_backward", "")
-      .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, const at::Tensor&, const at::Tensor&, const at::Tensor&, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t, std::array<bool,3>)>();
+      .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, const at::Tensor&, const at::Tensor&, const at::Tensor&, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymInt, std::array<bool,3>)>();
   return op.call(grad_grad_input, grad_grad_weight, grad_grad_bias, grad_output, input, weight, stride, padding, dilation, groups, output_mask);
 }
 
-at::Tensor opforge::ops::conv_transpose2d(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation) {
+at::Tensor opforge::ops::conv_transpose2d(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::conv_transpose2d", "")
-      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t, at::IntArrayRef)>();
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymInt, c10::SymIntArrayRef)>();
   return op.call(input, weight, bias, stride, padding, output_padding, groups, dilation);
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::conv_transpose2d_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::conv_transpose2d_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation, std::array<bool,3> output_mask) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::conv_transpose2d_backward", "")
-      .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t, at::IntArrayRef, std::array<bool,3>)>();
+      .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymInt, c10::SymIntArrayRef, std::array<bool,3>)>();
   return op.call(grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
 }
 
@@ -693,24 +693,24 @@ at::Tensor opforge::ops::elu_backward(const at::Tensor& grad_output, const at::T
   return op.call(grad_output, self, alpha);
 }
 
-at::Tensor opforge::ops::embedding(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
+at::Tensor opforge::ops::embedding(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::embedding", "")
-      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, int64_t)>();
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, c10::SymInt)>();
   return op.call(weight, indices, padding_idx);
 }
 
-at::Tensor& opforge::ops::embedding_out(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx, at::Tensor& out) {
+at::Tensor& opforge::ops::embedding_out(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx, at::Tensor& out) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::embedding", "out")
-      .typed<at::Tensor&(const at::Tensor&, const at::Tensor&, int64_t, at::Tensor&)>();
+      .typed<at::Tensor&(const at::Tensor&, const at::Tensor&, c10::SymInt, at::Tensor&)>();
   return op.call(weight, indices, padding_idx, out);
 }
 
-at::Tensor opforge::ops::embedding_backward(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx) {
+at::Tensor opforge::ops::embedding_backward(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, c10::SymInt padding_idx) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::embedding_backward", "")
-      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, c10::SymInt, int64_t)>();
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, c10::SymInt, c10::SymInt)>();
   return op.call(grad_output, indices, num_weights, padding_idx);
 }
 
@@ -1168,17 +1168,17 @@ TORCH_LIBRARY(opforge_cuda_sim, m) {
   m.def(R"schema(batch_norm_backward(Tensor grad_out, Tensor input, Tensor save_mean, Tensor save_invstd, bool training, bool[3] output_mask, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_invstd=None) -> (Tensor, Tensor, Tensor))schema");
   m.def(R"schema(batch_norm_forward(Tensor input, Tensor? weight=None, Tensor? bias=None, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, bool training=False, float momentum=0.1, float eps=1e-05) -> (Tensor, Tensor, Tensor))schema");
   m.def(R"schema(channel_shuffle(Tensor self, SymInt groups) -> Tensor)schema");
-  m.def(R"schema(conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, int[2] dilation=1, int groups=1) -> Tensor)schema");
-  m.def(R"schema(conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor))schema");
-  m.def(R"schema(conv2d_bias_act(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, int[2] dilation=1, int groups=1, str activation="relu") -> Tensor)schema");
-  m.def(R"schema(conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, int[2] output_padding=0, int groups=1, int[2] dilation=1) -> Tensor)schema");
-  m.def(R"schema(conv_transpose2d_backward(Tensor grad_output, Tensor input, Tensor weight, int[2] stride, int[2] padding, int[2] output_padding, int groups, int[2] dilation, bool[3] output_mask) -> (Tensor, Tensor, Tensor))schema");
+  m.def(R"schema(conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor)schema");
+  m.def(R"schema(conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[2] stride, SymInt[2] padding, SymInt[2] dilation, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor))schema");
+  m.def(R"schema(conv2d_bias_act(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1, str activation="relu") -> Tensor)schema");
+  m.def(R"schema(conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor)schema");
+  m.def(R"schema(conv_transpose2d_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[2] stride, SymInt[2] padding, SymInt[2] output_padding, SymInt groups, SymInt[2] dilation, bool[3] output_mask) -> (Tensor, Tensor, Tensor))schema");
   m.def(R"schema(dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor)schema");
   m.def(R"schema(dropout_forward(Tensor input, float p, bool train, Generator? generator=None) -> (Tensor, Tensor))schema");
   m.def(R"schema(elu(Tensor self, Scalar alpha=1) -> Tensor)schema");
   m.def(R"schema(elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor)schema");
-  m.def(R"schema(embedding(Tensor weight, Tensor indices, int padding_idx=-1) -> Tensor)schema");
-  m.def(R"schema(embedding_backward(Tensor grad_output, Tensor indices, SymInt num_weights, int padding_idx=-1) -> Tensor)schema");
+  m.def(R"schema(embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1) -> Tensor)schema");
+  m.def(R"schema(embedding_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx=-1) -> Tensor)schema");
   m.def(R"schema(fold_conv_bn(Tensor conv_weight, Tensor? conv_bias, Tensor bn_weight, Tensor bn_bias, Tensor running_mean, Tensor running_var, float eps) -> (Tensor, Tensor))schema");
   m.def(R"schema(gelu(Tensor self, *, str approximate='none') -> Tensor)schema");
   m.def(R"schema(gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor)schema");
@@ -1768,7 +1768,7 @@ at::Tensor channel_shuffle_cuda_simulated(const at::Tensor& self, c10::SymInt gr
   return result;
 }
 
-at::Tensor conv2d_cuda_simulated(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
+at::Tensor conv2d_cuda_simulated(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
@@ -1796,7 +1796,7 @@ at::Tensor conv2d_cuda_simulated(const at::Tensor& input, const at::Tensor& weig
   return result;
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
@@ -1828,7 +1828,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda_simulated(co
   return std::make_tuple(result0, result1, result2);
 }
 
-at::Tensor conv2d_bias_act_cuda_simulated(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation) {
+at::Tensor conv2d_bias_act_cuda_simulated(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, c10::string_view activation) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d_bias_act";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
@@ -1856,7 +1856,7 @@ at::Tensor conv2d_bias_act_cuda_simulated(const at::Tensor& input, const at::Ten
   return result;
 }
 
-at::Tensor conv_transpose2d_cuda_simulated(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation) {
+at::Tensor conv_transpose2d_cuda_simulated(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv_transpose2d";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
@@ -1884,7 +1884,7 @@ at::Tensor conv_transpose2d_cuda_simulated(const at::Tensor& input, const at::Te
   return result;
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation, std::array<bool,3> output_mask) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv_transpose2d_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
@@ -2011,7 +2011,7 @@ at::Tensor elu_backward_cuda_simulated(const at::Tensor& grad_output, const at::
   return out;
 }
 
-at::Tensor embedding_cuda_simulated(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
+at::Tensor embedding_cuda_simulated(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding";
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "indices", indices, c10::DeviceType::CPU);
@@ -2036,7 +2036,7 @@ at::Tensor embedding_cuda_simulated(const at::Tensor& weight, const at::Tensor& 
   return result;
 }
 
-at::Tensor embedding_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx) {
+at::Tensor embedding_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, c10::SymInt padding_idx) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "indices", indices, c10::DeviceType::CPU);

@@ -6,6 +6,7 @@
 #include <opforge/ops/conv2d_double_backward.h>
 
 #include <opforge/checks.h>
+#include <opforge/structured.h>
 
 #include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/zeros_like.h>
@@ -18,11 +19,12 @@
 namespace opforge {
 
 at::Tensor conv2d_padding(const at::Tensor& input, const at::Tensor& weight,
-                          const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                          c10::string_view padding, at::IntArrayRef dilation, int64_t groups) {
+                          const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride,
+                          c10::string_view padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
   constexpr const char* op = "opforge.conv2d";
+  const std::array<c10::SymInt, 2> zero{c10::SymInt(0), c10::SymInt(0)};
   if (padding == "valid") {
-    return ops::conv2d(input, weight, bias, stride, {0, 0}, dilation, groups);
+    return ops::conv2d(input, weight, bias, stride, zero, dilation, groups);
   }
   TORCH_CHECK(padding == "same", op, ": 'padding' must be 'valid', 'same' or a pair of ints, got '",
               padding, "'");
@@ -33,13 +35,14 @@ at::Tensor conv2d_padding(const at::Tensor& input, const at::Tensor& weight,
               dilation.size());
   // Total padding d * (k - 1) per dim, half on each side; an odd total puts
   // the extra element after the input (right, bottom), as PyTorch does.
-  std::array<int64_t, 2> before{};
+  const auto d = structured::static_ints(dilation);
+  std::array<c10::SymInt, 2> before{};
   std::array<int64_t, 4> extra{}; // constant_pad_nd order: (left, right, top, bottom)
   for (int i = 0; i < 2; ++i) {
     const int64_t k = weight.sym_size(2 + i).guard_int(__FILE__, __LINE__);
-    const int64_t total = dilation[i] * (k - 1);
-    before[i] = total / 2;
-    extra[2 * (1 - i) + 1] = total - 2 * before[i];
+    const int64_t total = d[i] * (k - 1);
+    before[i] = c10::SymInt(total / 2);
+    extra[2 * (1 - i) + 1] = total - 2 * (total / 2);
   }
   const bool symmetric = extra[1] == 0 && extra[3] == 0;
   const at::Tensor x = symmetric ? input : at::constant_pad_nd(input, extra, 0);
@@ -67,8 +70,8 @@ conv2d_double_backward(const std::optional<at::Tensor>& grad_grad_input_opt,
                        const std::optional<at::Tensor>& grad_grad_weight_opt,
                        const std::optional<at::Tensor>& grad_grad_bias_opt,
                        const at::Tensor& grad_output, const at::Tensor& input,
-                       const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding,
-                       at::IntArrayRef dilation, int64_t groups, std::array<bool, 3> output_mask) {
+                       const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding,
+                       c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool, 3> output_mask) {
   // The generated autograd passes an undefined tensor, Python passes None.
   const at::Tensor grad_grad_input = grad_grad_input_opt.value_or(at::Tensor());
   const at::Tensor grad_grad_weight = grad_grad_weight_opt.value_or(at::Tensor());

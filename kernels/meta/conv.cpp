@@ -3,6 +3,7 @@
 // key, so every device and the Meta kernels reject the same inputs with the
 // same messages.
 #include <opforge/conv.h>
+#include <opforge/structured.h>
 
 #include <c10/util/Exception.h>
 
@@ -27,11 +28,11 @@ void check_common(const char* op, const at::Tensor& input, const at::Tensor& wei
   check_pair(op, "padding", p.padding);
   check_pair(op, "dilation", p.dilation);
   TORCH_CHECK(p.stride[0] > 0 && p.stride[1] > 0, op, ": 'stride' must be positive, got ",
-              p.stride);
+              at::IntArrayRef(p.stride));
   TORCH_CHECK(p.dilation[0] > 0 && p.dilation[1] > 0, op,
-              ": 'dilation' must be positive, got ", p.dilation);
+              ": 'dilation' must be positive, got ", at::IntArrayRef(p.dilation));
   TORCH_CHECK(p.padding[0] >= 0 && p.padding[1] >= 0, op,
-              ": 'padding' must be non-negative, got ", p.padding);
+              ": 'padding' must be non-negative, got ", at::IntArrayRef(p.padding));
   TORCH_CHECK(p.groups > 0, op, ": 'groups' must be positive, got ", p.groups);
 }
 
@@ -59,6 +60,12 @@ conv_sizes result_sizes(const at::Tensor& input, const c10::SymInt& channels, c1
 }
 
 } // namespace
+
+conv_params conv_params_of(c10::SymIntArrayRef stride, c10::SymIntArrayRef padding,
+                           c10::SymIntArrayRef dilation, const c10::SymInt& groups) {
+  return {structured::static_ints(stride), structured::static_ints(padding), structured::static_ints(dilation),
+          structured::static_int(groups)};
+}
 
 conv_sizes conv2d_output_sizes(const char* op, const at::Tensor& input, const at::Tensor& weight,
                                const std::optional<at::Tensor>& bias, const conv_params& p) {
@@ -90,8 +97,9 @@ conv_sizes conv2d_output_sizes(const char* op, const at::Tensor& input, const at
 conv_sizes conv_transpose2d_output_sizes(const char* op, const at::Tensor& input,
                                          const at::Tensor& weight,
                                          const std::optional<at::Tensor>& bias,
-                                         const conv_params& p, at::IntArrayRef output_padding) {
+                                         const conv_params& p, c10::SymIntArrayRef output_padding_sym) {
   check_common(op, input, weight, p);
+  const auto output_padding = structured::static_ints(output_padding_sym);
   check_pair(op, "output_padding", output_padding);
   const c10::SymInt channels = input.sym_size(-3);
   TORCH_CHECK(weight.sym_size(0) == channels, op,
@@ -107,7 +115,8 @@ conv_sizes conv_transpose2d_output_sizes(const char* op, const at::Tensor& input
     TORCH_CHECK(op_i >= 0 && (op_i < p.stride[i] || op_i < p.dilation[i]), op,
                 ": 'output_padding' must be non-negative and smaller than 'stride' or "
                 "'dilation', got output_padding ",
-                output_padding, ", stride ", p.stride, ", dilation ", p.dilation);
+                at::IntArrayRef(output_padding), ", stride ", at::IntArrayRef(p.stride), ", dilation ",
+                at::IntArrayRef(p.dilation));
     out[i] = (input.sym_size(-2 + i) - 1) * p.stride[i] - 2 * p.padding[i] +
              p.dilation[i] * (weight.sym_size(2 + i) - 1) + op_i + 1;
   }

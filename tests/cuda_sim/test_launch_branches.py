@@ -136,6 +136,10 @@ CONV_CASES = [
 ]
 
 
+def _pair(v: Any) -> list[int]:
+    return [v, v] if isinstance(v, int) else list(v)
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("case", CONV_CASES, ids=[f"conv{i}" for i in range(len(CONV_CASES))])
 def test_conv2d(cuda_sim: Any, case: tuple[Any, ...], dtype: torch.dtype) -> None:
@@ -145,7 +149,8 @@ def test_conv2d(cuda_sim: Any, case: tuple[Any, ...], dtype: torch.dtype) -> Non
         rand(*ws, dtype=dtype, seed=1),
         rand(ws[0], dtype=dtype, seed=2),
     )
-    conv_args = [stride, padding, dilation, groups]
+    # torch.ops takes lists for SymInt[2] (as for aten.conv2d): no single ints.
+    conv_args = [_pair(stride), _pair(padding), _pair(dilation), groups]
     tol = {"atol": 1e-4, "rtol": 1e-4} if dtype == torch.float32 else None
     y = agree("conv2d", [x, w, b, *conv_args], tol=tol)
     agree("conv2d_bias_act", [x, w, b, *conv_args, "silu"], tol=tol)
@@ -158,13 +163,14 @@ def test_conv2d(cuda_sim: Any, case: tuple[Any, ...], dtype: torch.dtype) -> Non
 def test_conv_transpose2d_output_padding(cuda_sim: Any, dtype: torch.dtype) -> None:
     x, w = rand(2, 4, 5, 6, dtype=dtype), rand(4, 3, 3, 3, dtype=dtype, seed=1)
     b = rand(6, dtype=dtype, seed=2)
-    args = [2, 1, 1, 2, (1, 1)]  # stride, padding, output_padding, groups, dilation
+    args = [[2, 2], [1, 1], [1, 1], 2, [1, 1]]  # stride, padding, output_padding, groups, dilation
     tol = {"atol": 1e-4, "rtol": 1e-4} if dtype == torch.float32 else None
     y = agree("conv_transpose2d", [x, w, b, *args], tol=tol)
     grad = rand(*y.shape, dtype=dtype, seed=3)
     agree("conv_transpose2d_backward", [grad, x, w, *args, [True, True, True]], tol=tol)
     # Zero-size input planes with a non-empty output (the bias alone), and an empty batch.
-    agree("conv_transpose2d", [rand(1, 4, 0, 3, dtype=dtype), w, b, 2, 0, 1, 2, (1, 1)], tol=tol)
+    empty_planes = [[2, 2], [0, 0], [1, 1], 2, [1, 1]]
+    agree("conv_transpose2d", [rand(1, 4, 0, 3, dtype=dtype), w, b, *empty_planes], tol=tol)
     agree("conv_transpose2d", [rand(0, 4, 5, 6, dtype=dtype), w, b, *args], tol=tol)
 
 

@@ -431,3 +431,26 @@ def test_conv_transpose2d_backward_output_mask_and_shape_check() -> None:
         r"result's shape \[2, 6, 10, 10\], got \[2, 6, 9, 10\]",
     ):
         opforge.conv_transpose2d_backward(gy[:, :, 1:], x, w, *args, [True, True, True])
+
+
+def test_single_ints_for_symint_pairs_eager_and_compiled() -> None:
+    """conv2d's SymInt[2] arguments take single ints on both paths (the Python wrapper picks
+    the overload and expands them for torch.ops), and padding='same' picks conv2d.padding."""
+    torch._dynamo.reset()
+    x, w = torch.randn(2, 4, 9, 8), torch.randn(6, 2, 3, 3)
+
+    def by_ints(x: Tensor) -> Tensor:
+        return opforge.conv2d(x, w, None, 2, 1, 1, 2)
+
+    def same(x: Tensor) -> Tensor:
+        return opforge.conv2d(x, w, padding="same", groups=2)
+
+    for fn, expected in (
+        (by_ints, torch.nn.functional.conv2d(x, w, None, 2, 1, 1, 2)),
+        (same, torch.nn.functional.conv2d(x, w, padding="same", groups=2)),
+    ):
+        torch.testing.assert_close(fn(x), expected)
+        compiled = torch.compile(fn, fullgraph=True, dynamic=True)
+        torch.testing.assert_close(compiled(x), expected)
+    with pytest.raises(TypeError, match=r"opforge\.conv2d: no overload takes these arguments"):
+        opforge.conv2d(x, w, None, "2")

@@ -27,23 +27,23 @@ cudaError_t conv2d_cuda(scalar_t* result, const scalar_t* input, const scalar_t*
 }  // namespace opforge
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor opforge::ops::conv2d(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
+at::Tensor opforge::ops::conv2d(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::conv2d", "")
-      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t)>();
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymInt)>();
   return op.call(input, weight, bias, stride, padding, dilation, groups);
 }
 
-at::Tensor opforge::ops::conv2d_padding(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, c10::string_view padding, at::IntArrayRef dilation, int64_t groups) {
+at::Tensor opforge::ops::conv2d_padding(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::string_view padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::conv2d", "padding")
-      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, at::IntArrayRef, c10::string_view, at::IntArrayRef, int64_t)>();
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, c10::SymIntArrayRef, c10::string_view, c10::SymIntArrayRef, c10::SymInt)>();
   return op.call(input, weight, bias, stride, padding, dilation, groups);
 }
 
 namespace {
 
-at::Tensor conv2d_cpu_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
+at::Tensor conv2d_cpu_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
@@ -71,7 +71,7 @@ at::Tensor conv2d_cpu_structured(const at::Tensor& input, const at::Tensor& weig
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor conv2d_cuda_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
+at::Tensor conv2d_cuda_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "weight", weight, "input", input);
@@ -101,7 +101,7 @@ at::Tensor conv2d_cuda_structured(const at::Tensor& input, const at::Tensor& wei
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor conv2d_meta_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
+at::Tensor conv2d_meta_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d";
   opforge::check::same_device(kOp, "weight", weight, "input", input);
   opforge::check::same_device(kOp, "bias", bias, "input", input);
@@ -116,7 +116,7 @@ at::Tensor conv2d_meta_structured(const at::Tensor& input, const at::Tensor& wei
 }
 
 // Autograd for opforge.conv2d: see Note [Generated autograd] in README.md.
-at::Tensor conv2d_autograd(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
+at::Tensor conv2d_autograd(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::conv2d(input, weight, bias, stride, padding, dilation, groups);
@@ -130,9 +130,9 @@ at::Tensor conv2d_autograd(const at::Tensor& input, const at::Tensor& weight, co
       {input, weight}, {},
       [stride_c = stride.vec(), padding_c = padding.vec(), dilation_c = dilation.vec(), groups_c = groups](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
-    const at::IntArrayRef stride(stride_c);
-    const at::IntArrayRef padding(padding_c);
-    const at::IntArrayRef dilation(dilation_c);
+    const c10::SymIntArrayRef stride(stride_c);
+    const c10::SymIntArrayRef padding(padding_c);
+    const c10::SymIntArrayRef dilation(dilation_c);
     const auto& groups = groups_c;
     const at::Tensor& input = saved[0];
     const at::Tensor& weight = saved[1];

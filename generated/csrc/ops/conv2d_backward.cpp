@@ -27,16 +27,16 @@ cudaError_t conv2d_backward_cuda(scalar_t* result0, scalar_t* result1, scalar_t*
 }  // namespace opforge
 #endif  // OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::conv2d_backward", "")
-      .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t, std::array<bool,3>)>();
+      .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymInt, std::array<bool,3>)>();
   return op.call(grad_output, input, weight, stride, padding, dilation, groups, output_mask);
 }
 
 namespace {
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
@@ -68,7 +68,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cpu_structured(co
 }
 #ifdef OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda_structured(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda_structured(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "input", input, "grad_output", grad_output);
@@ -102,7 +102,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda_structured(c
 }
 #endif  // OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d_backward";
   opforge::check::same_device(kOp, "input", input, "grad_output", grad_output);
   opforge::check::same_device(kOp, "weight", weight, "grad_output", grad_output);
@@ -119,7 +119,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_meta_structured(c
 }
 
 // Autograd for opforge.conv2d_backward: see Note [Generated autograd] in README.md.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_autograd(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_autograd(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask) {
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::conv2d_backward(grad_output, input, weight, stride, padding, dilation, groups, output_mask);
@@ -134,9 +134,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_autograd(const at
       {grad_output, input, weight}, {},
       [stride_c = stride.vec(), padding_c = padding.vec(), dilation_c = dilation.vec(), groups_c = groups](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
-    const at::IntArrayRef stride(stride_c);
-    const at::IntArrayRef padding(padding_c);
-    const at::IntArrayRef dilation(dilation_c);
+    const c10::SymIntArrayRef stride(stride_c);
+    const c10::SymIntArrayRef padding(padding_c);
+    const c10::SymIntArrayRef dilation(dilation_c);
     const auto& groups = groups_c;
     const at::Tensor& grad_output = saved[0];
     const at::Tensor& input = saved[1];

@@ -26,16 +26,16 @@ cudaError_t conv2d_bias_act_cuda(scalar_t* result, const scalar_t* input, const 
 }  // namespace opforge
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor opforge::ops::conv2d_bias_act(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation) {
+at::Tensor opforge::ops::conv2d_bias_act(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, c10::string_view activation) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::conv2d_bias_act", "")
-      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t, c10::string_view)>();
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymInt, c10::string_view)>();
   return op.call(input, weight, bias, stride, padding, dilation, groups, activation);
 }
 
 namespace {
 
-at::Tensor conv2d_bias_act_cpu_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation) {
+at::Tensor conv2d_bias_act_cpu_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, c10::string_view activation) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d_bias_act";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
@@ -63,7 +63,7 @@ at::Tensor conv2d_bias_act_cpu_structured(const at::Tensor& input, const at::Ten
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor conv2d_bias_act_cuda_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation) {
+at::Tensor conv2d_bias_act_cuda_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, c10::string_view activation) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d_bias_act";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "weight", weight, "input", input);
@@ -93,7 +93,7 @@ at::Tensor conv2d_bias_act_cuda_structured(const at::Tensor& input, const at::Te
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor conv2d_bias_act_meta_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation) {
+at::Tensor conv2d_bias_act_meta_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, c10::string_view activation) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d_bias_act";
   opforge::check::same_device(kOp, "weight", weight, "input", input);
   opforge::check::same_device(kOp, "bias", bias, "input", input);
@@ -108,7 +108,7 @@ at::Tensor conv2d_bias_act_meta_structured(const at::Tensor& input, const at::Te
 }
 
 // Autograd for opforge.conv2d_bias_act: see Note [Generated autograd] in README.md.
-at::Tensor conv2d_bias_act_autograd(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation) {
+at::Tensor conv2d_bias_act_autograd(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, c10::string_view activation) {
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::conv2d_bias_act(input, weight, bias, stride, padding, dilation, groups, activation);

@@ -12,10 +12,10 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::conv2d_double_backward(const std::optional<at::Tensor>& grad_grad_input, const std::optional<at::Tensor>& grad_grad_weight, const std::optional<at::Tensor>& grad_grad_bias, const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::conv2d_double_backward(const std::optional<at::Tensor>& grad_grad_input, const std::optional<at::Tensor>& grad_grad_weight, const std::optional<at::Tensor>& grad_grad_bias, const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::conv2d_double_backward", "")
-      .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, const at::Tensor&, const at::Tensor&, const at::Tensor&, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t, std::array<bool,3>)>();
+      .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, const at::Tensor&, const at::Tensor&, const at::Tensor&, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymInt, std::array<bool,3>)>();
   return op.call(grad_grad_input, grad_grad_weight, grad_grad_bias, grad_output, input, weight, stride, padding, dilation, groups, output_mask);
 }
 

@@ -27,16 +27,16 @@ cudaError_t conv_transpose2d_cuda(scalar_t* result, const scalar_t* input, const
 }  // namespace opforge
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor opforge::ops::conv_transpose2d(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation) {
+at::Tensor opforge::ops::conv_transpose2d(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::conv_transpose2d", "")
-      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t, at::IntArrayRef)>();
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymInt, c10::SymIntArrayRef)>();
   return op.call(input, weight, bias, stride, padding, output_padding, groups, dilation);
 }
 
 namespace {
 
-at::Tensor conv_transpose2d_cpu_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation) {
+at::Tensor conv_transpose2d_cpu_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv_transpose2d";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
@@ -64,7 +64,7 @@ at::Tensor conv_transpose2d_cpu_structured(const at::Tensor& input, const at::Te
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor conv_transpose2d_cuda_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation) {
+at::Tensor conv_transpose2d_cuda_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv_transpose2d";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "weight", weight, "input", input);
@@ -94,7 +94,7 @@ at::Tensor conv_transpose2d_cuda_structured(const at::Tensor& input, const at::T
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor conv_transpose2d_meta_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation) {
+at::Tensor conv_transpose2d_meta_structured(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv_transpose2d";
   opforge::check::same_device(kOp, "weight", weight, "input", input);
   opforge::check::same_device(kOp, "bias", bias, "input", input);
@@ -109,7 +109,7 @@ at::Tensor conv_transpose2d_meta_structured(const at::Tensor& input, const at::T
 }
 
 // Autograd for opforge.conv_transpose2d: see Note [Generated autograd] in README.md.
-at::Tensor conv_transpose2d_autograd(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation) {
+at::Tensor conv_transpose2d_autograd(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation) {
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation);
@@ -123,11 +123,11 @@ at::Tensor conv_transpose2d_autograd(const at::Tensor& input, const at::Tensor& 
       {input, weight}, {},
       [stride_c = stride.vec(), padding_c = padding.vec(), output_padding_c = output_padding.vec(), groups_c = groups, dilation_c = dilation.vec()](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
-    const at::IntArrayRef stride(stride_c);
-    const at::IntArrayRef padding(padding_c);
-    const at::IntArrayRef output_padding(output_padding_c);
+    const c10::SymIntArrayRef stride(stride_c);
+    const c10::SymIntArrayRef padding(padding_c);
+    const c10::SymIntArrayRef output_padding(output_padding_c);
     const auto& groups = groups_c;
-    const at::IntArrayRef dilation(dilation_c);
+    const c10::SymIntArrayRef dilation(dilation_c);
     const at::Tensor& input = saved[0];
     const at::Tensor& weight = saved[1];
     [[maybe_unused]] const at::Tensor& grad = grads[0];

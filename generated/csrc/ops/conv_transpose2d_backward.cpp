@@ -26,16 +26,16 @@ cudaError_t conv_transpose2d_backward_cuda(scalar_t* result0, scalar_t* result1,
 }  // namespace opforge
 #endif  // OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::conv_transpose2d_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::conv_transpose2d_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation, std::array<bool,3> output_mask) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::conv_transpose2d_backward", "")
-      .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, int64_t, at::IntArrayRef, std::array<bool,3>)>();
+      .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymInt, c10::SymIntArrayRef, std::array<bool,3>)>();
   return op.call(grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
 }
 
 namespace {
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation, std::array<bool,3> output_mask) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv_transpose2d_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
@@ -67,7 +67,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cpu_str
 }
 #ifdef OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cuda_structured(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cuda_structured(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation, std::array<bool,3> output_mask) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv_transpose2d_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "input", input, "grad_output", grad_output);
@@ -101,7 +101,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cuda_st
 }
 #endif  // OPFORGE_WITH_CUDA
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation, std::array<bool,3> output_mask) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv_transpose2d_backward";
   opforge::check::same_device(kOp, "input", input, "grad_output", grad_output);
   opforge::check::same_device(kOp, "weight", weight, "grad_output", grad_output);
@@ -118,7 +118,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_meta_st
 }
 
 // Autograd for opforge.conv_transpose2d_backward: see Note [Generated autograd] in README.md.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_autograd(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation, std::array<bool,3> output_mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_autograd(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation, std::array<bool,3> output_mask) {
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::conv_transpose2d_backward(grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);

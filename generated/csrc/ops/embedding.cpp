@@ -27,23 +27,23 @@ cudaError_t embedding_cuda(scalar_t* result, const scalar_t* weight, const indic
 }  // namespace opforge
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor opforge::ops::embedding(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
+at::Tensor opforge::ops::embedding(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::embedding", "")
-      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, int64_t)>();
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, c10::SymInt)>();
   return op.call(weight, indices, padding_idx);
 }
 
-at::Tensor& opforge::ops::embedding_out(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx, at::Tensor& out) {
+at::Tensor& opforge::ops::embedding_out(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx, at::Tensor& out) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::embedding", "out")
-      .typed<at::Tensor&(const at::Tensor&, const at::Tensor&, int64_t, at::Tensor&)>();
+      .typed<at::Tensor&(const at::Tensor&, const at::Tensor&, c10::SymInt, at::Tensor&)>();
   return op.call(weight, indices, padding_idx, out);
 }
 
 namespace {
 
-at::Tensor embedding_cpu_structured(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
+at::Tensor embedding_cpu_structured(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding";
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "indices", indices, c10::DeviceType::CPU);
@@ -68,7 +68,7 @@ at::Tensor embedding_cpu_structured(const at::Tensor& weight, const at::Tensor& 
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor embedding_cuda_structured(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
+at::Tensor embedding_cuda_structured(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding";
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "indices", indices, "weight", weight);
@@ -95,7 +95,7 @@ at::Tensor embedding_cuda_structured(const at::Tensor& weight, const at::Tensor&
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor embedding_meta_structured(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
+at::Tensor embedding_meta_structured(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding";
   opforge::check::same_device(kOp, "indices", indices, "weight", weight);
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
@@ -105,7 +105,7 @@ at::Tensor embedding_meta_structured(const at::Tensor& weight, const at::Tensor&
   return result;
 }
 
-at::Tensor& embedding_out_cpu_structured(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx, at::Tensor& out) {
+at::Tensor& embedding_out_cpu_structured(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding";
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "indices", indices, c10::DeviceType::CPU);
@@ -131,7 +131,7 @@ at::Tensor& embedding_out_cpu_structured(const at::Tensor& weight, const at::Ten
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor& embedding_out_cuda_structured(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx, at::Tensor& out) {
+at::Tensor& embedding_out_cuda_structured(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding";
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "indices", indices, "weight", weight);
@@ -159,7 +159,7 @@ at::Tensor& embedding_out_cuda_structured(const at::Tensor& weight, const at::Te
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor& embedding_out_meta_structured(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx, at::Tensor& out) {
+at::Tensor& embedding_out_meta_structured(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding";
   opforge::check::same_device(kOp, "indices", indices, "weight", weight);
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
@@ -169,7 +169,7 @@ at::Tensor& embedding_out_meta_structured(const at::Tensor& weight, const at::Te
   return out;
 }
 
-at::Tensor& embedding_out_autograd(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx, at::Tensor& out) {
+at::Tensor& embedding_out_autograd(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding";
   if (opforge::autograd::any_requires_grad({weight, indices})) {
     const auto meta = opforge::embedding_meta<c10::SymInt>(kOp, weight, indices, padding_idx);
@@ -184,7 +184,7 @@ at::Tensor& embedding_out_autograd(const at::Tensor& weight, const at::Tensor& i
   return out;
 }
 
-at::Tensor& embedding_out_functionalize(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx, at::Tensor& out) {
+at::Tensor& embedding_out_functionalize(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding";
   const auto meta = opforge::embedding_meta<c10::SymInt>(kOp, weight, indices, padding_idx);
   opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], weight);
@@ -192,7 +192,7 @@ at::Tensor& embedding_out_functionalize(const at::Tensor& weight, const at::Tens
 }
 
 // Autograd for opforge.embedding: see Note [Generated autograd] in README.md.
-at::Tensor embedding_autograd(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx) {
+at::Tensor embedding_autograd(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx) {
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::embedding(weight, indices, padding_idx);

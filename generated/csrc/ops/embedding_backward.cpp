@@ -27,16 +27,16 @@ cudaError_t embedding_backward_cuda(scalar_t* result, const scalar_t* grad_outpu
 }  // namespace opforge
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor opforge::ops::embedding_backward(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx) {
+at::Tensor opforge::ops::embedding_backward(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, c10::SymInt padding_idx) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::embedding_backward", "")
-      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, c10::SymInt, int64_t)>();
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, c10::SymInt, c10::SymInt)>();
   return op.call(grad_output, indices, num_weights, padding_idx);
 }
 
 namespace {
 
-at::Tensor embedding_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx) {
+at::Tensor embedding_backward_cpu_structured(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, c10::SymInt padding_idx) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "indices", indices, c10::DeviceType::CPU);
@@ -61,7 +61,7 @@ at::Tensor embedding_backward_cpu_structured(const at::Tensor& grad_output, cons
 }
 #ifdef OPFORGE_WITH_CUDA
 
-at::Tensor embedding_backward_cuda_structured(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx) {
+at::Tensor embedding_backward_cuda_structured(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, c10::SymInt padding_idx) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "indices", indices, "grad_output", grad_output);
@@ -89,7 +89,7 @@ at::Tensor embedding_backward_cuda_structured(const at::Tensor& grad_output, con
 }
 #endif  // OPFORGE_WITH_CUDA
 
-at::Tensor embedding_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx) {
+at::Tensor embedding_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, c10::SymInt padding_idx) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding_backward";
   opforge::check::same_device(kOp, "indices", indices, "grad_output", grad_output);
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
@@ -100,7 +100,7 @@ at::Tensor embedding_backward_meta_structured(const at::Tensor& grad_output, con
 }
 
 // Autograd for opforge.embedding_backward: see Note [Generated autograd] in README.md.
-at::Tensor embedding_backward_autograd(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx) {
+at::Tensor embedding_backward_autograd(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, c10::SymInt padding_idx) {
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::embedding_backward(grad_output, indices, num_weights, padding_idx);

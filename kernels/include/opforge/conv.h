@@ -15,16 +15,18 @@
 
 namespace opforge {
 
-// The arguments every op of the family shares. They are `int[2]`, not
-// `SymInt[2]` as in ATen: torch.ops does not broadcast a single int into a
-// custom op's SymInt[2] argument (it does for int[2]), and the Python wrappers
-// call torch.ops under torch.compile and for overloaded ops (conv2d.padding).
+// The arguments every op of the family shares, as concrete ints. The schemas
+// declare them `SymInt[2]` / `SymInt` as ATen does; conv_params_of takes
+// their static values (structured::static_int).
 struct conv_params {
-  at::IntArrayRef stride;
-  at::IntArrayRef padding;
-  at::IntArrayRef dilation;
+  c10::SmallVector<int64_t, 2> stride;
+  c10::SmallVector<int64_t, 2> padding;
+  c10::SmallVector<int64_t, 2> dilation;
   int64_t groups = 1;
 };
+
+conv_params conv_params_of(c10::SymIntArrayRef stride, c10::SymIntArrayRef padding,
+                           c10::SymIntArrayRef dilation, const c10::SymInt& groups);
 
 using conv_sizes = c10::SmallVector<c10::SymInt, 4>;
 
@@ -38,7 +40,7 @@ conv_sizes conv2d_output_sizes(const char* op, const at::Tensor& input, const at
 conv_sizes conv_transpose2d_output_sizes(const char* op, const at::Tensor& input,
                                          const at::Tensor& weight,
                                          const std::optional<at::Tensor>& bias,
-                                         const conv_params& p, at::IntArrayRef output_padding);
+                                         const conv_params& p, c10::SymIntArrayRef output_padding);
 
 // grad_output must have the forward result's sizes.
 void check_grad_output(const char* op, const at::Tensor& grad_output, const conv_sizes& expected);

@@ -24,6 +24,6 @@ void conv2d_bias_act_cpu(scalar_t* result, const scalar_t* input, const scalar_t
 
 namespace ops {
 // conv2d_bias_act
-at::Tensor conv2d_bias_act(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups, c10::string_view activation);
+at::Tensor conv2d_bias_act(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, c10::string_view activation);
 }  // namespace ops
 }  // namespace opforge

@@ -24,6 +24,6 @@ void conv_transpose2d_cpu(scalar_t* result, const scalar_t* input, const scalar_
 
 namespace ops {
 // conv_transpose2d
-at::Tensor conv_transpose2d(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups, at::IntArrayRef dilation);
+at::Tensor conv_transpose2d(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation);
 }  // namespace ops
 }  // namespace opforge

@@ -24,8 +24,8 @@ void embedding_cpu(scalar_t* result, const scalar_t* weight, const indices_t* in
 
 namespace ops {
 // embedding
-at::Tensor embedding(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx);
+at::Tensor embedding(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx);
 // embedding.out
-at::Tensor& embedding_out(const at::Tensor& weight, const at::Tensor& indices, int64_t padding_idx, at::Tensor& out);
+at::Tensor& embedding_out(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx, at::Tensor& out);
 }  // namespace ops
 }  // namespace opforge

@@ -24,6 +24,6 @@ void embedding_backward_cpu(scalar_t* result, const scalar_t* grad_output, const
 
 namespace ops {
 // embedding_backward
-at::Tensor embedding_backward(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, int64_t padding_idx);
+at::Tensor embedding_backward(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, c10::SymInt padding_idx);
 }  // namespace ops
 }  // namespace opforge

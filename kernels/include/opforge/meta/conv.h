@@ -92,9 +92,9 @@ structured::result<Int, 3, conv_plan> backward(const conv_sizes& result, const a
 
 template <typename Int>
 structured::result<Int, 1, conv_plan> conv2d_meta(const char* op, const at::Tensor& input, const at::Tensor& weight,
-                                                  const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
-                                                  at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
-  const conv_params p{stride, padding, dilation, groups};
+                                                  const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride,
+                                                  c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, const c10::SymInt& groups) {
+  const conv_params p = conv_params_of(stride, padding, dilation, groups);
   return conv_meta::forward<Int>(conv2d_output_sizes(op, input, weight, bias, p), input, weight, p, false,
                                  math::conv_activation::none);
 }
@@ -103,11 +103,11 @@ template <typename Int>
 structured::result<Int, 1, conv_plan> conv2d_bias_act_meta(const char* op, const at::Tensor& input,
                                                            const at::Tensor& weight,
                                                            const std::optional<at::Tensor>& bias,
-                                                           at::IntArrayRef stride, at::IntArrayRef padding,
-                                                           at::IntArrayRef dilation, int64_t groups,
+                                                           c10::SymIntArrayRef stride, c10::SymIntArrayRef padding,
+                                                           c10::SymIntArrayRef dilation, const c10::SymInt& groups,
                                                            c10::string_view activation) {
   const math::conv_activation act = parse_conv_activation(op, activation);
-  const conv_params p{stride, padding, dilation, groups};
+  const conv_params p = conv_params_of(stride, padding, dilation, groups);
   return conv_meta::forward<Int>(conv2d_output_sizes(op, input, weight, bias, p), input, weight, p, false, act);
 }
 
@@ -115,10 +115,10 @@ template <typename Int>
 structured::result<Int, 1, conv_plan> conv_transpose2d_meta(const char* op, const at::Tensor& input,
                                                             const at::Tensor& weight,
                                                             const std::optional<at::Tensor>& bias,
-                                                            at::IntArrayRef stride, at::IntArrayRef padding,
-                                                            at::IntArrayRef output_padding, int64_t groups,
-                                                            at::IntArrayRef dilation) {
-  const conv_params p{stride, padding, dilation, groups};
+                                                            c10::SymIntArrayRef stride, c10::SymIntArrayRef padding,
+                                                            c10::SymIntArrayRef output_padding, const c10::SymInt& groups,
+                                                            c10::SymIntArrayRef dilation) {
+  const conv_params p = conv_params_of(stride, padding, dilation, groups);
   return conv_meta::forward<Int>(conv_transpose2d_output_sizes(op, input, weight, bias, p, output_padding), input,
                                  weight, p, true, math::conv_activation::none);
 }
@@ -126,10 +126,10 @@ structured::result<Int, 1, conv_plan> conv_transpose2d_meta(const char* op, cons
 template <typename Int>
 structured::result<Int, 3, conv_plan> conv2d_backward_meta(const char* op, const at::Tensor& grad_output,
                                                            const at::Tensor& input, const at::Tensor& weight,
-                                                           at::IntArrayRef stride, at::IntArrayRef padding,
-                                                           at::IntArrayRef dilation, int64_t groups,
+                                                           c10::SymIntArrayRef stride, c10::SymIntArrayRef padding,
+                                                           c10::SymIntArrayRef dilation, const c10::SymInt& groups,
                                                            std::array<bool, 3> output_mask) {
-  const conv_params p{stride, padding, dilation, groups};
+  const conv_params p = conv_params_of(stride, padding, dilation, groups);
   const conv_sizes result = conv2d_output_sizes(op, input, weight, std::nullopt, p);
   check_grad_output(op, grad_output, result);
   return conv_meta::backward<Int>(result, input, weight, p, false, weight.sym_size(0), output_mask);
@@ -138,9 +138,9 @@ structured::result<Int, 3, conv_plan> conv2d_backward_meta(const char* op, const
 template <typename Int>
 structured::result<Int, 3, conv_plan> conv_transpose2d_backward_meta(
     const char* op, const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
-    at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef output_padding, int64_t groups,
-    at::IntArrayRef dilation, std::array<bool, 3> output_mask) {
-  const conv_params p{stride, padding, dilation, groups};
+    c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, const c10::SymInt& groups,
+    c10::SymIntArrayRef dilation, std::array<bool, 3> output_mask) {
+  const conv_params p = conv_params_of(stride, padding, dilation, groups);
   const conv_sizes result = conv_transpose2d_output_sizes(op, input, weight, std::nullopt, p, output_padding);
   check_grad_output(op, grad_output, result);
   return conv_meta::backward<Int>(result, input, weight, p, true, weight.sym_size(1) * groups, output_mask);

@@ -28,8 +28,9 @@ structured::result<Int, 1, channel_shuffle_plan> channel_shuffle_meta(const char
 
 template <typename Int>
 structured::result<Int, 1, embedding_plan> embedding_meta(const char* op, const at::Tensor& weight,
-                                                          const at::Tensor& indices, int64_t padding_idx) {
-  embedding_check(op, weight, padding_idx);
+                                                          const at::Tensor& indices,
+                                                          const c10::SymInt& padding_idx) {
+  embedding_check(op, weight, structured::static_int(padding_idx));
   // indices.shape + (embedding_dim,)
   const c10::ArrayRef<Int> idx = structured::sizes_of<Int>(indices);
   structured::sizes_vector<Int> sizes(idx.begin(), idx.end());
@@ -46,7 +47,8 @@ structured::result<Int, 1, embedding_backward_plan> embedding_backward_meta(cons
                                                                             const at::Tensor& grad_output,
                                                                             const at::Tensor& indices,
                                                                             c10::SymInt num_weights,
-                                                                            int64_t padding_idx) {
+                                                                            const c10::SymInt& padding_idx_sym) {
+  const int64_t padding_idx = structured::static_int(padding_idx_sym);
   embedding_backward_check(op, grad_output, indices, num_weights, padding_idx);
   const Int dim = structured::sizes_of<Int>(grad_output).back();
   structured::result<Int, 1, embedding_backward_plan> r{
