@@ -5,6 +5,8 @@
 
 #include "bindings/arguments.h"
 
+#include <opforge/cpu_capability.h>
+
 #ifndef OPFORGE_CUDA_ARCHS
 #define OPFORGE_CUDA_ARCHS ""
 #endif
@@ -19,4 +21,10 @@ PYBIND11_MODULE(_C, m) {
 #endif
   m.attr("_cuda_archs") = OPFORGE_CUDA_ARCHS;
   m.attr("_torch_version") = OPFORGE_TORCH_VERSION;
+  // Note [CPU capabilities]: the kernels' capability, chosen at first use.
+  m.def("_cpu_capability", [] {
+    namespace cc = opforge::cpu_capability;
+    return std::string(cc::name(cc::selected()));
+  });
+  m.attr("_cpu_capabilities") = opforge::cpu_capability::compiled();
 }

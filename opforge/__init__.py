@@ -37,6 +37,8 @@ from opforge._ops import *  # noqa: E402, F403
 from opforge._ops import OP_TABLE  # noqa: E402
 from opforge._ops import __all__ as _op_names
 
+_C._cpu_capability()  # a bad OPFORGE_CPU_CAPABILITY fails the import, not a later kernel
+
 __all__ = [*_op_names, "build_info"]
 
 _KEYS = (
@@ -50,7 +52,8 @@ _KEYS = (
 
 
 def build_info() -> dict[str, Any]:
-    """Facts about this build: torch it was built against, CUDA, and per op the registered keys."""
+    """Facts about this build: torch it was built against, CUDA, the CPU kernel capabilities
+    compiled and the one selected (Note [CPU capabilities]), and per op the registered keys."""
     ops = {}
     for row in OP_TABLE:
         name = f"opforge::{row['qualified']}"
@@ -62,5 +65,7 @@ def build_info() -> dict[str, Any]:
         "cuda_compiled": bool(_build_config.CUDA_COMPILED),
         "cuda_archs": _build_config.CUDA_ARCHS.split(),
         "cuda_sim": bool(getattr(_build_config, "CUDA_SIM", False)),
+        "cpu_capability": _C._cpu_capability(),
+        "cpu_capabilities": _C._cpu_capabilities.split(),
         "ops": ops,
     }

@@ -208,6 +208,8 @@ def header(name: str, ops: Sequence[OpDecl]) -> Context:
                 {
                     "comment": f"{op.qualified} [{k}]: generated, see Note [Pointwise engine]",
                     "signature": pointwise.kernel_signature(op, k),
+                    # One copy per CPU capability (Note [CPU capabilities]).
+                    "per_capability": k == "CPU",
                 }
                 for k, _ in op.dispatch
             ]
@@ -218,6 +220,7 @@ def header(name: str, ops: Sequence[OpDecl]) -> Context:
                     {
                         "comment": f"{op.qualified} [CPU]: see Note [Structured ops]",
                         "signature": structured.kernel_signature(op, "CPU"),
+                        "per_capability": False,
                     }
                 ]
                 if "CPU" in op.keys and op.variant_of is None
@@ -229,12 +232,20 @@ def header(name: str, ops: Sequence[OpDecl]) -> Context:
             sig = cpp.signature(op.schema, kernel_name(kern))
             if sig not in seen:
                 seen.add(sig)
-                decls.append({"comment": comment, "signature": sig})
+                decls.append({"comment": comment, "signature": sig, "per_capability": False})
     api = [
         {"qualified": o.qualified, "signature": cpp.signature(o.schema, o.api_name)} for o in ops
     ]
-    includes = sorted({o.structured.header for o in ops if o.structured is not None})
-    return {"sources": sources(ops), "name": name, "decls": decls, "api": api, "includes": includes}
+    includes = {o.structured.header for o in ops if o.structured is not None}
+    if any(d["per_capability"] for d in decls):
+        includes.add("opforge/cpu_capability.h")
+    return {
+        "sources": sources(ops),
+        "name": name,
+        "decls": decls,
+        "api": api,
+        "includes": sorted(includes),
+    }
 
 
 @dataclass(frozen=True)

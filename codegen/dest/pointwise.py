@@ -81,6 +81,8 @@ def run_function(f: OpDecl, key: str) -> Context:
     lines.append("switch (dtype) {")
     for d in f.dtypes:
         kernel = f"opforge::{f.cpp_id}_{key.lower()}<{CPP_SCALAR[d]}>"
+        if key == "CPU":  # Note [CPU capabilities]
+            kernel = f"OPFORGE_CPU_KERNEL({f.cpp_id}_cpu<{CPP_SCALAR[d]}>)"
         lines.append(f"  case at::ScalarType::{DTYPES[d]}: {kernel}({args}); break;")
     lines.append('  default: TORCH_CHECK(false, kOp, ": unreachable dtype");')
     params = (

@@ -77,11 +77,11 @@ void add_Tensor_cpu_run(const at::Tensor& out, const at::Tensor& self, const at:
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor other_p = other.to(dtype);
   switch (dtype) {
-    case at::ScalarType::Float: opforge::add_Tensor_cpu<float>(out, self_p, other_p, alpha); break;
-    case at::ScalarType::Double: opforge::add_Tensor_cpu<double>(out, self_p, other_p, alpha); break;
-    case at::ScalarType::Half: opforge::add_Tensor_cpu<c10::Half>(out, self_p, other_p, alpha); break;
-    case at::ScalarType::BFloat16: opforge::add_Tensor_cpu<c10::BFloat16>(out, self_p, other_p, alpha); break;
-    case at::ScalarType::Long: opforge::add_Tensor_cpu<int64_t>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Float: OPFORGE_CPU_KERNEL(add_Tensor_cpu<float>)(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Double: OPFORGE_CPU_KERNEL(add_Tensor_cpu<double>)(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Half: OPFORGE_CPU_KERNEL(add_Tensor_cpu<c10::Half>)(out, self_p, other_p, alpha); break;
+    case at::ScalarType::BFloat16: OPFORGE_CPU_KERNEL(add_Tensor_cpu<c10::BFloat16>)(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Long: OPFORGE_CPU_KERNEL(add_Tensor_cpu<int64_t>)(out, self_p, other_p, alpha); break;
     default: TORCH_CHECK(false, kOp, ": unreachable dtype");
   }
 }

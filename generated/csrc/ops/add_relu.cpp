@@ -62,10 +62,10 @@ void add_relu_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::T
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor other_p = other.to(dtype);
   switch (dtype) {
-    case at::ScalarType::Float: opforge::add_relu_cpu<float>(out, self_p, other_p, alpha); break;
-    case at::ScalarType::Double: opforge::add_relu_cpu<double>(out, self_p, other_p, alpha); break;
-    case at::ScalarType::Half: opforge::add_relu_cpu<c10::Half>(out, self_p, other_p, alpha); break;
-    case at::ScalarType::BFloat16: opforge::add_relu_cpu<c10::BFloat16>(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Float: OPFORGE_CPU_KERNEL(add_relu_cpu<float>)(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Double: OPFORGE_CPU_KERNEL(add_relu_cpu<double>)(out, self_p, other_p, alpha); break;
+    case at::ScalarType::Half: OPFORGE_CPU_KERNEL(add_relu_cpu<c10::Half>)(out, self_p, other_p, alpha); break;
+    case at::ScalarType::BFloat16: OPFORGE_CPU_KERNEL(add_relu_cpu<c10::BFloat16>)(out, self_p, other_p, alpha); break;
     default: TORCH_CHECK(false, kOp, ": unreachable dtype");
   }
 }

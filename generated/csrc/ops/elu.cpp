@@ -73,10 +73,10 @@ void elu_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar
     return;
   }
   switch (dtype) {
-    case at::ScalarType::Float: opforge::elu_cpu<float>(out, self, alpha); break;
-    case at::ScalarType::Double: opforge::elu_cpu<double>(out, self, alpha); break;
-    case at::ScalarType::Half: opforge::elu_cpu<c10::Half>(out, self, alpha); break;
-    case at::ScalarType::BFloat16: opforge::elu_cpu<c10::BFloat16>(out, self, alpha); break;
+    case at::ScalarType::Float: OPFORGE_CPU_KERNEL(elu_cpu<float>)(out, self, alpha); break;
+    case at::ScalarType::Double: OPFORGE_CPU_KERNEL(elu_cpu<double>)(out, self, alpha); break;
+    case at::ScalarType::Half: OPFORGE_CPU_KERNEL(elu_cpu<c10::Half>)(out, self, alpha); break;
+    case at::ScalarType::BFloat16: OPFORGE_CPU_KERNEL(elu_cpu<c10::BFloat16>)(out, self, alpha); break;
     default: TORCH_CHECK(false, kOp, ": unreachable dtype");
   }
 }

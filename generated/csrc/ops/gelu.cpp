@@ -64,10 +64,10 @@ void gelu_cpu_run(const at::Tensor& out, const at::Tensor& self, c10::string_vie
     return;
   }
   switch (dtype) {
-    case at::ScalarType::Float: opforge::gelu_cpu<float>(out, self, approximate); break;
-    case at::ScalarType::Double: opforge::gelu_cpu<double>(out, self, approximate); break;
-    case at::ScalarType::Half: opforge::gelu_cpu<c10::Half>(out, self, approximate); break;
-    case at::ScalarType::BFloat16: opforge::gelu_cpu<c10::BFloat16>(out, self, approximate); break;
+    case at::ScalarType::Float: OPFORGE_CPU_KERNEL(gelu_cpu<float>)(out, self, approximate); break;
+    case at::ScalarType::Double: OPFORGE_CPU_KERNEL(gelu_cpu<double>)(out, self, approximate); break;
+    case at::ScalarType::Half: OPFORGE_CPU_KERNEL(gelu_cpu<c10::Half>)(out, self, approximate); break;
+    case at::ScalarType::BFloat16: OPFORGE_CPU_KERNEL(gelu_cpu<c10::BFloat16>)(out, self, approximate); break;
     default: TORCH_CHECK(false, kOp, ": unreachable dtype");
   }
 }

@@ -65,10 +65,10 @@ void gelu_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output,
     return;
   }
   switch (dtype) {
-    case at::ScalarType::Float: opforge::gelu_backward_cpu<float>(out, grad_output, self, approximate); break;
-    case at::ScalarType::Double: opforge::gelu_backward_cpu<double>(out, grad_output, self, approximate); break;
-    case at::ScalarType::Half: opforge::gelu_backward_cpu<c10::Half>(out, grad_output, self, approximate); break;
-    case at::ScalarType::BFloat16: opforge::gelu_backward_cpu<c10::BFloat16>(out, grad_output, self, approximate); break;
+    case at::ScalarType::Float: OPFORGE_CPU_KERNEL(gelu_backward_cpu<float>)(out, grad_output, self, approximate); break;
+    case at::ScalarType::Double: OPFORGE_CPU_KERNEL(gelu_backward_cpu<double>)(out, grad_output, self, approximate); break;
+    case at::ScalarType::Half: OPFORGE_CPU_KERNEL(gelu_backward_cpu<c10::Half>)(out, grad_output, self, approximate); break;
+    case at::ScalarType::BFloat16: OPFORGE_CPU_KERNEL(gelu_backward_cpu<c10::BFloat16>)(out, grad_output, self, approximate); break;
     default: TORCH_CHECK(false, kOp, ": unreachable dtype");
   }
 }

@@ -73,10 +73,10 @@ void hardsigmoid_cpu_run(const at::Tensor& out, const at::Tensor& self, at::Scal
     return;
   }
   switch (dtype) {
-    case at::ScalarType::Float: opforge::hardsigmoid_cpu<float>(out, self); break;
-    case at::ScalarType::Double: opforge::hardsigmoid_cpu<double>(out, self); break;
-    case at::ScalarType::Half: opforge::hardsigmoid_cpu<c10::Half>(out, self); break;
-    case at::ScalarType::BFloat16: opforge::hardsigmoid_cpu<c10::BFloat16>(out, self); break;
+    case at::ScalarType::Float: OPFORGE_CPU_KERNEL(hardsigmoid_cpu<float>)(out, self); break;
+    case at::ScalarType::Double: OPFORGE_CPU_KERNEL(hardsigmoid_cpu<double>)(out, self); break;
+    case at::ScalarType::Half: OPFORGE_CPU_KERNEL(hardsigmoid_cpu<c10::Half>)(out, self); break;
+    case at::ScalarType::BFloat16: OPFORGE_CPU_KERNEL(hardsigmoid_cpu<c10::BFloat16>)(out, self); break;
     default: TORCH_CHECK(false, kOp, ": unreachable dtype");
   }
 }

@@ -73,10 +73,10 @@ void leaky_relu_cpu_run(const at::Tensor& out, const at::Tensor& self, const at:
     return;
   }
   switch (dtype) {
-    case at::ScalarType::Float: opforge::leaky_relu_cpu<float>(out, self, negative_slope); break;
-    case at::ScalarType::Double: opforge::leaky_relu_cpu<double>(out, self, negative_slope); break;
-    case at::ScalarType::Half: opforge::leaky_relu_cpu<c10::Half>(out, self, negative_slope); break;
-    case at::ScalarType::BFloat16: opforge::leaky_relu_cpu<c10::BFloat16>(out, self, negative_slope); break;
+    case at::ScalarType::Float: OPFORGE_CPU_KERNEL(leaky_relu_cpu<float>)(out, self, negative_slope); break;
+    case at::ScalarType::Double: OPFORGE_CPU_KERNEL(leaky_relu_cpu<double>)(out, self, negative_slope); break;
+    case at::ScalarType::Half: OPFORGE_CPU_KERNEL(leaky_relu_cpu<c10::Half>)(out, self, negative_slope); break;
+    case at::ScalarType::BFloat16: OPFORGE_CPU_KERNEL(leaky_relu_cpu<c10::BFloat16>)(out, self, negative_slope); break;
     default: TORCH_CHECK(false, kOp, ": unreachable dtype");
   }
 }

@@ -60,10 +60,10 @@ void relu_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output,
     return;
   }
   switch (dtype) {
-    case at::ScalarType::Float: opforge::relu_backward_cpu<float>(out, grad_output, output); break;
-    case at::ScalarType::Double: opforge::relu_backward_cpu<double>(out, grad_output, output); break;
-    case at::ScalarType::Half: opforge::relu_backward_cpu<c10::Half>(out, grad_output, output); break;
-    case at::ScalarType::BFloat16: opforge::relu_backward_cpu<c10::BFloat16>(out, grad_output, output); break;
+    case at::ScalarType::Float: OPFORGE_CPU_KERNEL(relu_backward_cpu<float>)(out, grad_output, output); break;
+    case at::ScalarType::Double: OPFORGE_CPU_KERNEL(relu_backward_cpu<double>)(out, grad_output, output); break;
+    case at::ScalarType::Half: OPFORGE_CPU_KERNEL(relu_backward_cpu<c10::Half>)(out, grad_output, output); break;
+    case at::ScalarType::BFloat16: OPFORGE_CPU_KERNEL(relu_backward_cpu<c10::BFloat16>)(out, grad_output, output); break;
     default: TORCH_CHECK(false, kOp, ": unreachable dtype");
   }
 }

@@ -60,10 +60,10 @@ void sigmoid_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_outp
     return;
   }
   switch (dtype) {
-    case at::ScalarType::Float: opforge::sigmoid_backward_cpu<float>(out, grad_output, output); break;
-    case at::ScalarType::Double: opforge::sigmoid_backward_cpu<double>(out, grad_output, output); break;
-    case at::ScalarType::Half: opforge::sigmoid_backward_cpu<c10::Half>(out, grad_output, output); break;
-    case at::ScalarType::BFloat16: opforge::sigmoid_backward_cpu<c10::BFloat16>(out, grad_output, output); break;
+    case at::ScalarType::Float: OPFORGE_CPU_KERNEL(sigmoid_backward_cpu<float>)(out, grad_output, output); break;
+    case at::ScalarType::Double: OPFORGE_CPU_KERNEL(sigmoid_backward_cpu<double>)(out, grad_output, output); break;
+    case at::ScalarType::Half: OPFORGE_CPU_KERNEL(sigmoid_backward_cpu<c10::Half>)(out, grad_output, output); break;
+    case at::ScalarType::BFloat16: OPFORGE_CPU_KERNEL(sigmoid_backward_cpu<c10::BFloat16>)(out, grad_output, output); break;
     default: TORCH_CHECK(false, kOp, ": unreachable dtype");
   }
 }

@@ -59,10 +59,10 @@ void softplus_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::S
     return;
   }
   switch (dtype) {
-    case at::ScalarType::Float: opforge::softplus_cpu<float>(out, self, beta, threshold); break;
-    case at::ScalarType::Double: opforge::softplus_cpu<double>(out, self, beta, threshold); break;
-    case at::ScalarType::Half: opforge::softplus_cpu<c10::Half>(out, self, beta, threshold); break;
-    case at::ScalarType::BFloat16: opforge::softplus_cpu<c10::BFloat16>(out, self, beta, threshold); break;
+    case at::ScalarType::Float: OPFORGE_CPU_KERNEL(softplus_cpu<float>)(out, self, beta, threshold); break;
+    case at::ScalarType::Double: OPFORGE_CPU_KERNEL(softplus_cpu<double>)(out, self, beta, threshold); break;
+    case at::ScalarType::Half: OPFORGE_CPU_KERNEL(softplus_cpu<c10::Half>)(out, self, beta, threshold); break;
+    case at::ScalarType::BFloat16: OPFORGE_CPU_KERNEL(softplus_cpu<c10::BFloat16>)(out, self, beta, threshold); break;
     default: TORCH_CHECK(false, kOp, ": unreachable dtype");
   }
 }

@@ -73,10 +73,10 @@ void tanh_cpu_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType 
     return;
   }
   switch (dtype) {
-    case at::ScalarType::Float: opforge::tanh_cpu<float>(out, self); break;
-    case at::ScalarType::Double: opforge::tanh_cpu<double>(out, self); break;
-    case at::ScalarType::Half: opforge::tanh_cpu<c10::Half>(out, self); break;
-    case at::ScalarType::BFloat16: opforge::tanh_cpu<c10::BFloat16>(out, self); break;
+    case at::ScalarType::Float: OPFORGE_CPU_KERNEL(tanh_cpu<float>)(out, self); break;
+    case at::ScalarType::Double: OPFORGE_CPU_KERNEL(tanh_cpu<double>)(out, self); break;
+    case at::ScalarType::Half: OPFORGE_CPU_KERNEL(tanh_cpu<c10::Half>)(out, self); break;
+    case at::ScalarType::BFloat16: OPFORGE_CPU_KERNEL(tanh_cpu<c10::BFloat16>)(out, self); break;
     default: TORCH_CHECK(false, kOp, ": unreachable dtype");
   }
 }

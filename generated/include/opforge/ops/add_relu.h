@@ -14,11 +14,21 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/cpu_capability.h>
+
 namespace opforge {
 
 // add_relu [CPU]: generated, see Note [Pointwise engine]
+namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t>
 void add_relu_cpu(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
+}
+#if OPFORGE_CPU_HAVE_AVX512
+namespace cpu_avx512 {
+template <typename scalar_t>
+void add_relu_cpu(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha);
+}
+#endif
 
 // add_relu [CUDA]: generated, see Note [Pointwise engine]
 template <typename scalar_t>

@@ -14,11 +14,21 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/cpu_capability.h>
+
 namespace opforge {
 
 // gelu [CPU]: generated, see Note [Pointwise engine]
+namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t>
 void gelu_cpu(const at::Tensor& out, const at::Tensor& self, c10::string_view approximate);
+}
+#if OPFORGE_CPU_HAVE_AVX512
+namespace cpu_avx512 {
+template <typename scalar_t>
+void gelu_cpu(const at::Tensor& out, const at::Tensor& self, c10::string_view approximate);
+}
+#endif
 
 // gelu [CUDA]: generated, see Note [Pointwise engine]
 template <typename scalar_t>

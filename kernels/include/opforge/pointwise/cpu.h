@@ -15,11 +15,14 @@
 #include <utility>
 
 namespace opforge::pointwise {
+// Internal linkage: each CPU capability's copy of a kernel unit keeps its own
+// instantiations (Note [CPU capabilities] in opforge/cpu_capability.h).
+namespace {
 
 // Elements per parallel task: below this the thread hand-off costs more than the work.
 constexpr int64_t k_cpu_grain = 32768;
 
-namespace detail {
+namespace cpu_detail {
 
 // n elements of one row; strides of 0 (a broadcast input) or 1 take the fast loops.
 // flatten: f is called from several loops here, and GCC's inliner then gives up on a
@@ -74,7 +77,7 @@ template <typename T, typename F, size_t... I>
   }
 }
 
-}  // namespace detail
+}  // namespace cpu_detail
 
 template <typename T, typename F, int N>
 void run_cpu(const plan<N>& p, const F& f) {
@@ -91,7 +94,7 @@ void run_cpu(const plan<N>& p, const F& f) {
         x[k] = reinterpret_cast<const T*>(p.data[k + 1]) + begin;
         ones[k] = 1;
       }
-      detail::cpu_row(reinterpret_cast<T*>(p.data[0]) + begin, x, end - begin, 1, ones, f, seq{});
+      cpu_detail::cpu_row(reinterpret_cast<T*>(p.data[0]) + begin, x, end - begin, 1, ones, f, seq{});
     });
     return;
   }
@@ -120,7 +123,7 @@ void run_cpu(const plan<N>& p, const F& f) {
       for (int k = 0; k < N; ++k) {
         x[k] = reinterpret_cast<const T*>(p.data[k + 1]) + offset[k + 1];
       }
-      detail::cpu_row(reinterpret_cast<T*>(p.data[0]) + offset[0], x, n, p.strides[0][inner], sx, f, seq{});
+      cpu_detail::cpu_row(reinterpret_cast<T*>(p.data[0]) + offset[0], x, n, p.strides[0][inner], sx, f, seq{});
       begin += n;
       index[inner] += n;
       for (int d = inner; d > 0 && index[d] == p.sizes[d]; --d) {  // carry into the outer dims
@@ -131,4 +134,5 @@ void run_cpu(const plan<N>& p, const F& f) {
   });
 }
 
+}  // namespace
 }  // namespace opforge::pointwise

@@ -73,10 +73,10 @@ void clamp_to_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::S
     return;
   }
   switch (dtype) {
-    case at::ScalarType::Float: opforge::clamp_to_cpu<float>(out, self, low, high); break;
-    case at::ScalarType::Double: opforge::clamp_to_cpu<double>(out, self, low, high); break;
-    case at::ScalarType::Half: opforge::clamp_to_cpu<c10::Half>(out, self, low, high); break;
-    case at::ScalarType::BFloat16: opforge::clamp_to_cpu<c10::BFloat16>(out, self, low, high); break;
+    case at::ScalarType::Float: OPFORGE_CPU_KERNEL(clamp_to_cpu<float>)(out, self, low, high); break;
+    case at::ScalarType::Double: OPFORGE_CPU_KERNEL(clamp_to_cpu<double>)(out, self, low, high); break;
+    case at::ScalarType::Half: OPFORGE_CPU_KERNEL(clamp_to_cpu<c10::Half>)(out, self, low, high); break;
+    case at::ScalarType::BFloat16: OPFORGE_CPU_KERNEL(clamp_to_cpu<c10::BFloat16>)(out, self, low, high); break;
     default: TORCH_CHECK(false, kOp, ": unreachable dtype");
   }
 }

@@ -14,11 +14,21 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/cpu_capability.h>
+
 namespace opforge {
 
 // clamp_to [CPU]: generated, see Note [Pointwise engine]
+namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t>
 void clamp_to_cpu(const at::Tensor& out, const at::Tensor& self, const at::Scalar& low, const at::Scalar& high);
+}
+#if OPFORGE_CPU_HAVE_AVX512
+namespace cpu_avx512 {
+template <typename scalar_t>
+void clamp_to_cpu(const at::Tensor& out, const at::Tensor& self, const at::Scalar& low, const at::Scalar& high);
+}
+#endif
 
 // clamp_to [CUDA]: generated, see Note [Pointwise engine]
 template <typename scalar_t>
