@@ -40,14 +40,15 @@ demo: build
 	$(PY) -m opforge.demo
 
 # The whole suite with the CPU kernels the machine selects, then the reference
-# comparisons, pointwise and variant tests under every other compiled capability
-# (Note [CPU capabilities]).
+# comparisons and the kernel families' tests under every other compiled
+# capability (Note [CPU capabilities]).
 test: build
 	$(PY) -m pytest -q
 	@for c in $$($(PY) -c "import opforge; i = opforge.build_info(); print(*[c for c in i['cpu_capabilities'] if c != i['cpu_capability']])"); do \
 	  echo "OPFORGE_CPU_CAPABILITY=$$c"; \
 	  OPFORGE_CPU_CAPABILITY=$$c $(PY) -m pytest -q tests/ops/test_ops.py::test_matches_reference \
-	    tests/ops/test_pointwise.py tests/ops/test_variants.py || exit 1; \
+	    tests/ops/test_pointwise.py tests/ops/test_variants.py tests/ops/test_conv.py \
+	    tests/ops/test_pooling.py tests/ops/test_norm.py tests/ops/test_layers.py || exit 1; \
 	done
 
 # The CUDA kernels, run by the CUDA simulator under TSan, then ASan + UBSan.

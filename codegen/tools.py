@@ -193,9 +193,11 @@ _STRUCTURED_FILES = {
     ),
     "CPU": (
         "cpu/{family}.cpp",
-        "// CPU kernels of the structured ops of schemas/{family}.yaml.\n"
-        "#include <opforge/{family}_plan.h>\n\n#include <c10/util/Exception.h>\n\n"
-        "namespace opforge {{\n}}  // namespace opforge\n",
+        "// CPU kernels of the structured ops of schemas/{family}.yaml, compiled once per\n"
+        "// CPU capability (Note [CPU capabilities] in opforge/cpu_capability.h).\n"
+        "#include <opforge/cpu_capability.h>\n#include <opforge/{family}_plan.h>\n\n"
+        "#include <c10/util/Exception.h>\n\n"
+        "namespace opforge::OPFORGE_CPU_CAPABILITY {{\n}}  // namespace opforge::OPFORGE_CPU_CAPABILITY\n",
         _CPU_STUB,
     ),
     "CUDA": (
@@ -386,11 +388,15 @@ def _sample_value(a: Argument) -> str:
 
 
 def _insert(path: Path, stub: str, prelude: str, root: Path) -> str:
-    """Insert a stub before the file's last `}  // namespace opforge` (a new file starts
-    with `prelude`)."""
+    """Insert a stub before the file's last `}  // namespace opforge` (CPU kernels:
+    `opforge::OPFORGE_CPU_CAPABILITY`; a new file starts with `prelude`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     text = path.read_text() if path.exists() else prelude
-    closings = list(re.finditer(r"}\s*//\s*namespace opforge\s*$", text, re.MULTILINE))
+    closings = list(
+        re.finditer(
+            r"}\s*//\s*namespace opforge(::OPFORGE_CPU_CAPABILITY)?\s*$", text, re.MULTILINE
+        )
+    )
     if not closings:
         raise ValueError(f"{path} has no '}}  // namespace opforge' line to add the stub before")
     at = closings[-1].start()

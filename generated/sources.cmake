@@ -75,22 +75,6 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sum_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/tanh.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/tanh_backward.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/conv_cpu.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/conv_fold_cpu.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_dropout_cpu.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_embedding_cpu.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_shuffle_cpu.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_batch_cpu.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_group_cpu.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_layer_cpu.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_lrn_cpu.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_avg_cpu.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_max_cpu.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_spp_cpu.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/prelu_cpu.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/reduction_cpu.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax_backward_cpu.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax_cpu.cpp
 )
 # CPU kernel units compiled once per CPU capability (Note [CPU capabilities]).
 set(OPFORGE_CPU_KERNEL_SOURCES
@@ -116,6 +100,22 @@ set(OPFORGE_CPU_KERNEL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus_backward_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/conv_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/conv_fold_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_dropout_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_embedding_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/layers_shuffle_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_batch_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_group_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_layer_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/norm_lrn_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_avg_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_max_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_spp_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/prelu_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/reduction_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax_cpu.cpp
 )
 # The generated CUDA device code (nvcc, or the CUDA simulator's C++ build); the
 # host code is in the op's registration unit and in csrc/cuda_sim.cpp.

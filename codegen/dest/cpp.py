@@ -220,7 +220,7 @@ def header(name: str, ops: Sequence[OpDecl]) -> Context:
                     {
                         "comment": f"{op.qualified} [CPU]: see Note [Structured ops]",
                         "signature": structured.kernel_signature(op, "CPU"),
-                        "per_capability": False,
+                        "per_capability": True,
                     }
                 ]
                 if "CPU" in op.keys and op.variant_of is None

@@ -192,10 +192,11 @@ def _launch(f: OpDecl, key: str, written_to: list[str]) -> str:
             pointers.append(f"{n}_c.const_data_ptr<{t}>()")
     params = ", ".join([SCALAR, *map(type_parameter, own_dtype_arguments(dict(f.arg_dtypes)))])
     kernel = kernel_name(f.kernel(key) or "")
-    call = f"opforge::{kernel}<{params}>({', '.join(pointers)}, meta.plan"
     if key == "CUDA":
+        call = f"opforge::{kernel}<{params}>({', '.join(pointers)}, meta.plan"
         return f"OPFORGE_CUDA_CHECK({call}, opforge::cuda::current_stream()));"
-    return f"{call});"
+    # The copy for the selected CPU capability (Note [CPU capabilities]).
+    return f"OPFORGE_CPU_KERNEL({kernel}<{params}>)({', '.join(pointers)}, meta.plan);"
 
 
 def _dispatch(f: OpDecl, key: str, renames: dict[str, str], written_to: list[str]) -> list[str]:

@@ -2,6 +2,7 @@
 // ops, structured ops (Note [Structured ops]): the plan's conv2d geometry over
 // the buffer routines of conv_impl.h, in the compute type (half and bfloat16
 // upcast to float, the result rounded once).
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include "conv_impl.h"
 
 #include <opforge/conv_plan.h>
@@ -12,7 +13,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {
 
 constexpr int64_t k_grain = 32768;
@@ -159,4 +160,4 @@ void conv_transpose2d_backward_cpu(scalar_t* result0, scalar_t* result1, scalar_
   backward(result0, result1, result2, grad_output, input, weight, plan);
 }
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

@@ -3,6 +3,7 @@
 // for one kernel tap over the outputs that tap keeps inside the image
 // (math::valid_outputs), so the inner loops have no bounds tests and
 // vectorize along the row (contiguous for stride 1).
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include "conv_impl.h"
 
 #include <opforge/math/opmath.h>
@@ -13,7 +14,7 @@
 #include <memory>
 #include <vector>
 
-namespace opforge::cpu {
+namespace opforge::OPFORGE_CPU_CAPABILITY::cpu {
 namespace {
 
 using math::output_range;
@@ -172,4 +173,4 @@ OPFORGE_INSTANTIATE(float)
 OPFORGE_INSTANTIATE(double)
 #undef OPFORGE_INSTANTIATE
 
-} // namespace opforge::cpu
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY::cpu

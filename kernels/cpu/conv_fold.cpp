@@ -1,6 +1,7 @@
 // CPU kernel of fold_conv_bn: one pass over the conv weight, a row of weights
 // per output channel, scaled by that channel's folded factor. A structured op
 // (Note [Structured ops]).
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include "conv_impl.h"
 
 #include <opforge/conv_plan.h>
@@ -9,7 +10,7 @@
 
 #include <ATen/Parallel.h>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 
 template <typename scalar_t>
 void fold_conv_bn_cpu(scalar_t* result0, scalar_t* result1, const scalar_t* conv_weight, const scalar_t* conv_bias,
@@ -33,4 +34,4 @@ void fold_conv_bn_cpu(scalar_t* result0, scalar_t* result1, const scalar_t* conv
   });
 }
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

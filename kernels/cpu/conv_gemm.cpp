@@ -4,6 +4,7 @@
 // (MKL through at::mm_out on views of the buffers) consumes it, and the
 // epilogue runs on the block it produced. Blocks, images and groups are the
 // parallel work items; each thread runs its GEMMs single-threaded.
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include "conv_gemm.h"
 #include "conv_impl.h"
 #include "lanes.h"
@@ -17,7 +18,7 @@
 #include <algorithm>
 #include <memory>
 
-namespace opforge::cpu {
+namespace opforge::OPFORGE_CPU_CAPABILITY::cpu {
 namespace {
 
 using math::output_range;
@@ -320,4 +321,4 @@ OPFORGE_INSTANTIATE(float)
 OPFORGE_INSTANTIATE(double)
 #undef OPFORGE_INSTANTIATE
 
-} // namespace opforge::cpu
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY::cpu

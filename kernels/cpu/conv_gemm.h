@@ -1,6 +1,7 @@
 #pragma once
 // What the im2col + BLAS routines (conv_gemm.cpp, conv_nhwc.cpp) share: block
 // sizes and views of raw buffers as matrices for at::mm_out.
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/from_blob.h>
 
@@ -8,7 +9,7 @@
 #include <cstdint>
 #include <memory>
 
-namespace opforge::cpu {
+namespace opforge::OPFORGE_CPU_CAPABILITY::cpu {
 
 // One block of the im2col matrix stays in L2 next to the group's weights.
 constexpr int64_t k_block_bytes = 256 * 1024;
@@ -36,4 +37,4 @@ std::unique_ptr<A[]> buffer(int64_t n) {
   return std::unique_ptr<A[]>(new A[static_cast<size_t>(std::max<int64_t>(n, 1))]);
 }
 
-} // namespace opforge::cpu
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY::cpu

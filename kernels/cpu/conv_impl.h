@@ -5,12 +5,13 @@
 // rounded once). Geometry and naming: see opforge/math/conv.h. Each routine
 // picks the direct depthwise kernels (conv_depthwise.cpp) or im2col + BLAS
 // (conv_gemm.cpp) itself.
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/math/conv.h>
 
 #include <algorithm>
 #include <cstdint>
 
-namespace opforge::cpu {
+namespace opforge::OPFORGE_CPU_CAPABILITY::cpu {
 
 using math::conv2d_geometry;
 using math::conv_activation;
@@ -68,4 +69,4 @@ inline void epilogue_row(A* y, int64_t len, A bias) {
   }
 }
 
-} // namespace opforge::cpu
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY::cpu

@@ -6,6 +6,7 @@
 // of the block's pixels, already in (pixel, channel) order. 1x1 stride-1
 // convolutions multiply the image itself; depthwise ones run directly along
 // the channels. Blocks of pixels and groups are the parallel work items.
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include "conv_gemm.h"
 #include "conv_impl.h"
 
@@ -15,7 +16,7 @@
 #include <algorithm>
 #include <vector>
 
-namespace opforge::cpu {
+namespace opforge::OPFORGE_CPU_CAPABILITY::cpu {
 namespace {
 
 // col[q - q0][(i, j, ci)] = x[n][iy][ix][grp * cg + ci] for the taps of the
@@ -237,4 +238,4 @@ template void conv2d_forward_nhwc<float>(const conv2d_geometry&, const float*, c
 template void conv2d_forward_nhwc<double>(const conv2d_geometry&, const double*, const double*, const double*,
                                           double*, conv_activation);
 
-}  // namespace opforge::cpu
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY::cpu

@@ -4,12 +4,13 @@
 // may not reorder, so these keep k_lanes independent accumulators (two AVX2
 // registers of float) and combine them at the end. Shared by the CPU softmax
 // kernels; CPU-only, device code reduces with warp shuffles instead.
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/math/opmath.h>
 
 #include <cstdint>
 #include <limits>
 
-namespace opforge::cpu {
+namespace opforge::OPFORGE_CPU_CAPABILITY::cpu {
 
 constexpr int64_t k_lanes = 16;
 
@@ -59,4 +60,4 @@ A lane_sum(int64_t n, F f) {
   return s;
 }
 
-} // namespace opforge::cpu
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY::cpu

@@ -3,6 +3,7 @@
 // 64-bit seed from the generator (offset 0, Note [Plan services]), then each
 // element's random word depends on (seed, element index) alone, so a seed gives
 // one mask whatever the thread count. A structured op (Note [Structured ops]).
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/layers_plan.h>
 #include <opforge/math/dropout.h>
 #include <opforge/math/functions.h>
@@ -12,7 +13,7 @@
 
 #include <algorithm>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {
 
 constexpr int64_t k_grain = 32768;
@@ -86,4 +87,4 @@ void dropout_backward_cpu(scalar_t* result, const scalar_t* grad_output, const b
   });
 }
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

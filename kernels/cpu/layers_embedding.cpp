@@ -3,6 +3,7 @@
 // a row is read or written; a bad one goes to the plan's index report (Note
 // [Plan services]) and the generated code raises. A structured op (Note
 // [Structured ops]).
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/layers_plan.h>
 #include <opforge/math/opmath.h>
 
@@ -12,7 +13,7 @@
 #include <memory>
 #include <type_traits>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {
 
 constexpr int64_t k_grain = 32768;
@@ -88,4 +89,4 @@ void embedding_backward_cpu(scalar_t* result, const scalar_t* grad_output, const
   });
 }
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

@@ -3,6 +3,7 @@
 // running (batch, i, j) indices rather than a division per plane, which matters
 // when planes are a single element ((N, C, 1, 1) after global pooling).
 // A structured op (Note [Structured ops]).
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/channel_shuffle.h>
 
 #include <opforge/layers_plan.h>
@@ -11,7 +12,7 @@
 
 #include <algorithm>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 
 template <typename scalar_t>
 void channel_shuffle_cpu(scalar_t* dst, const scalar_t* src, const channel_shuffle_plan& plan) {
@@ -42,4 +43,4 @@ void channel_shuffle_cpu(scalar_t* dst, const scalar_t* src, const channel_shuff
   });
 }
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

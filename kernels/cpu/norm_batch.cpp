@@ -5,6 +5,7 @@
 // (HxW = 1), which are reduced row by row into per-chunk partial sums so the
 // inner loops run along the channels; a channels_last input is such an input,
 // [N * H * W, C].
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/batch_norm_backward.h>
 #include <opforge/ops/batch_norm_forward.h>
 
@@ -20,7 +21,7 @@
 #include <limits>
 #include <vector>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {
 
 template <typename T>
@@ -292,4 +293,4 @@ void batch_norm_backward_cpu(scalar_t* dx, scalar_t* dw, scalar_t* db, const sca
   });
 }
 
-} // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

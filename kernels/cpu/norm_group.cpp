@@ -2,6 +2,7 @@
 // (Note [Structured ops]; the plan in opforge/norm_plan.h). The input is viewed as
 // [N, C, HxW]; group (n, g) is the contiguous slab of its C/G channels, one
 // parallel task each. The forward also reads channels_last memory.
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/group_norm_backward.h>
 #include <opforge/ops/group_norm_forward.h>
 
@@ -17,7 +18,7 @@
 #include <limits>
 #include <vector>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {
 
 template <typename T>
@@ -244,4 +245,4 @@ void group_norm_backward_cpu(scalar_t* dx, scalar_t* dw_ptr, scalar_t* db_ptr,
   }
 }
 
-} // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

@@ -1,6 +1,7 @@
 // CPU kernels for layer_norm_forward and layer_norm_backward, structured ops
 // (Note [Structured ops]; the plan in opforge/norm_plan.h). The input is viewed
 // as [M rows, N normalized elements]; each row is one group (norm_stats.h).
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/layer_norm_backward.h>
 #include <opforge/ops/layer_norm_forward.h>
 
@@ -16,7 +17,7 @@
 #include <limits>
 #include <vector>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {
 
 template <typename T>
@@ -173,4 +174,4 @@ void layer_norm_backward_cpu(scalar_t* dx_ptr, scalar_t* dw_ptr, scalar_t* db_pt
   }
 }
 
-} // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

@@ -3,6 +3,7 @@
 // [N, C, S]; one task handles one sample and a tile of S positions across every
 // channel, so the window sums over neighbouring channels read rows in L1 and
 // every inner loop runs along S.
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/local_response_norm.h>
 #include <opforge/ops/local_response_norm_backward.h>
 
@@ -17,7 +18,7 @@
 #include <algorithm>
 #include <vector>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {
 
 template <typename T>
@@ -133,4 +134,4 @@ void local_response_norm_backward_cpu(scalar_t* result, const scalar_t* grad_out
   });
 }
 
-} // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

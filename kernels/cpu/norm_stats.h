@@ -5,6 +5,7 @@
 // channel across the batch (batch norm). Mean and variance take two passes (the
 // second over cached data) rather than one: var = E[(x - mean)^2] keeps full
 // precision where E[x^2] - mean^2 cancels.
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include "lanes.h"
 
 #include <opforge/math/opmath.h>
@@ -16,7 +17,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace opforge::cpu {
+namespace opforge::OPFORGE_CPU_CAPABILITY::cpu {
 
 // Elements summed in opmath (k_lanes partial sums) before the partial joins a
 // sum_acc_t total: float rows of millions keep their precision.
@@ -144,4 +145,4 @@ void for_each_chunk(int64_t n, int64_t chunks, F f) {
   });
 }
 
-} // namespace opforge::cpu
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY::cpu

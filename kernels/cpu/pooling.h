@@ -2,6 +2,7 @@
 // Plane loops shared by the CPU pooling kernels. Inputs are made contiguous
 // (NCHW; a channels-last or strided input is copied first), so each (n, c)
 // plane is a dense H x W block; planes run in parallel.
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/math/opmath.h>
 #include <opforge/math/pooling.h>
 
@@ -14,7 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace opforge::cpu {
+namespace opforge::OPFORGE_CPU_CAPABILITY::cpu {
 
 using math::planes;
 
@@ -371,4 +372,4 @@ void max_plane_backward(const T* g, const int64_t* ind, int64_t width, const Row
   }
 }
 
-} // namespace opforge::cpu
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY::cpu

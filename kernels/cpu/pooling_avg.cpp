@@ -2,6 +2,7 @@
 // structured ops (Note [Structured ops]): the plan holds the planes, the
 // windows and the divisor. Regular windows and adaptive bins share the plane
 // loops of pooling.h.
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/adaptive_avg_pool2d.h>
 #include <opforge/ops/adaptive_avg_pool2d_backward.h>
 #include <opforge/ops/avg_pool2d.h>
@@ -13,7 +14,7 @@
 #include <opforge/math/pooling.h>
 #include <opforge/pooling_plan.h>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {
 
 template <typename T, typename Win>
@@ -87,4 +88,4 @@ void adaptive_avg_pool2d_backward_cpu(scalar_t* result, const scalar_t* grad_out
   avg_pool_backward(result, grad_output, plan);
 }
 
-} // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

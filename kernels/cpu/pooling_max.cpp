@@ -3,6 +3,7 @@
 // holds the planes and the windows. One walk serves both: the window policies
 // of opforge/math/pooling.h say which input positions each output reads. See
 // kernels/cpu/pooling.h.
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/adaptive_max_pool2d_backward.h>
 #include <opforge/ops/adaptive_max_pool2d_with_indices.h>
 #include <opforge/ops/max_pool2d_backward.h>
@@ -14,7 +15,7 @@
 #include <opforge/math/pooling.h>
 #include <opforge/pooling_plan.h>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {
 
 // Values and flat indices (h * W + w within the plane) of every window.
@@ -80,4 +81,4 @@ void adaptive_max_pool2d_backward_cpu(scalar_t* result, const scalar_t* grad_out
   max_pool_backward(result, grad_output, indices, plan);
 }
 
-} // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

@@ -5,6 +5,7 @@
 // window bookkeeping is done once per output pixel. The results equal the
 // NCHW kernels' (same taps in the same order, same NaN rule and indices), and
 // the backward ops scatter whole (H, W, C) images.
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include "pooling.h"
 
 #include <algorithm>
@@ -12,7 +13,7 @@
 #include <limits>
 #include <vector>
 
-namespace opforge::cpu {
+namespace opforge::OPFORGE_CPU_CAPABILITY::cpu {
 
 // The images of planes g (N * C planes of C channels each).
 inline int64_t images_of(const math::planes& g, int64_t channels) {
@@ -170,4 +171,4 @@ void avg_pool_backward_nhwc(T* grad_input, const T* grad_output, const math::pla
   });
 }
 
-} // namespace opforge::cpu
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY::cpu

@@ -2,6 +2,7 @@
 // [Structured ops]). Each (n, c) plane is pooled at every level in turn while
 // it is in cache, writing straight into the level's block of the output row:
 // no per-level tensors, no cat.
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/spatial_pyramid_pool.h>
 #include <opforge/ops/spatial_pyramid_pool_backward.h>
 
@@ -14,7 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {
 
 // One level's bins, tabulated once per call (see cpu::window_table); adaptive
@@ -94,4 +95,4 @@ void spatial_pyramid_pool_backward_cpu(scalar_t* result, const scalar_t* grad_ou
   });
 }
 
-} // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

@@ -1,6 +1,7 @@
 // CPU kernels for prelu and prelu_backward, structured ops (Note [Structured
 // ops]). self is viewed as [outer, channels, inner] (opforge/prelu_plan.h);
 // each (outer, channel) block is a contiguous run sharing one weight.
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/prelu.h>
 #include <opforge/ops/prelu_backward.h>
 
@@ -14,7 +15,7 @@
 #include <tuple>
 #include <vector>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {
 
 constexpr int64_t k_grain = 32768;
@@ -119,4 +120,4 @@ void prelu_backward_cpu(scalar_t* gx, scalar_t* gw, const scalar_t* gp, const sc
   }
 }
 
-} // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

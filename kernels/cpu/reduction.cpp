@@ -1,6 +1,7 @@
 // CPU kernel for sum over a list of dims; the plan (opforge/reduction_plan.h)
 // views the input as [outer, reduced, inner], or has it gathered into rows
 // first. A structured op (Note [Structured ops]).
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/math/opmath.h>
 #include <opforge/reduction_plan.h>
 
@@ -9,7 +10,7 @@
 #include <algorithm>
 #include <vector>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {
 
 constexpr int64_t k_grain = 32768;
@@ -142,4 +143,4 @@ void sum_cpu(scalar_t* result, const scalar_t* self, const sum_plan& plan) {
   }
 }
 
-} // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

@@ -2,6 +2,7 @@
 // [Structured ops]): the generated code checks, allocates and passes the data
 // and the [outer, n, inner] split. Both share the max and sum-of-exp passes
 // and differ only in the epilogue (`Log`).
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/log_softmax.h>
 #include <opforge/ops/softmax.h>
 
@@ -18,7 +19,7 @@
 #include <limits>
 #include <type_traits>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {
 
 constexpr int64_t k_grain = 32768;
@@ -137,4 +138,4 @@ void log_softmax_cpu(scalar_t* result, const scalar_t* self, const dim_split& pl
   softmax_run<true>(result, self, plan);
 }
 
-} // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

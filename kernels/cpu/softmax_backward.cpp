@@ -1,6 +1,7 @@
 // CPU kernels for softmax_backward, y * (g - sum(g * y, dim)), and
 // log_softmax_backward, g - exp(y) * sum(g, dim) (`Log`): one reduction over
 // dim, then one elementwise pass. Structured ops (Note [Structured ops]).
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/log_softmax_backward.h>
 #include <opforge/ops/softmax_backward.h>
 
@@ -14,7 +15,7 @@
 
 #include <algorithm>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {
 
 constexpr int64_t k_grain = 32768;
@@ -101,4 +102,4 @@ void log_softmax_backward_cpu(scalar_t* result, const scalar_t* grad_output,
   backward_run<true>(result, grad_output, output, plan);
 }
 
-} // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

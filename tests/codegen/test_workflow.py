@@ -74,7 +74,8 @@ def test_new_structured_op_passes_check_and_compiles(
         assert proc.returncode == 0, f"{unit}:\n{proc.stderr[-3000:]}"
     # A second op of the family lands in the same files.
     assert main(["new", "cube2", "--family", "cubes", "--root", str(checkout)]) == 0
-    assert (checkout / "kernels/cpu/cubes.cpp").read_text().count("namespace opforge {") == 1
+    cpu = (checkout / "kernels/cpu/cubes.cpp").read_text()
+    assert cpu.count("namespace opforge::OPFORGE_CPU_CAPABILITY {") == 1
 
 
 def test_list_and_explain(capsys: pytest.CaptureFixture[str]) -> None:

@@ -54,7 +54,7 @@ at::Tensor adaptive_avg_pool2d_cpu_structured(const at::Tensor& self, c10::SymIn
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
     const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::adaptive_avg_pool2d_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(adaptive_avg_pool2d_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
@@ -105,7 +105,7 @@ at::Tensor& adaptive_avg_pool2d_out_cpu_structured(const at::Tensor& self, c10::
     const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     const at::Tensor out_k = opforge::structured::kernel_target(kOp, "out", out, meta.outputs[0], layout, {&self_c});
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::adaptive_avg_pool2d_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(out_k), self_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(adaptive_avg_pool2d_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(out_k), self_c.const_data_ptr<scalar_t>(), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
     opforge::structured::finish_out(out, out_k);

@@ -51,7 +51,7 @@ at::Tensor adaptive_avg_pool2d_backward_cpu_structured(const at::Tensor& grad_ou
     const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
     const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::adaptive_avg_pool2d_backward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(adaptive_avg_pool2d_backward_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }

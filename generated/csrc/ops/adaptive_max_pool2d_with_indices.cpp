@@ -55,7 +55,7 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_cpu_structur
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
     const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::adaptive_max_pool2d_with_indices_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(adaptive_max_pool2d_with_indices_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
@@ -112,7 +112,7 @@ std::tuple<at::Tensor&, at::Tensor&> adaptive_max_pool2d_with_indices_out_cpu_st
     const at::Tensor out0_k = opforge::structured::kernel_target(kOp, "out0", out0, meta.outputs[0], layout, {&self_c});
     const at::Tensor out1_k = opforge::structured::kernel_target(kOp, "out1", out1, meta.outputs[1], layout, {&self_c});
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::adaptive_max_pool2d_with_indices_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(out0_k), opforge::structured::mutable_data_or_null<int64_t>(out1_k), self_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(adaptive_max_pool2d_with_indices_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(out0_k), opforge::structured::mutable_data_or_null<int64_t>(out1_k), self_c.const_data_ptr<scalar_t>(), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
     opforge::structured::finish_out(out0, out0_k);

@@ -73,7 +73,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cpu_structure
     const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean, layout);
     const at::Tensor grad_invstd_c = opforge::structured::contiguous_or_undefined(grad_invstd, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::batch_norm_backward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), save_mean_c.const_data_ptr<scalar_t>(), save_invstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_invstd_c), meta.plan);
+      OPFORGE_CPU_KERNEL(batch_norm_backward_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), save_mean_c.const_data_ptr<scalar_t>(), save_invstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_invstd_c), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }

@@ -65,7 +65,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cpu_structured
     const at::Tensor running_mean_c = opforge::structured::contiguous_or_undefined(running_mean, layout);
     const at::Tensor running_var_c = opforge::structured::contiguous_or_undefined(running_var, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::batch_norm_forward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), opforge::structured::mutable_data_or_null<scalar_t>(running_mean_c), opforge::structured::mutable_data_or_null<scalar_t>(running_var_c), meta.plan);
+      OPFORGE_CPU_KERNEL(batch_norm_forward_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), opforge::structured::mutable_data_or_null<scalar_t>(running_mean_c), opforge::structured::mutable_data_or_null<scalar_t>(running_var_c), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
     opforge::structured::write_back(running_mean, running_mean_c);

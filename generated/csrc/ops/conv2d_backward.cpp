@@ -57,7 +57,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cpu_structured(co
     const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
     const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::conv2d_backward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_output_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(conv2d_backward_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_output_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }

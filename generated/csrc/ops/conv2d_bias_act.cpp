@@ -54,7 +54,7 @@ at::Tensor conv2d_bias_act_cpu_structured(const at::Tensor& input, const at::Ten
     const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
     const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::conv2d_bias_act_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan);
+      OPFORGE_CPU_KERNEL(conv2d_bias_act_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }

@@ -49,7 +49,7 @@ at::Tensor dropout_backward_cpu_structured(const at::Tensor& grad_output, const 
     const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
     const at::Tensor mask_c = opforge::structured::contiguous_in(mask, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::dropout_backward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), mask_c.const_data_ptr<bool>(), meta.plan);
+      OPFORGE_CPU_KERNEL(dropout_backward_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), mask_c.const_data_ptr<bool>(), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }

@@ -49,7 +49,7 @@ std::tuple<at::Tensor, at::Tensor> dropout_forward_cpu_structured(const at::Tens
     opforge::structured::draw_philox(meta.plan, generator, input);
     const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::dropout_forward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<bool>(result1), input_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(dropout_forward_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<bool>(result1), input_c.const_data_ptr<scalar_t>(), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }

@@ -58,7 +58,7 @@ at::Tensor embedding_cpu_structured(const at::Tensor& weight, const at::Tensor& 
     const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
-        opforge::embedding_cpu<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), weight_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan);
+        OPFORGE_CPU_KERNEL(embedding_cpu<scalar_t, indices_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), weight_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan);
       });
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
@@ -121,7 +121,7 @@ at::Tensor& embedding_out_cpu_structured(const at::Tensor& weight, const at::Ten
     const at::Tensor out_k = opforge::structured::kernel_target(kOp, "out", out, meta.outputs[0], layout, {&weight_c, &indices_c});
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
-        opforge::embedding_cpu<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(out_k), weight_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan);
+        OPFORGE_CPU_KERNEL(embedding_cpu<scalar_t, indices_t>)(opforge::structured::mutable_data_or_null<scalar_t>(out_k), weight_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan);
       });
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);

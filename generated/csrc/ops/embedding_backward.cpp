@@ -51,7 +51,7 @@ at::Tensor embedding_backward_cpu_structured(const at::Tensor& grad_output, cons
     const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
-        opforge::embedding_backward_cpu<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan);
+        OPFORGE_CPU_KERNEL(embedding_backward_cpu<scalar_t, indices_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan);
       });
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);

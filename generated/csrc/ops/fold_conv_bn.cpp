@@ -67,7 +67,7 @@ std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cpu_structured(const at::Tensor&
     const at::Tensor running_mean_c = opforge::structured::contiguous_in(running_mean, layout);
     const at::Tensor running_var_c = opforge::structured::contiguous_in(running_var, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(conv_weight.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::fold_conv_bn_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), conv_weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(conv_bias_c), bn_weight_c.const_data_ptr<scalar_t>(), bn_bias_c.const_data_ptr<scalar_t>(), running_mean_c.const_data_ptr<scalar_t>(), running_var_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(fold_conv_bn_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), conv_weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(conv_bias_c), bn_weight_c.const_data_ptr<scalar_t>(), bn_bias_c.const_data_ptr<scalar_t>(), running_mean_c.const_data_ptr<scalar_t>(), running_var_c.const_data_ptr<scalar_t>(), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }

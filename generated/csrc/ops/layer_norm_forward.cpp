@@ -57,7 +57,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cpu_structured
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
     const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::layer_norm_forward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan);
+      OPFORGE_CPU_KERNEL(layer_norm_forward_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }

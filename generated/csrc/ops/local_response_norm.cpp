@@ -47,7 +47,7 @@ at::Tensor local_response_norm_cpu_structured(const at::Tensor& input, int64_t s
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, nullptr);
     const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::local_response_norm_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(local_response_norm_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }

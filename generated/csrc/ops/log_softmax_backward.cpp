@@ -50,7 +50,7 @@ at::Tensor log_softmax_backward_cpu_structured(const at::Tensor& grad_output, co
     const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
     const at::Tensor output_c = opforge::structured::contiguous_in(output, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::log_softmax_backward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), output_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(log_softmax_backward_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), output_c.const_data_ptr<scalar_t>(), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }

@@ -53,7 +53,7 @@ at::Tensor max_pool2d_backward_cpu_structured(const at::Tensor& grad_output, con
     const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::max_pool2d_backward_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<int64_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(max_pool2d_backward_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<int64_t>(), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }

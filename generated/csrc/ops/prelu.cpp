@@ -51,7 +51,7 @@ at::Tensor prelu_cpu_structured(const at::Tensor& self, const at::Tensor& weight
     const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::prelu_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(prelu_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }

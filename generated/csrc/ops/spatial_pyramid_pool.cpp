@@ -47,7 +47,7 @@ at::Tensor spatial_pyramid_pool_cpu_structured(const at::Tensor& self, at::IntAr
     const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
     const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::spatial_pyramid_pool_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(spatial_pyramid_pool_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }

@@ -6,6 +6,8 @@
 //   opforge.conv2d_bias_act
 //   opforge.conv_transpose2d
 //   opforge.conv_transpose2d_backward
+// Compiled once per CPU capability (Note [CPU capabilities] in opforge/cpu_capability.h).
+#include <opforge/cpu_capability.h>
 #include <kernels/cpu/conv.cpp>
 
 // The scalar types the instantiations name.
@@ -14,7 +16,7 @@
 
 #include <cstdint>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 
 template void conv2d_cpu<float>(float* result, const float* input, const float* weight, const float* bias, const opforge::conv_plan& plan);
 template void conv2d_cpu<double>(double* result, const double* input, const double* weight, const double* bias, const opforge::conv_plan& plan);
@@ -37,4 +39,4 @@ template void conv_transpose2d_backward_cpu<double>(double* result0, double* res
 template void conv_transpose2d_backward_cpu<c10::Half>(c10::Half* result0, c10::Half* result1, c10::Half* result2, const c10::Half* grad_output, const c10::Half* input, const c10::Half* weight, const opforge::conv_plan& plan);
 template void conv_transpose2d_backward_cpu<c10::BFloat16>(c10::BFloat16* result0, c10::BFloat16* result1, c10::BFloat16* result2, const c10::BFloat16* grad_output, const c10::BFloat16* input, const c10::BFloat16* weight, const opforge::conv_plan& plan);
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

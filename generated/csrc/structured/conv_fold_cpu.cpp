@@ -2,6 +2,8 @@
 // The CPU kernels of kernels/cpu/conv_fold.cpp, instantiated for the schema's dtypes
 // (Note [Structured ops] in kernels/include/opforge/structured.h), of:
 //   opforge.fold_conv_bn
+// Compiled once per CPU capability (Note [CPU capabilities] in opforge/cpu_capability.h).
+#include <opforge/cpu_capability.h>
 #include <kernels/cpu/conv_fold.cpp>
 
 // The scalar types the instantiations name.
@@ -10,11 +12,11 @@
 
 #include <cstdint>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 
 template void fold_conv_bn_cpu<float>(float* result0, float* result1, const float* conv_weight, const float* conv_bias, const float* bn_weight, const float* bn_bias, const float* running_mean, const float* running_var, const opforge::fold_bn_plan& plan);
 template void fold_conv_bn_cpu<double>(double* result0, double* result1, const double* conv_weight, const double* conv_bias, const double* bn_weight, const double* bn_bias, const double* running_mean, const double* running_var, const opforge::fold_bn_plan& plan);
 template void fold_conv_bn_cpu<c10::Half>(c10::Half* result0, c10::Half* result1, const c10::Half* conv_weight, const c10::Half* conv_bias, const c10::Half* bn_weight, const c10::Half* bn_bias, const c10::Half* running_mean, const c10::Half* running_var, const opforge::fold_bn_plan& plan);
 template void fold_conv_bn_cpu<c10::BFloat16>(c10::BFloat16* result0, c10::BFloat16* result1, const c10::BFloat16* conv_weight, const c10::BFloat16* conv_bias, const c10::BFloat16* bn_weight, const c10::BFloat16* bn_bias, const c10::BFloat16* running_mean, const c10::BFloat16* running_var, const opforge::fold_bn_plan& plan);
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

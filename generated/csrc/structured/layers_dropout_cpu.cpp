@@ -3,6 +3,8 @@
 // (Note [Structured ops] in kernels/include/opforge/structured.h), of:
 //   opforge.dropout_backward
 //   opforge.dropout_forward
+// Compiled once per CPU capability (Note [CPU capabilities] in opforge/cpu_capability.h).
+#include <opforge/cpu_capability.h>
 #include <kernels/cpu/layers_dropout.cpp>
 
 // The scalar types the instantiations name.
@@ -11,7 +13,7 @@
 
 #include <cstdint>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 
 template void dropout_backward_cpu<float>(float* result, const float* grad_output, const bool* mask, const opforge::dropout_backward_plan& plan);
 template void dropout_backward_cpu<double>(double* result, const double* grad_output, const bool* mask, const opforge::dropout_backward_plan& plan);
@@ -22,4 +24,4 @@ template void dropout_forward_cpu<double>(double* result0, bool* result1, const 
 template void dropout_forward_cpu<c10::Half>(c10::Half* result0, bool* result1, const c10::Half* input, const opforge::dropout_plan& plan);
 template void dropout_forward_cpu<c10::BFloat16>(c10::BFloat16* result0, bool* result1, const c10::BFloat16* input, const opforge::dropout_plan& plan);
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

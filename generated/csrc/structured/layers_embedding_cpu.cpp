@@ -3,6 +3,8 @@
 // (Note [Structured ops] in kernels/include/opforge/structured.h), of:
 //   opforge.embedding
 //   opforge.embedding_backward
+// Compiled once per CPU capability (Note [CPU capabilities] in opforge/cpu_capability.h).
+#include <opforge/cpu_capability.h>
 #include <kernels/cpu/layers_embedding.cpp>
 
 // The scalar types the instantiations name.
@@ -11,7 +13,7 @@
 
 #include <cstdint>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 
 template void embedding_cpu<float, int64_t>(float* result, const float* weight, const int64_t* indices, const opforge::embedding_plan& plan);
 template void embedding_cpu<float, int32_t>(float* result, const float* weight, const int32_t* indices, const opforge::embedding_plan& plan);
@@ -30,4 +32,4 @@ template void embedding_backward_cpu<c10::Half, int32_t>(c10::Half* result, cons
 template void embedding_backward_cpu<c10::BFloat16, int64_t>(c10::BFloat16* result, const c10::BFloat16* grad_output, const int64_t* indices, const opforge::embedding_backward_plan& plan);
 template void embedding_backward_cpu<c10::BFloat16, int32_t>(c10::BFloat16* result, const c10::BFloat16* grad_output, const int32_t* indices, const opforge::embedding_backward_plan& plan);
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

@@ -2,6 +2,8 @@
 // The CPU kernels of kernels/cpu/layers_shuffle.cpp, instantiated for the schema's dtypes
 // (Note [Structured ops] in kernels/include/opforge/structured.h), of:
 //   opforge.channel_shuffle
+// Compiled once per CPU capability (Note [CPU capabilities] in opforge/cpu_capability.h).
+#include <opforge/cpu_capability.h>
 #include <kernels/cpu/layers_shuffle.cpp>
 
 // The scalar types the instantiations name.
@@ -10,7 +12,7 @@
 
 #include <cstdint>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 
 template void channel_shuffle_cpu<float>(float* result, const float* self, const opforge::channel_shuffle_plan& plan);
 template void channel_shuffle_cpu<double>(double* result, const double* self, const opforge::channel_shuffle_plan& plan);
@@ -23,4 +25,4 @@ template void channel_shuffle_cpu<int32_t>(int32_t* result, const int32_t* self,
 template void channel_shuffle_cpu<int64_t>(int64_t* result, const int64_t* self, const opforge::channel_shuffle_plan& plan);
 template void channel_shuffle_cpu<bool>(bool* result, const bool* self, const opforge::channel_shuffle_plan& plan);
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

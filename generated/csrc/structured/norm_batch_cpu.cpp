@@ -3,6 +3,8 @@
 // (Note [Structured ops] in kernels/include/opforge/structured.h), of:
 //   opforge.batch_norm_backward
 //   opforge.batch_norm_forward
+// Compiled once per CPU capability (Note [CPU capabilities] in opforge/cpu_capability.h).
+#include <opforge/cpu_capability.h>
 #include <kernels/cpu/norm_batch.cpp>
 
 // The scalar types the instantiations name.
@@ -11,7 +13,7 @@
 
 #include <cstdint>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 
 template void batch_norm_backward_cpu<float>(float* result0, float* result1, float* result2, const float* grad_out, const float* input, const float* save_mean, const float* save_invstd, const float* weight, const float* grad_mean, const float* grad_invstd, const opforge::batch_norm_plan& plan);
 template void batch_norm_backward_cpu<double>(double* result0, double* result1, double* result2, const double* grad_out, const double* input, const double* save_mean, const double* save_invstd, const double* weight, const double* grad_mean, const double* grad_invstd, const opforge::batch_norm_plan& plan);
@@ -22,4 +24,4 @@ template void batch_norm_forward_cpu<double>(double* result0, double* result1, d
 template void batch_norm_forward_cpu<c10::Half>(c10::Half* result0, c10::Half* result1, c10::Half* result2, const c10::Half* input, const c10::Half* weight, const c10::Half* bias, c10::Half* running_mean, c10::Half* running_var, const opforge::batch_norm_plan& plan);
 template void batch_norm_forward_cpu<c10::BFloat16>(c10::BFloat16* result0, c10::BFloat16* result1, c10::BFloat16* result2, const c10::BFloat16* input, const c10::BFloat16* weight, const c10::BFloat16* bias, c10::BFloat16* running_mean, c10::BFloat16* running_var, const opforge::batch_norm_plan& plan);
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

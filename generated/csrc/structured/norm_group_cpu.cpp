@@ -3,6 +3,8 @@
 // (Note [Structured ops] in kernels/include/opforge/structured.h), of:
 //   opforge.group_norm_backward
 //   opforge.group_norm_forward
+// Compiled once per CPU capability (Note [CPU capabilities] in opforge/cpu_capability.h).
+#include <opforge/cpu_capability.h>
 #include <kernels/cpu/norm_group.cpp>
 
 // The scalar types the instantiations name.
@@ -11,7 +13,7 @@
 
 #include <cstdint>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 
 template void group_norm_backward_cpu<float>(float* result0, float* result1, float* result2, const float* grad_out, const float* input, const float* mean, const float* rstd, const float* weight, const float* grad_mean, const float* grad_rstd, const opforge::group_norm_plan& plan);
 template void group_norm_backward_cpu<double>(double* result0, double* result1, double* result2, const double* grad_out, const double* input, const double* mean, const double* rstd, const double* weight, const double* grad_mean, const double* grad_rstd, const opforge::group_norm_plan& plan);
@@ -22,4 +24,4 @@ template void group_norm_forward_cpu<double>(double* result0, double* result1, d
 template void group_norm_forward_cpu<c10::Half>(c10::Half* result0, c10::Half* result1, c10::Half* result2, const c10::Half* input, const c10::Half* weight, const c10::Half* bias, const opforge::group_norm_plan& plan);
 template void group_norm_forward_cpu<c10::BFloat16>(c10::BFloat16* result0, c10::BFloat16* result1, c10::BFloat16* result2, const c10::BFloat16* input, const c10::BFloat16* weight, const c10::BFloat16* bias, const opforge::group_norm_plan& plan);
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

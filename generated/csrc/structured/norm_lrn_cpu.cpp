@@ -3,6 +3,8 @@
 // (Note [Structured ops] in kernels/include/opforge/structured.h), of:
 //   opforge.local_response_norm
 //   opforge.local_response_norm_backward
+// Compiled once per CPU capability (Note [CPU capabilities] in opforge/cpu_capability.h).
+#include <opforge/cpu_capability.h>
 #include <kernels/cpu/norm_lrn.cpp>
 
 // The scalar types the instantiations name.
@@ -11,7 +13,7 @@
 
 #include <cstdint>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 
 template void local_response_norm_cpu<float>(float* result, const float* input, const opforge::lrn_plan& plan);
 template void local_response_norm_cpu<double>(double* result, const double* input, const opforge::lrn_plan& plan);
@@ -22,4 +24,4 @@ template void local_response_norm_backward_cpu<double>(double* result, const dou
 template void local_response_norm_backward_cpu<c10::Half>(c10::Half* result, const c10::Half* grad_output, const c10::Half* input, const opforge::lrn_plan& plan);
 template void local_response_norm_backward_cpu<c10::BFloat16>(c10::BFloat16* result, const c10::BFloat16* grad_output, const c10::BFloat16* input, const opforge::lrn_plan& plan);
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

@@ -5,6 +5,8 @@
 //   opforge.adaptive_avg_pool2d_backward
 //   opforge.avg_pool2d
 //   opforge.avg_pool2d_backward
+// Compiled once per CPU capability (Note [CPU capabilities] in opforge/cpu_capability.h).
+#include <opforge/cpu_capability.h>
 #include <kernels/cpu/pooling_avg.cpp>
 
 // The scalar types the instantiations name.
@@ -13,7 +15,7 @@
 
 #include <cstdint>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 
 template void adaptive_avg_pool2d_cpu<float>(float* result, const float* self, const opforge::adaptive_avg_pool_plan& plan);
 template void adaptive_avg_pool2d_cpu<double>(double* result, const double* self, const opforge::adaptive_avg_pool_plan& plan);
@@ -32,4 +34,4 @@ template void avg_pool2d_backward_cpu<double>(double* result, const double* grad
 template void avg_pool2d_backward_cpu<c10::Half>(c10::Half* result, const c10::Half* grad_output, const c10::Half* self, const opforge::avg_pool_plan& plan);
 template void avg_pool2d_backward_cpu<c10::BFloat16>(c10::BFloat16* result, const c10::BFloat16* grad_output, const c10::BFloat16* self, const opforge::avg_pool_plan& plan);
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

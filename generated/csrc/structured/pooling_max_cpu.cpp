@@ -5,6 +5,8 @@
 //   opforge.adaptive_max_pool2d_with_indices
 //   opforge.max_pool2d_backward
 //   opforge.max_pool2d_with_indices
+// Compiled once per CPU capability (Note [CPU capabilities] in opforge/cpu_capability.h).
+#include <opforge/cpu_capability.h>
 #include <kernels/cpu/pooling_max.cpp>
 
 // The scalar types the instantiations name.
@@ -13,7 +15,7 @@
 
 #include <cstdint>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 
 template void adaptive_max_pool2d_backward_cpu<float>(float* result, const float* grad_output, const float* self, const int64_t* indices, const opforge::adaptive_pool_plan& plan);
 template void adaptive_max_pool2d_backward_cpu<double>(double* result, const double* grad_output, const double* self, const int64_t* indices, const opforge::adaptive_pool_plan& plan);
@@ -32,4 +34,4 @@ template void max_pool2d_with_indices_cpu<double>(double* result0, int64_t* resu
 template void max_pool2d_with_indices_cpu<c10::Half>(c10::Half* result0, int64_t* result1, const c10::Half* self, const opforge::max_pool_plan& plan);
 template void max_pool2d_with_indices_cpu<c10::BFloat16>(c10::BFloat16* result0, int64_t* result1, const c10::BFloat16* self, const opforge::max_pool_plan& plan);
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

@@ -3,6 +3,8 @@
 // (Note [Structured ops] in kernels/include/opforge/structured.h), of:
 //   opforge.spatial_pyramid_pool
 //   opforge.spatial_pyramid_pool_backward
+// Compiled once per CPU capability (Note [CPU capabilities] in opforge/cpu_capability.h).
+#include <opforge/cpu_capability.h>
 #include <kernels/cpu/pooling_spp.cpp>
 
 // The scalar types the instantiations name.
@@ -11,7 +13,7 @@
 
 #include <cstdint>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 
 template void spatial_pyramid_pool_cpu<float>(float* result, const float* self, const opforge::spp_plan& plan);
 template void spatial_pyramid_pool_cpu<double>(double* result, const double* self, const opforge::spp_plan& plan);
@@ -22,4 +24,4 @@ template void spatial_pyramid_pool_backward_cpu<double>(double* result, const do
 template void spatial_pyramid_pool_backward_cpu<c10::Half>(c10::Half* result, const c10::Half* grad_output, const c10::Half* self, const opforge::spp_plan& plan);
 template void spatial_pyramid_pool_backward_cpu<c10::BFloat16>(c10::BFloat16* result, const c10::BFloat16* grad_output, const c10::BFloat16* self, const opforge::spp_plan& plan);
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

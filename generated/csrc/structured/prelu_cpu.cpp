@@ -3,6 +3,8 @@
 // (Note [Structured ops] in kernels/include/opforge/structured.h), of:
 //   opforge.prelu
 //   opforge.prelu_backward
+// Compiled once per CPU capability (Note [CPU capabilities] in opforge/cpu_capability.h).
+#include <opforge/cpu_capability.h>
 #include <kernels/cpu/prelu.cpp>
 
 // The scalar types the instantiations name.
@@ -11,7 +13,7 @@
 
 #include <cstdint>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 
 template void prelu_cpu<float>(float* result, const float* self, const float* weight, const opforge::prelu_plan& plan);
 template void prelu_cpu<double>(double* result, const double* self, const double* weight, const opforge::prelu_plan& plan);
@@ -22,4 +24,4 @@ template void prelu_backward_cpu<double>(double* result0, double* result1, const
 template void prelu_backward_cpu<c10::Half>(c10::Half* result0, c10::Half* result1, const c10::Half* grad_output, const c10::Half* self, const c10::Half* weight, const opforge::prelu_plan& plan);
 template void prelu_backward_cpu<c10::BFloat16>(c10::BFloat16* result0, c10::BFloat16* result1, const c10::BFloat16* grad_output, const c10::BFloat16* self, const c10::BFloat16* weight, const opforge::prelu_plan& plan);
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

@@ -2,6 +2,8 @@
 // The CPU kernels of kernels/cpu/reduction.cpp, instantiated for the schema's dtypes
 // (Note [Structured ops] in kernels/include/opforge/structured.h), of:
 //   opforge.sum
+// Compiled once per CPU capability (Note [CPU capabilities] in opforge/cpu_capability.h).
+#include <opforge/cpu_capability.h>
 #include <kernels/cpu/reduction.cpp>
 
 // The scalar types the instantiations name.
@@ -10,11 +12,11 @@
 
 #include <cstdint>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 
 template void sum_cpu<float>(float* result, const float* self, const opforge::sum_plan& plan);
 template void sum_cpu<double>(double* result, const double* self, const opforge::sum_plan& plan);
 template void sum_cpu<c10::Half>(c10::Half* result, const c10::Half* self, const opforge::sum_plan& plan);
 template void sum_cpu<c10::BFloat16>(c10::BFloat16* result, const c10::BFloat16* self, const opforge::sum_plan& plan);
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

@@ -3,6 +3,8 @@
 // (Note [Structured ops] in kernels/include/opforge/structured.h), of:
 //   opforge.log_softmax_backward
 //   opforge.softmax_backward
+// Compiled once per CPU capability (Note [CPU capabilities] in opforge/cpu_capability.h).
+#include <opforge/cpu_capability.h>
 #include <kernels/cpu/softmax_backward.cpp>
 
 // The scalar types the instantiations name.
@@ -11,7 +13,7 @@
 
 #include <cstdint>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 
 template void log_softmax_backward_cpu<float>(float* result, const float* grad_output, const float* output, const opforge::dim_split& plan);
 template void log_softmax_backward_cpu<double>(double* result, const double* grad_output, const double* output, const opforge::dim_split& plan);
@@ -22,4 +24,4 @@ template void softmax_backward_cpu<double>(double* result, const double* grad_ou
 template void softmax_backward_cpu<c10::Half>(c10::Half* result, const c10::Half* grad_output, const c10::Half* output, const opforge::dim_split& plan);
 template void softmax_backward_cpu<c10::BFloat16>(c10::BFloat16* result, const c10::BFloat16* grad_output, const c10::BFloat16* output, const opforge::dim_split& plan);
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

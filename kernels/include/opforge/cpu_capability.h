@@ -1,12 +1,13 @@
 #pragma once
 // Note [CPU capabilities]: CPU kernel units (the generated pointwise kernels,
-// csrc/kernels/<op>_cpu.cpp) are compiled once per capability CMake lists in
-// OPFORGE_CPU_CAPABILITIES: the baseline (OPFORGE_CPU_FLAGS; x86-64-v3, AVX2,
-// on x86) and, on x86, AVX-512 (x86-64-v4 flags, 512-bit vectors). Each copy
-// defines its kernels in its own namespace, opforge::cpu_avx2 or
+// csrc/kernels/<op>_cpu.cpp, the structured ops' csrc/structured/<source>_cpu.cpp
+// and the helper sources in kernels/cpu/) are compiled once per capability: the
+// baseline (OPFORGE_CPU_FLAGS; x86-64-v3, AVX2, on x86) and, on x86, AVX-512
+// (OPFORGE_CPU_AVX512_FLAGS, x86-64-v4 class, 512-bit vectors). Each copy
+// defines its kernels and helpers in its own namespace, opforge::cpu_avx2 or
 // opforge::cpu_avx512 (OPFORGE_CPU_CAPABILITY while compiling it), so the
-// copies never merge at link time; the helpers those units inline come from
-// headers whose templates have internal linkage (pointwise/cpu.h). The
+// copies never merge at link time; the pointwise engine's helpers have internal
+// linkage (pointwise/cpu.h); plan structs stay shared (opforge::). The
 // generated code calls a kernel through OPFORGE_CPU_KERNEL(name<T>), which
 // picks the copy for the capability selected once at load time: the best the
 // CPU supports, or the one OPFORGE_CPU_CAPABILITY=default|avx2|avx512 forces

@@ -9,11 +9,11 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/scale_add.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/select_max.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/total.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/select_cpu.cpp
 )
 # CPU kernel units compiled once per CPU capability (Note [CPU capabilities]).
 set(OPFORGE_CPU_KERNEL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/clamp_to_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/select_cpu.cpp
 )
 # The generated CUDA device code (nvcc, or the CUDA simulator's C++ build); the
 # host code is in the op's registration unit and in csrc/cuda_sim.cpp.

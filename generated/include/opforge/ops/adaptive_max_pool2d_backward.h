@@ -14,13 +14,23 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/cpu_capability.h>
+
 #include <opforge/meta/pooling.h>
 
 namespace opforge {
 
 // adaptive_max_pool2d_backward [CPU]: see Note [Structured ops]
+namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t>
 void adaptive_max_pool2d_backward_cpu(scalar_t* result, const scalar_t* grad_output, const scalar_t* self, const int64_t* indices, const opforge::adaptive_pool_plan& plan);
+}
+#if OPFORGE_CPU_HAVE_AVX512
+namespace cpu_avx512 {
+template <typename scalar_t>
+void adaptive_max_pool2d_backward_cpu(scalar_t* result, const scalar_t* grad_output, const scalar_t* self, const int64_t* indices, const opforge::adaptive_pool_plan& plan);
+}
+#endif
 
 namespace ops {
 // adaptive_max_pool2d_backward

@@ -14,13 +14,23 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/cpu_capability.h>
+
 #include <opforge/meta/pooling.h>
 
 namespace opforge {
 
 // avg_pool2d [CPU]: see Note [Structured ops]
+namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t>
 void avg_pool2d_cpu(scalar_t* result, const scalar_t* self, const opforge::avg_pool_plan& plan);
+}
+#if OPFORGE_CPU_HAVE_AVX512
+namespace cpu_avx512 {
+template <typename scalar_t>
+void avg_pool2d_cpu(scalar_t* result, const scalar_t* self, const opforge::avg_pool_plan& plan);
+}
+#endif
 
 namespace ops {
 // avg_pool2d

@@ -14,13 +14,23 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/cpu_capability.h>
+
 #include <opforge/meta/layers.h>
 
 namespace opforge {
 
 // channel_shuffle [CPU]: see Note [Structured ops]
+namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t>
 void channel_shuffle_cpu(scalar_t* result, const scalar_t* self, const opforge::channel_shuffle_plan& plan);
+}
+#if OPFORGE_CPU_HAVE_AVX512
+namespace cpu_avx512 {
+template <typename scalar_t>
+void channel_shuffle_cpu(scalar_t* result, const scalar_t* self, const opforge::channel_shuffle_plan& plan);
+}
+#endif
 
 namespace ops {
 // channel_shuffle

@@ -14,13 +14,23 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/cpu_capability.h>
+
 #include <opforge/meta/conv.h>
 
 namespace opforge {
 
 // conv2d_bias_act [CPU]: see Note [Structured ops]
+namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t>
 void conv2d_bias_act_cpu(scalar_t* result, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, const opforge::conv_plan& plan);
+}
+#if OPFORGE_CPU_HAVE_AVX512
+namespace cpu_avx512 {
+template <typename scalar_t>
+void conv2d_bias_act_cpu(scalar_t* result, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, const opforge::conv_plan& plan);
+}
+#endif
 
 namespace ops {
 // conv2d_bias_act

@@ -14,13 +14,23 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/cpu_capability.h>
+
 #include <opforge/meta/conv.h>
 
 namespace opforge {
 
 // conv_transpose2d_backward [CPU]: see Note [Structured ops]
+namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t>
 void conv_transpose2d_backward_cpu(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_output, const scalar_t* input, const scalar_t* weight, const opforge::conv_plan& plan);
+}
+#if OPFORGE_CPU_HAVE_AVX512
+namespace cpu_avx512 {
+template <typename scalar_t>
+void conv_transpose2d_backward_cpu(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_output, const scalar_t* input, const scalar_t* weight, const opforge::conv_plan& plan);
+}
+#endif
 
 namespace ops {
 // conv_transpose2d_backward

@@ -14,13 +14,23 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/cpu_capability.h>
+
 #include <opforge/meta/layers.h>
 
 namespace opforge {
 
 // dropout_backward [CPU]: see Note [Structured ops]
+namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t>
 void dropout_backward_cpu(scalar_t* result, const scalar_t* grad_output, const bool* mask, const opforge::dropout_backward_plan& plan);
+}
+#if OPFORGE_CPU_HAVE_AVX512
+namespace cpu_avx512 {
+template <typename scalar_t>
+void dropout_backward_cpu(scalar_t* result, const scalar_t* grad_output, const bool* mask, const opforge::dropout_backward_plan& plan);
+}
+#endif
 
 namespace ops {
 // dropout_backward

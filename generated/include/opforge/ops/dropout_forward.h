@@ -14,13 +14,23 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/cpu_capability.h>
+
 #include <opforge/meta/layers.h>
 
 namespace opforge {
 
 // dropout_forward [CPU]: see Note [Structured ops]
+namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t>
 void dropout_forward_cpu(scalar_t* result0, bool* result1, const scalar_t* input, const opforge::dropout_plan& plan);
+}
+#if OPFORGE_CPU_HAVE_AVX512
+namespace cpu_avx512 {
+template <typename scalar_t>
+void dropout_forward_cpu(scalar_t* result0, bool* result1, const scalar_t* input, const opforge::dropout_plan& plan);
+}
+#endif
 
 namespace ops {
 // dropout_forward

@@ -14,13 +14,23 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/cpu_capability.h>
+
 #include <opforge/meta/layers.h>
 
 namespace opforge {
 
 // embedding_backward [CPU]: see Note [Structured ops]
+namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t, typename indices_t>
 void embedding_backward_cpu(scalar_t* result, const scalar_t* grad_output, const indices_t* indices, const opforge::embedding_backward_plan& plan);
+}
+#if OPFORGE_CPU_HAVE_AVX512
+namespace cpu_avx512 {
+template <typename scalar_t, typename indices_t>
+void embedding_backward_cpu(scalar_t* result, const scalar_t* grad_output, const indices_t* indices, const opforge::embedding_backward_plan& plan);
+}
+#endif
 
 namespace ops {
 // embedding_backward

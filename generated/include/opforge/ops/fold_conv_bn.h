@@ -14,13 +14,23 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/cpu_capability.h>
+
 #include <opforge/meta/conv.h>
 
 namespace opforge {
 
 // fold_conv_bn [CPU]: see Note [Structured ops]
+namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t>
 void fold_conv_bn_cpu(scalar_t* result0, scalar_t* result1, const scalar_t* conv_weight, const scalar_t* conv_bias, const scalar_t* bn_weight, const scalar_t* bn_bias, const scalar_t* running_mean, const scalar_t* running_var, const opforge::fold_bn_plan& plan);
+}
+#if OPFORGE_CPU_HAVE_AVX512
+namespace cpu_avx512 {
+template <typename scalar_t>
+void fold_conv_bn_cpu(scalar_t* result0, scalar_t* result1, const scalar_t* conv_weight, const scalar_t* conv_bias, const scalar_t* bn_weight, const scalar_t* bn_bias, const scalar_t* running_mean, const scalar_t* running_var, const opforge::fold_bn_plan& plan);
+}
+#endif
 
 namespace ops {
 // fold_conv_bn

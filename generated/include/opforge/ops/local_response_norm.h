@@ -14,13 +14,23 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/cpu_capability.h>
+
 #include <opforge/meta/norm.h>
 
 namespace opforge {
 
 // local_response_norm [CPU]: see Note [Structured ops]
+namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t>
 void local_response_norm_cpu(scalar_t* result, const scalar_t* input, const opforge::lrn_plan& plan);
+}
+#if OPFORGE_CPU_HAVE_AVX512
+namespace cpu_avx512 {
+template <typename scalar_t>
+void local_response_norm_cpu(scalar_t* result, const scalar_t* input, const opforge::lrn_plan& plan);
+}
+#endif
 
 namespace ops {
 // local_response_norm

@@ -14,13 +14,23 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/cpu_capability.h>
+
 #include <opforge/meta/pooling.h>
 
 namespace opforge {
 
 // max_pool2d_with_indices [CPU]: see Note [Structured ops]
+namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t>
 void max_pool2d_with_indices_cpu(scalar_t* result0, int64_t* result1, const scalar_t* self, const opforge::max_pool_plan& plan);
+}
+#if OPFORGE_CPU_HAVE_AVX512
+namespace cpu_avx512 {
+template <typename scalar_t>
+void max_pool2d_with_indices_cpu(scalar_t* result0, int64_t* result1, const scalar_t* self, const opforge::max_pool_plan& plan);
+}
+#endif
 
 namespace ops {
 // max_pool2d_with_indices

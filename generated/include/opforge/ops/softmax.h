@@ -14,13 +14,23 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/cpu_capability.h>
+
 #include <opforge/meta/softmax.h>
 
 namespace opforge {
 
 // softmax [CPU]: see Note [Structured ops]
+namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t>
 void softmax_cpu(scalar_t* result, const scalar_t* self, const opforge::dim_split& plan);
+}
+#if OPFORGE_CPU_HAVE_AVX512
+namespace cpu_avx512 {
+template <typename scalar_t>
+void softmax_cpu(scalar_t* result, const scalar_t* self, const opforge::dim_split& plan);
+}
+#endif
 
 namespace ops {
 // softmax

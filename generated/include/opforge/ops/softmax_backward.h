@@ -14,13 +14,23 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/cpu_capability.h>
+
 #include <opforge/meta/softmax.h>
 
 namespace opforge {
 
 // softmax_backward [CPU]: see Note [Structured ops]
+namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t>
 void softmax_backward_cpu(scalar_t* result, const scalar_t* grad_output, const scalar_t* output, const opforge::dim_split& plan);
+}
+#if OPFORGE_CPU_HAVE_AVX512
+namespace cpu_avx512 {
+template <typename scalar_t>
+void softmax_backward_cpu(scalar_t* result, const scalar_t* grad_output, const scalar_t* output, const opforge::dim_split& plan);
+}
+#endif
 
 namespace ops {
 // softmax_backward

@@ -14,13 +14,23 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/cpu_capability.h>
+
 #include <opforge/meta/reduction.h>
 
 namespace opforge {
 
 // sum [CPU]: see Note [Structured ops]
+namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t>
 void sum_cpu(scalar_t* result, const scalar_t* self, const opforge::sum_plan& plan);
+}
+#if OPFORGE_CPU_HAVE_AVX512
+namespace cpu_avx512 {
+template <typename scalar_t>
+void sum_cpu(scalar_t* result, const scalar_t* self, const opforge::sum_plan& plan);
+}
+#endif
 
 namespace ops {
 // sum

@@ -54,7 +54,7 @@ std::tuple<at::Tensor, at::Tensor> select_max_cpu_structured(const at::Tensor& s
     const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
     const at::Tensor counts_c = opforge::structured::contiguous_or_undefined(counts, layout);
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::select_max_cpu<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan);
+      OPFORGE_CPU_KERNEL(select_max_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan);
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
     opforge::structured::write_back(counts, counts_c);

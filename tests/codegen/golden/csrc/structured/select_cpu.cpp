@@ -2,6 +2,8 @@
 // The CPU kernels of kernels/cpu/select.cpp, instantiated for the schema's dtypes
 // (Note [Structured ops] in kernels/include/opforge/structured.h), of:
 //   opforge.select_max
+// Compiled once per CPU capability (Note [CPU capabilities] in opforge/cpu_capability.h).
+#include <opforge/cpu_capability.h>
 #include <kernels/cpu/select.cpp>
 
 // The scalar types the instantiations name.
@@ -10,11 +12,11 @@
 
 #include <cstdint>
 
-namespace opforge {
+namespace opforge::OPFORGE_CPU_CAPABILITY {
 
 template void select_max_cpu<float>(float* result0, int64_t* result1, const float* self, const float* weight, int64_t* counts, const opforge::dim_split& plan);
 template void select_max_cpu<double>(double* result0, int64_t* result1, const double* self, const double* weight, int64_t* counts, const opforge::dim_split& plan);
 template void select_max_cpu<c10::Half>(c10::Half* result0, int64_t* result1, const c10::Half* self, const c10::Half* weight, int64_t* counts, const opforge::dim_split& plan);
 template void select_max_cpu<c10::BFloat16>(c10::BFloat16* result0, int64_t* result1, const c10::BFloat16* self, const c10::BFloat16* weight, int64_t* counts, const opforge::dim_split& plan);
 
-}  // namespace opforge
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

@@ -14,13 +14,23 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/cpu_capability.h>
+
 #include <opforge/meta/two_ops.h>
 
 namespace opforge {
 
 // select_max [CPU]: see Note [Structured ops]
+namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t>
 void select_max_cpu(scalar_t* result0, int64_t* result1, const scalar_t* self, const scalar_t* weight, int64_t* counts, const opforge::dim_split& plan);
+}
+#if OPFORGE_CPU_HAVE_AVX512
+namespace cpu_avx512 {
+template <typename scalar_t>
+void select_max_cpu(scalar_t* result0, int64_t* result1, const scalar_t* self, const scalar_t* weight, int64_t* counts, const opforge::dim_split& plan);
+}
+#endif
 
 namespace ops {
 // select_max
