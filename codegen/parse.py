@@ -17,14 +17,11 @@ from codegen.model import (
     BaseTy,
     BaseType,
     FunctionSchema,
-    ListType,
-    OptionalType,
     SchemaError,
     split_commas,
 )
 from codegen.opdecl import (
     BACKEND_KEYS,
-    CPP_SCALAR,
     DISPATCH_KEYS,
     DTYPES,
     ENTRY_FIELDS,
@@ -39,6 +36,7 @@ from codegen.opdecl import (
     Structured,
     is_template,
 )
+from codegen.validate import check_entry
 from codegen.variants import api_names, expand_variants
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -116,13 +114,11 @@ class _EntryParser:
             dispatch = self._structured_implied(schema, dispatch, shape, pointwise)
         elif pointwise is None:
             self._reject_template_kernels(dispatch)
-        self._check_template_dtypes(dispatch, dtypes)
         checks = self._checks(args)
         dtype_rule = self._rule("dtype", rules.parse_dtype, args)
-        self._check_rule_types(shape, args)
         samples = self._samples(args)
         derivatives = self._derivatives(args)
-        variants = self._variants(schema, shape, structured is not None)
+        variants = self._variants()
         reference = self.string("reference")
         if reference is not None and not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", reference):
             self.err(
@@ -423,21 +419,6 @@ class _EntryParser:
                     "pointers and a plan, instantiated for 'dtypes'), or name a plain kernel",
                 )
 
-    def _check_template_dtypes(
-        self, dispatch: tuple[tuple[str, str], ...], dtypes: tuple[str, ...]
-    ) -> None:
-        for key, kernel in dispatch:
-            if not is_template(kernel):
-                continue
-            for d in dtypes:
-                if d not in CPP_SCALAR:
-                    self.err(
-                        "dtypes",
-                        f"dtype '{d}' has no C++ scalar type, so template kernel "
-                        f"'{kernel}' ({key}) cannot be instantiated for it",
-                        f"drop '{d}' or make {key} a plain (non-template) kernel",
-                    )
-
     def _dtypes(self) -> tuple[str, ...]:
         names = self.string_list("dtypes")
         if names is None:
@@ -468,8 +449,6 @@ class _EntryParser:
                 f"e.g. [{', '.join(['true'] + ['false'] * (n - 1))}]",
             )
             return ()
-        if not self.e.get("derivatives"):
-            self.err("output_differentiability", "'output_differentiability' needs 'derivatives'")
         return tuple(raw)
 
     def _arg_dtypes(
@@ -536,30 +515,6 @@ class _EntryParser:
                 return None
         return rule
 
-    def _check_rule_types(self, shape: rules.ShapeRule | None, args: dict[str, Any]) -> None:
-        tensors = list(rules.rule_args(shape)) if shape is not None else []
-        if isinstance(shape, rules.Reduce):
-            tensors = [shape.arg]
-            dim_t = args[shape.dim].type
-            is_int_list = (
-                isinstance(dim_t, OptionalType) and isinstance(dim_t.elem, ListType)
-            ) or isinstance(dim_t, ListType)
-            if not is_int_list:
-                self.err(
-                    "shape",
-                    f"reduce(): '{shape.dim}' must be an int[] or int[]? argument, it is '{dim_t}'",
-                )
-            if args[shape.keepdim].type != BaseType(BaseTy.bool):
-                self.err("shape", f"reduce(): '{shape.keepdim}' must be a bool argument")
-        if isinstance(shape, rules.Sizes):
-            tensors = []
-        for name in tensors:
-            if args[name].type != BaseType(BaseTy.Tensor):
-                self.err(
-                    "shape",
-                    f"shape rule argument '{name}' must be a Tensor, it is '{args[name].type}'",
-                )
-
     def _derivatives(self, args: dict[str, Any]) -> tuple[Derivative, ...]:
         raw = self.e.get("derivatives")
         if raw is None:
@@ -597,9 +552,8 @@ class _EntryParser:
             out.append(Derivative(names, formula.strip(), loc))
         return tuple(out)
 
-    def _variants(
-        self, schema: FunctionSchema, shape: rules.ShapeRule | None, structured: bool
-    ) -> tuple[str, ...]:
+    def _variants(self) -> tuple[str, ...]:
+        """The variant names (what they require of the op: validate.check_entry)."""
         names = self.string_list("variants") or []
         for n in names:
             if n not in VARIANT_KINDS:
@@ -607,43 +561,6 @@ class _EntryParser:
                     "variants",
                     f"unknown variant '{n}'",
                     did_you_mean(n, VARIANT_KINDS) or f"known variants: {', '.join(VARIANT_KINDS)}",
-                )
-        if names and (schema.arguments.out or schema.name.is_inplace):
-            self.err(
-                "variants",
-                "variants are generated from a functional op; this one is already "
-                f"{'an out=' if schema.arguments.out else 'an in-place'} overload",
-            )
-        if "inplace" in names and structured:
-            self.err(
-                "variants",
-                "a structured op has out= variants only: its kernel may read an input element "
-                "after writing the output element at the same place, so in place it would "
-                "compute into scratch and copy",
-                "use 'variants: [out]', or declare the op 'pointwise:' for a real in-place kernel",
-            )
-        elif "inplace" in names:
-            first = schema.arguments.positional[0] if schema.arguments.positional else None
-            single = len(schema.returns) == 1 and schema.returns[0].type == BaseType(BaseTy.Tensor)
-            same_shape = (
-                isinstance(shape, rules.Like) and first is not None and shape.arg == first.name
-            )
-            broadcast_into = (
-                isinstance(shape, rules.Broadcast)
-                and first is not None
-                and shape.args[0] == first.name
-            )
-            if first is None or first.type != BaseType(BaseTy.Tensor) or not single:
-                self.err(
-                    "variants",
-                    "an in-place variant needs a first Tensor argument and one Tensor result",
-                )
-            elif not (same_shape or broadcast_into):
-                self.err(
-                    "variants",
-                    f"an in-place variant writes its result into '{first.name}', but the "
-                    f"output shape rule '{shape}' does not keep the shape of '{first.name}'",
-                    f"only ops with 'shape: like({first.name})' or 'broadcast({first.name}, ...)' can be in-place",
                 )
         return tuple(n for n in VARIANT_KINDS if n in names)
 
@@ -731,7 +648,7 @@ def parse_file(path: Path, display: str, diags: Diagnostics) -> list[OpDecl]:
             continue
         assert isinstance(entry, yaml_lines.LineDict)
         op = _EntryParser(entry, display, diags).parse(path.stem)
-        if op is not None:
+        if op is not None and check_entry(op, diags):
             ops.append(op)
     return ops
 

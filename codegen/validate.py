@@ -1,4 +1,6 @@
-"""Rules that look across entries, run after every entry parsed on its own."""
+"""The rules an op must follow beyond its fields' syntax: per entry (check_entry, run on
+each OpDecl as parse.py builds it, before variants are generated from it) and across
+entries (validate)."""
 
 from __future__ import annotations
 
@@ -6,9 +8,10 @@ import importlib
 import re
 from pathlib import Path
 
-from codegen import formulas
+from codegen import formulas, rules
 from codegen.diagnostics import Diagnostics, Location, did_you_mean
-from codegen.opdecl import BACKEND_KEYS, OpDecl, kernel_name
+from codegen.model import BaseTy, BaseType, ListType, OptionalType
+from codegen.opdecl import BACKEND_KEYS, CPP_SCALAR, OpDecl, is_template, kernel_name
 
 # Identifiers a formula may use besides the op's arguments (see README, `derivatives`).
 _FORMULA_NAMES = {"grad", "grads", "result", "grad_input_mask", "true", "false", "nullptr"}
@@ -30,6 +33,103 @@ def validate(ops: list[OpDecl], diags: Diagnostics) -> None:
         _check_out_overload(op, diags)
         _check_meta(op, diags)
         _check_tensor_lists(op, diags)
+
+
+def check_entry(op: OpDecl, diags: Diagnostics) -> bool:
+    """The rules between one entry's fields; False when the entry breaks one."""
+    before = len(diags.errors)
+    _check_variants(op, diags)
+    _check_rule_types(op, diags)
+    _check_template_dtypes(op, diags)
+    if op.output_differentiability and not op.derivatives:
+        diags.error(
+            op.loc_of("output_differentiability"),
+            "'output_differentiability' needs 'derivatives'",
+        )
+    return len(diags.errors) == before
+
+
+def _check_variants(op: OpDecl, diags: Diagnostics) -> None:
+    if not op.variants:
+        return
+    loc = op.loc_of("variants")
+    schema = op.schema
+    if schema.arguments.out or schema.name.is_inplace:
+        diags.error(
+            loc,
+            "variants are generated from a functional op; this one is already "
+            f"{'an out=' if schema.arguments.out else 'an in-place'} overload",
+        )
+    if "inplace" not in op.variants:
+        return
+    if op.structured is not None:
+        diags.error(
+            loc,
+            "a structured op has out= variants only: its kernel may read an input element "
+            "after writing the output element at the same place, so in place it would "
+            "compute into scratch and copy",
+            "use 'variants: [out]', or declare the op 'pointwise:' for a real in-place kernel",
+        )
+        return
+    shape = op.shape
+    first = schema.arguments.positional[0] if schema.arguments.positional else None
+    single = len(schema.returns) == 1 and schema.returns[0].type == BaseType(BaseTy.Tensor)
+    if first is None or first.type != BaseType(BaseTy.Tensor) or not single:
+        diags.error(loc, "an in-place variant needs a first Tensor argument and one Tensor result")
+        return
+    same_shape = isinstance(shape, rules.Like) and shape.arg == first.name
+    broadcast_into = isinstance(shape, rules.Broadcast) and shape.args[0] == first.name
+    if not (same_shape or broadcast_into):
+        diags.error(
+            loc,
+            f"an in-place variant writes its result into '{first.name}', but the "
+            f"output shape rule '{shape}' does not keep the shape of '{first.name}'",
+            f"only ops with 'shape: like({first.name})' or 'broadcast({first.name}, ...)' can be in-place",
+        )
+
+
+def _check_rule_types(op: OpDecl, diags: Diagnostics) -> None:
+    """The arguments a shape rule names have the types the rule needs."""
+    shape = op.shape
+    if shape is None:
+        return
+    args = {a.name: a for a in op.schema.arguments.flat_all}
+    loc = op.loc_of("shape")
+    tensors = list(rules.rule_args(shape))
+    if isinstance(shape, rules.Reduce):
+        tensors = [shape.arg]
+        dim_t = args[shape.dim].type
+        is_int_list = (
+            isinstance(dim_t, OptionalType) and isinstance(dim_t.elem, ListType)
+        ) or isinstance(dim_t, ListType)
+        if not is_int_list:
+            diags.error(
+                loc, f"reduce(): '{shape.dim}' must be an int[] or int[]? argument, it is '{dim_t}'"
+            )
+        if args[shape.keepdim].type != BaseType(BaseTy.bool):
+            diags.error(loc, f"reduce(): '{shape.keepdim}' must be a bool argument")
+    if isinstance(shape, rules.Sizes):
+        tensors = []
+    for name in tensors:
+        if args[name].type != BaseType(BaseTy.Tensor):
+            diags.error(
+                loc, f"shape rule argument '{name}' must be a Tensor, it is '{args[name].type}'"
+            )
+
+
+def _check_template_dtypes(op: OpDecl, diags: Diagnostics) -> None:
+    """A template kernel is instantiated for every dtype: each needs a C++ scalar type."""
+    for key, kernel in op.dispatch:
+        if not is_template(kernel):
+            continue
+        for d in op.dtypes:
+            if d not in CPP_SCALAR:
+                diags.error(
+                    op.loc_of("dtypes"),
+                    f"dtype '{d}' has no C++ scalar type, so template kernel "
+                    f"'{kernel}' ({key}) cannot be instantiated for it",
+                    f"drop '{d}' or make {key} a plain (non-template) kernel",
+                )
 
 
 def _check_formulas(op: OpDecl, api: set[str], diags: Diagnostics) -> None:
