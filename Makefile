@@ -64,6 +64,7 @@ gpu-deps: venv
 bench: build
 	$(PY) benchmarks/overhead.py
 	$(PY) benchmarks/codegen_speed.py
+	$(PY) benchmarks/models.py
 
 clean:
 	rm -rf $(BUILD) opforge/_C*.so opforge/_ops.py opforge/_ops.pyi opforge/_build_config.py

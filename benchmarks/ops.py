@@ -552,7 +552,7 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def _time_pair(ours: Fn, aten: Fn, device: torch.device, budget_s: float) -> tuple[float, float]:
+def time_pair(ours: Fn, aten: Fn, device: torch.device, budget_s: float) -> tuple[float, float]:
     """Median seconds per call of each, timing them alternately so load hits both alike."""
     for fn in (ours, aten):  # warm-up (lazy init, allocator, first-touch)
         fn()
@@ -602,7 +602,7 @@ def main() -> None:
             continue
         inputs = case.inputs(device)
         try:
-            f_ours, f_aten = _time_pair(
+            f_ours, f_aten = time_pair(
                 lambda: case.ours(*inputs),  # noqa: B023 - used within the iteration
                 lambda: case.aten(*inputs),  # noqa: B023
                 device,
@@ -618,7 +618,7 @@ def main() -> None:
             misses.append(f"{case.name} forward {fwd:.2f} > {case.target:.2f}")
         target_bwd = case.target if case.target_bwd is None else case.target_bwd
         if target_bwd and case.grad_inputs:
-            b_ours, b_aten = _time_pair(
+            b_ours, b_aten = time_pair(
                 _fwd_bwd(case.ours, inputs, case.grad_inputs),
                 _fwd_bwd(case.aten, inputs, case.grad_inputs),
                 device,

@@ -147,3 +147,17 @@ def test_sppnet_takes_any_input_size() -> None:
         out = ours(x)
         assert out.shape == (2, 10)
         torch.testing.assert_close(out, twin(x), **TIGHT)
+
+
+@pytest.mark.parametrize("name", ["ResNet18", "MobileNetV2"])
+def test_benchmark_networks_compute_what_aten_computes(name: str) -> None:
+    """benchmarks/models.py times one network over opforge's ops and over ATen's: both
+    must compute the same thing (eval and training mode), or the ratio means nothing."""
+    from benchmarks import models as bench
+
+    ours, aten = bench.network_pair(getattr(bench, name))
+    x = torch.randn(2, 3, 48, 48, generator=torch.Generator().manual_seed(0))
+    for training in (False, True):
+        ours.train(training)
+        aten.train(training)
+        torch.testing.assert_close(ours(x), aten(x), atol=1e-4, rtol=1e-4)

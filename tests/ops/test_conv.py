@@ -79,8 +79,12 @@ def test_forward_and_gradients_match_aten(case: int, dtype: torch.dtype, layout:
     gy = torch.randn_like(y_ref)
     y.backward(gy)
     y_ref.backward(gy)
+    # The weight and bias gradients sum over every output position (4900 for 70x70): float32
+    # rounding grows with the square root of that count, and ATen's order differs from ours.
+    terms = y_ref.numel() // y_ref.shape[1]
+    grad_tol = {k: v * max(1.0, terms**0.5 / 16) for k, v in tol.items()}
     for a, e in zip(ours, ref, strict=True):
-        torch.testing.assert_close(a.grad, e.grad, **tol)
+        torch.testing.assert_close(a.grad, e.grad, **grad_tol)
         if a.dim() == 4:
             _same_layout(a.grad, e.grad)
 
