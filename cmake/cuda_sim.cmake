@@ -34,8 +34,7 @@ pybind11_add_module(_cuda_sim MODULE NO_EXTRAS
   ${OPFORGE_CUDA_SIM_GENERATED_SOURCES})
 # sim/include first: its cuda_runtime.h stands in for the toolkit's.
 target_include_directories(_cuda_sim BEFORE PRIVATE "${CMAKE_SOURCE_DIR}/kernels/cuda/sim/include")
-target_include_directories(_cuda_sim PRIVATE
-  "${CMAKE_SOURCE_DIR}" "${CMAKE_SOURCE_DIR}/generated/include" "${CMAKE_SOURCE_DIR}/kernels/include")
+target_include_directories(_cuda_sim PRIVATE ${OPFORGE_INCLUDE_DIRS})
 target_link_libraries(_cuda_sim PRIVATE opforge_torch)
 target_compile_definitions(_cuda_sim PRIVATE OPFORGE_CUDA_SIM OPFORGE_CUDA_MAX_BLOCKS=${OPFORGE_CUDA_SIM_MAX_BLOCKS})
 # `#pragma unroll` is nvcc's.

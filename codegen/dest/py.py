@@ -120,8 +120,8 @@ def _fits(op: OpDecl) -> list[str]:
     argument kinds that tell overloads apart (tensors, strings, int lists)."""
     conditions = []
     for a in op.schema.arguments.flat_all:
-        optional = isinstance(a.type, OptionalType)
         t = a.type.elem if isinstance(a.type, OptionalType) else a.type
+        optional = t is not a.type
         if t == BaseType(BaseTy.Tensor):
             check = f"isinstance({a.name}, Tensor)"
         elif t == BaseType(BaseTy.str):

@@ -37,6 +37,11 @@ def variant_ops() -> list[OpDecl]:
     return [o for o in ops() if o.variant_of is not None]
 
 
+def layout(t: torch.Tensor) -> list[int]:
+    """The strides that matter: those of dimensions longer than 1."""
+    return [s if n > 1 else 0 for s, n in zip(t.stride(), t.shape, strict=True)]
+
+
 def by_qualified(name: str) -> OpDecl:
     return next(o for o in ops() if o.qualified == name)
 

@@ -2,6 +2,7 @@
 // Argument checks the generated wrappers run before a kernel (see
 // codegen/dest/cpp.py). Messages name the op and the argument; dtype errors
 // raise TypeError in Python, the rest RuntimeError.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/TypeProperties.h>
 #include <c10/core/ScalarType.h>
@@ -9,6 +10,7 @@
 
 #include <initializer_list>
 #include <optional>
+#include <string_view>
 
 namespace opforge::check {
 
@@ -102,10 +104,34 @@ inline void writable_result(const char* op, const char* arg, const at::Tensor& t
   castable(op, arg, result, target);
 }
 
+// The checks every out= variant makes (pointwise, structured and composite ones).
+
+// `out` must be on the device of the inputs.
+inline void out_device(std::string_view op, std::string_view arg, const at::Tensor& out, c10::Device device) {
+  TORCH_CHECK(out.device() == device, op, ": expected '", arg, "' on ", device, ", got ", out.device());
+}
+
+// torch's deprecation warning, when an `out` that holds elements is resized from `have` to `want`.
+template <typename Int>
+void warn_if_resizing_elements(std::string_view op, const at::Tensor& out, c10::ArrayRef<Int> have,
+                               c10::ArrayRef<Int> want) {
+  if (out.sym_numel() != 0) {
+    TORCH_WARN(op, ": an output with one or more elements was resized since it had shape ", have,
+               ", which does not match the required output shape ", want,
+               ". This behavior is deprecated; resize it to zero elements first (out.resize_(0)).");
+  }
+}
+
+// A written-to tensor must not hold one memory location in several elements.
+inline void no_internal_overlap(std::string_view op, std::string_view arg, const at::Tensor& target) {
+  TORCH_CHECK(at::has_internal_overlap(target) != at::MemOverlap::Yes, op, ": '", arg,
+              "' has elements that share memory (e.g. an expanded tensor); more than one element of "
+              "the written-to tensor refers to a single memory location, clone() it first");
+}
+
 // out= variants: `out` takes the result's shape (resized if it differs) and must be able to hold its dtype.
 inline void resize_out(const char* op, const char* arg, at::Tensor& out, const at::Tensor& result) {
-  TORCH_CHECK(out.device() == result.device(), op, ": expected '", arg, "' on ", result.device(), ", got ",
-              out.device());
+  out_device(op, arg, out, result.device());
   castable(op, arg, result, out);
   if (out.sym_sizes() != result.sym_sizes()) {
     out.resize__symint(result.sym_sizes());

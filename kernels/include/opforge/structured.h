@@ -27,6 +27,7 @@
 // false`) and absent `Tensor?` arguments are null pointers. Kernels check nothing. Their sources are
 // kernels/cpu/<source>.cpp and kernels/cuda/<source>.cu, compiled through
 // generated units that instantiate them for the entry's `dtypes`.
+#include <opforge/checks.h>
 #include <opforge/plan_services.h>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -312,18 +313,14 @@ void prepare_out(const char* op, const char* arg, at::Tensor& out, const output<
   if (!spec.defined) {
     return;
   }
-  TORCH_CHECK(out.device() == like.device(), op, ": expected '", arg, "' on ", like.device(), ", got ", out.device());
+  check::out_device(op, arg, out, like.device());
   TORCH_CHECK(out.scalar_type() == spec.dtype, op, ": expected '", arg, "' to have dtype ",
               c10::toString(spec.dtype), " (the result's), got ", c10::toString(out.scalar_type()));
   const c10::ArrayRef<Int> want(spec.sizes);
   if (sizes_of<Int>(out).equals(want)) {
     return;
   }
-  if (out.sym_numel() != 0) {
-    TORCH_WARN(op, ": an output with one or more elements was resized since it had shape ", sizes_of<Int>(out),
-               ", which does not match the required output shape ", want,
-               ". This behavior is deprecated; resize it to zero elements first (out.resize_(0)).");
-  }
+  check::warn_if_resizing_elements<Int>(op, out, sizes_of<Int>(out), want);
   if constexpr (concrete<Int>) {
     out.resize_(want, spec.memory_format);
   } else {
@@ -339,8 +336,7 @@ inline at::Tensor kernel_target(const char* op, const char* arg, const at::Tenso
   if (!spec.defined) {
     return at::Tensor();
   }
-  TORCH_CHECK(at::has_internal_overlap(out) != at::MemOverlap::Yes, op, ": '", arg,
-              "' has elements that share memory (e.g. an expanded tensor); clone() it first");
+  check::no_internal_overlap(op, arg, out);
   bool direct = out.dim() == 4 ? out.is_contiguous(kernel_layout) : out.is_contiguous();
   for (const at::Tensor* t : reads) {
     direct = direct && (!t->defined() || at::get_overlap_status(out, *t) == at::MemOverlapStatus::No);

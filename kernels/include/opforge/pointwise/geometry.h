@@ -18,6 +18,7 @@
 // dims ignored. The plan walks the dims in the output's memory order, with
 // size-1 dims dropped and mergeable dims merged, so a dense case is one flat
 // loop whatever the layout.
+#include <opforge/checks.h>
 #include <opforge/pointwise/plan.h>
 #include <opforge/shape_rules.h>
 
@@ -176,9 +177,7 @@ enum class write_mode {
 // by the backend kernels only (the checks read concrete strides).
 inline void check_no_overlap(std::string_view op, std::string_view arg, const at::Tensor& target,
                              c10::ArrayRef<named_tensor> inputs) {
-  TORCH_CHECK(at::has_internal_overlap(target) != at::MemOverlap::Yes, op, ": '", arg,
-              "' has elements that share memory (e.g. an expanded tensor); more than one element of "
-              "the written-to tensor refers to a single memory location, clone() it first");
+  check::no_internal_overlap(op, arg, target);
   for (const auto& in : inputs) {
     TORCH_CHECK(at::get_overlap_status(target, in.tensor) != at::MemOverlapStatus::Partial, op,
                 ": '", arg, "' and '", in.name,
@@ -216,15 +215,10 @@ write_mode check_inplace(std::string_view op, std::string_view arg, const at::Te
 template <typename Int>
 write_mode prepare_out(std::string_view op, std::string_view arg, at::Tensor& out, const geometry<Int>& g,
                        at::ScalarType result, c10::Device device) {
-  TORCH_CHECK(out.device() == device, op, ": expected '", arg, "' on ", device, ", got ", out.device());
+  check::out_device(op, arg, out, device);
   const write_mode mode = detail::mode_for(op, arg, out, result);
   if (!sizes_of<Int>(out).equals(g.sizes)) {
-    if (out.sym_numel() != 0) {
-      TORCH_WARN(op, ": an output with one or more elements was resized since it had shape ",
-                 sizes_of<Int>(out), ", which does not match the required output shape ",
-                 c10::ArrayRef<Int>(g.sizes),
-                 ". This behavior is deprecated; resize it to zero elements first (out.resize_(0)).");
-    }
+    check::warn_if_resizing_elements<Int>(op, out, sizes_of<Int>(out), g.sizes);
     if constexpr (std::is_same_v<Int, c10::SymInt>) {
       out.resize__symint(g.sizes);
       out.as_strided__symint(g.sizes, g.strides);
