@@ -62,8 +62,10 @@ struct column_tiling {
   }
 };
 
-// An im2col matrix of `rows` rows for a batch of small planes stays within
-// this (a few MB): past L2, but a wider GEMM is worth more than the cache.
+// A GEMM narrower than this many columns runs well below BLAS's peak: planes
+// whose L2 blocks are narrower batch images instead, within k_batch_bytes of
+// im2col matrix (a few MB: past L2, but a wider GEMM is worth more).
+constexpr int64_t k_wide_columns = 256;
 constexpr int64_t k_batch_bytes = 2 * 1024 * 1024;
 
 // The tiling for im2col matrices of `rows` rows, with at least
@@ -71,11 +73,12 @@ constexpr int64_t k_batch_bytes = 2 * 1024 * 1024;
 template <typename A>
 column_tiling tile_columns(const conv2d_geometry& g, int64_t rows, int64_t min_batches) {
   const int64_t plane = g.out_plane();
-  const int64_t fit = plane == 0 ? 0
-                                 : k_batch_bytes / static_cast<int64_t>(sizeof(A)) /
-                                       std::max<int64_t>(rows, 1) / plane;
+  const int64_t block = block_columns<A>(rows, plane);
+  const int64_t fit = block >= k_wide_columns || plane == 0
+                          ? 0
+                          : k_batch_bytes / static_cast<int64_t>(sizeof(A)) /
+                                std::max<int64_t>(rows, 1) / plane;
   if (fit < 2 || g.n < 2) {
-    const int64_t block = block_columns<A>(rows, plane);
     return {1, g.n, block, block == 0 ? 0 : ceil_div(plane, block)};
   }
   // Even batches: 8 images that fit 7 to a batch run as 4 + 4, not 7 + 1.
@@ -217,6 +220,7 @@ struct tile_matrix {
   }
 };
 
+// (t is const for the inputs, which are only gathered.)
 template <typename A>
 tile_matrix<A> tile_of(const A* t, int64_t stride, int64_t plane, int64_t rows,
                        const column_tile& tile, A* packed) {
