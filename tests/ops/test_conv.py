@@ -1,6 +1,7 @@
 """The conv family beyond the generated battery: argument errors, the code paths the
-small battery samples do not reach (several im2col blocks, channel chunks, depthwise
-with strides), partial output masks, bias gradients and double backward."""
+small battery samples do not reach (several im2col blocks, images batched into one GEMM,
+channel chunks, depthwise with strides), partial output masks, bias gradients and double
+backward."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ CONV_CASES: list[tuple[tuple[int, ...], tuple[int, ...], dict[str, Any]]] = [
     ((2, 8, 10, 12), (12, 2, 3, 2), {"padding": (2, 0), "dilation": (1, 3), "groups": 4}),
     ((1, 4, 70, 70), (8, 4, 3, 3), {"padding": 1}),  # several column blocks per image
     ((2, 5, 8, 7), (7, 5, 7, 7), {}),  # kernel covers the whole padded input
+    # Small planes: images batched into one GEMM, in uneven batches (3 + 2 on two threads).
+    ((5, 128, 3, 3), (64, 128, 3, 3), {"padding": 1}),
+    ((3, 64, 12, 12), (32, 64, 3, 3), {"padding": 1}),  # a plane of several L2 blocks
 ]
 
 
