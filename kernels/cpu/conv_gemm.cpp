@@ -55,6 +55,10 @@ struct column_tiling {
   int64_t block;
   int64_t blocks;
 
+  // Columns of the widest tile: what the buffers hold.
+  int64_t width() const { return images * block; }
+  bool batched() const { return images > 1; }
+
   column_tile tile(const conv2d_geometry& g, int64_t batch, int64_t b) const {
     const int64_t img0 = batch * images;
     const int64_t p0 = b * block;
@@ -274,8 +278,8 @@ void conv2d_forward(const conv2d_geometry& g, const A* x, const A* w, const A* b
   }
   const column_tiling tiling =
       tile_columns<A>(g, k, ceil_div(at::get_num_threads(), g.groups));
-  const int64_t width = tiling.images * tiling.block;
-  const bool batched = tiling.images > 1;
+  const int64_t width = tiling.width();
+  const bool batched = tiling.batched();
   at::parallel_for(0, tiling.batches * g.groups * tiling.blocks,
                    task_grain(ocg * k * width), [&](int64_t begin, int64_t end) {
     const auto col = buffer<A>(direct && !batched ? 0 : k * width);
@@ -321,8 +325,8 @@ void conv2d_grad_input(const conv2d_geometry& g, const A* gy, const A* w, const 
   const column_tiling tiling = tile_columns<A>(g, ceil_div(cg, image_chunks) * taps, 1);
   const int64_t chunks = channel_chunks(tiling.batches * g.groups, cg);
   const int64_t chunk = ceil_div(cg, chunks);
-  const int64_t width = tiling.images * tiling.block;
-  const bool batched = tiling.images > 1;
+  const int64_t width = tiling.width();
+  const bool batched = tiling.batched();
   at::parallel_for(0, tiling.batches * g.groups * chunks,
                    task_grain(ocg * chunk * taps * tiling.images * plane),
                    [&](int64_t begin, int64_t end) {
@@ -398,8 +402,8 @@ void conv2d_grad_weight(const conv2d_geometry& g, const A* gy, const A* x, A* gw
   const int64_t chunks = channel_chunks(g.groups, cg);
   const int64_t chunk = ceil_div(cg, chunks);
   const column_tiling tiling = tile_columns<A>(g, chunk * taps, 1);
-  const int64_t width = tiling.images * tiling.block;
-  const bool batched = tiling.images > 1;
+  const int64_t width = tiling.width();
+  const bool batched = tiling.batched();
   at::parallel_for(0, g.groups * chunks, task_grain(g.n * ocg * chunk * taps * plane),
                    [&](int64_t begin, int64_t end) {
     const auto col = buffer<A>(direct && !batched ? 0 : chunk * taps * width);
