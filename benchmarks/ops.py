@@ -228,9 +228,40 @@ def _variant_cases() -> list[Case]:
     ]
 
 
+def _loss_cases() -> list[Case]:
+    """The pointwise losses, 'mean' over 4M elements (ATen's is the elementwise loss then
+    a mean, as opforge's)."""
+
+    def pair(second: Callable[[Tensor], Tensor]) -> Callable[[torch.device], list[Any]]:
+        return lambda d: [torch.randn(*ACT, device=d), second(torch.randn(*ACT, device=d))]
+
+    same = pair(lambda t: t)
+    probs = pair(torch.sigmoid)
+    return [
+        Case("mse_loss", str(ACT), same, opforge.mse_loss, F.mse_loss, 1.1),
+        Case("smooth_l1_loss", str(ACT), same, opforge.smooth_l1_loss, F.smooth_l1_loss, 1.1),
+        Case(
+            "binary_cross_entropy_with_logits",
+            str(ACT),
+            probs,
+            opforge.binary_cross_entropy_with_logits,
+            F.binary_cross_entropy_with_logits,
+            1.1,
+        ),
+        Case(
+            "kl_div batchmean",
+            str(ACT),
+            probs,
+            lambda x, t: opforge.kl_div(x, t, "batchmean"),
+            lambda x, t: F.kl_div(x, t, reduction="batchmean"),
+            1.1,
+        ),
+    ]
+
+
 def _cases() -> list[Case]:
     cases = [Case(n, str(ACT), _randn(*ACT), ours, aten, 1.1) for n, ours, aten in ELEMENTWISE]
-    cases += _variant_cases()
+    cases += _variant_cases() + _loss_cases()
     prelu_in = _with(lambda d: torch.rand(64, device=d), shape=ACT)
     cases += [
         Case("prelu", str(ACT), prelu_in, opforge.prelu, F.prelu, 1.1, grad_inputs=2),

@@ -73,9 +73,12 @@ ENTRY_FIELDS = (
     "output_differentiability",
     "variants",
     "pointwise",
+    "reduction",
+    "if_none",
     "checks",
     "structured",
 )
+LOSS_REDUCTIONS = ("none", "mean", "sum")
 VARIANT_KINDS = ("inplace", "out")
 
 
@@ -101,6 +104,19 @@ class Functor:
 
 
 @dataclass(frozen=True)
+class LossReduction:
+    """`reduction: reduction` on a pointwise loss: the elementwise result is reduced as the
+    `str` argument `arg` says ('none', 'mean', 'sum'; `modes` may add 'batchmean', the mean
+    over dim 0). On the loss's backward op `grad` names the incoming gradient, 0-d unless
+    'none', which the generated code divides by the count the forward divided by
+    (Note [Pointwise losses] in kernels/include/opforge/pointwise/loss.h)."""
+
+    arg: str
+    grad: str | None = None
+    modes: tuple[str, ...] = LOSS_REDUCTIONS
+
+
+@dataclass(frozen=True)
 class Pointwise:
     """`pointwise: leaky_relu_fn(negative_slope)`: the op is y = f(tensor args...) elementwise,
     with f a functor from the family's math header (Note [Pointwise engine] in
@@ -111,6 +127,9 @@ class Pointwise:
     header: str  # e.g. opforge/math/activation.h
     condition: str | None = None
     otherwise: Functor | None = None
+    reduction: LossReduction | None = None
+    # `if_none: {weight: 1}`: a Tensor? input read as this constant when absent.
+    if_none: tuple[tuple[str, str], ...] = ()
 
     @property
     def functors(self) -> tuple[Functor, ...]:

@@ -26,10 +26,12 @@ from codegen.opdecl import (
     DTYPES,
     ENTRY_FIELDS,
     FLOATING_DTYPES,
+    LOSS_REDUCTIONS,
     VARIANT_KINDS,
     Check,
     Derivative,
     Functor,
+    LossReduction,
     OpDecl,
     Pointwise,
     Sample,
@@ -102,6 +104,9 @@ class _EntryParser:
         args = {a.name: a for a in schema.arguments.flat_all}
         dispatch = self._dispatch()
         pointwise = self._pointwise(schema, family)
+        for key in ("reduction", "if_none"):
+            if pointwise is None and key in self.e:
+                self.err(key, f"'{key}' is a field of pointwise ops (with 'pointwise:')")
         dtypes = self._dtypes()
         arg_dtypes = self._arg_dtypes(args, output_names(schema))
         output_differentiability = self._output_differentiability(schema)
@@ -164,9 +169,11 @@ class _EntryParser:
             return None
         tensors = [a for a in schema.arguments.flat_non_out if a.type.is_tensor_like()]
         plain = BaseType(BaseTy.Tensor)
+        if_none = self._if_none(tensors)
         if (
             not tensors
-            or any(a.type != plain for a in tensors)
+            or tensors[0].type != plain
+            or any(a.type != plain and a.name not in if_none for a in tensors)
             or schema.arguments.out
             or schema.name.is_inplace
             or len(schema.returns) != 1
@@ -174,8 +181,8 @@ class _EntryParser:
         ):
             self.err(
                 "pointwise",
-                "a pointwise op is functional, takes one or more plain Tensor arguments and "
-                "returns one Tensor",
+                "a pointwise op is functional, takes one or more plain Tensor arguments "
+                "(a first one, then Tensor? ones given a value by 'if_none') and returns one Tensor",
                 "declare in-place and out= overloads with 'variants: [inplace, out]'",
             )
             return None
@@ -195,7 +202,57 @@ class _EntryParser:
             f"opforge/math/{family}.h",
             condition.strip() if sep else None,
             other[0] if other else None,
+            self._reduction(schema),
+            tuple(if_none.items()),
         )
+
+    def _if_none(self, tensors: list[Any]) -> dict[str, str]:
+        """`if_none: {weight: 1}`: the constant each absent Tensor? input reads as."""
+        raw = self.e.get("if_none")
+        if raw is None:
+            return {}
+        optional = {a.name for a in tensors if a.type.is_nullable()}
+        if not isinstance(raw, dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in raw.values()
+        ):
+            self.err("if_none", "'if_none' maps Tensor? arguments to numbers, e.g. {weight: 1}")
+            return {}
+        for name in raw:
+            if name not in optional:
+                self.err(
+                    "if_none",
+                    f"'{name}' is not a Tensor? argument",
+                    did_you_mean(str(name), optional),
+                )
+        return {str(k): repr(float(v)) for k, v in raw.items()}
+
+    def _reduction(self, schema: FunctionSchema) -> LossReduction | None:
+        """`reduction: reduction`, or `{arg: reduction, grad: grad_output, modes: [...]}`."""
+        raw = self.e.get("reduction")
+        if raw is None:
+            return None
+        spec = {"arg": raw} if isinstance(raw, str) else raw
+        args = {a.name: a for a in schema.arguments.flat_non_out}
+        if not isinstance(spec, dict) or set(spec) - {"arg", "grad", "modes"} or "arg" not in spec:
+            self.err(
+                "reduction",
+                "'reduction' names the op's str reduction argument, or is "
+                "{arg: reduction, grad: grad_output, modes: [none, mean, sum]}",
+            )
+            return None
+        arg, grad = spec["arg"], spec.get("grad")
+        modes = spec.get("modes", list(LOSS_REDUCTIONS))
+        if arg not in args or args[arg].type != BaseType(BaseTy.str):
+            self.err("reduction", f"'{arg}' is not a str argument of the op")
+            return None
+        if grad is not None and (grad not in args or args[grad].type != BaseType(BaseTy.Tensor)):
+            self.err("reduction", f"'{grad}' (the incoming gradient) is not a Tensor argument")
+            return None
+        known = (*LOSS_REDUCTIONS, "batchmean")
+        if not isinstance(modes, list) or not modes or any(m not in known for m in modes):
+            self.err("reduction", f"'modes' must list reductions among {', '.join(known)}")
+            return None
+        return LossReduction(arg, grad, tuple(modes))
 
     def _functor(self, text: str, whole: str) -> Functor | None:
         m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*\((.*)\)\s*", text, re.DOTALL)
@@ -230,7 +287,10 @@ class _EntryParser:
                 "shape",
                 "a pointwise op's output has the inputs' broadcast shape and memory format; drop 'shape'",
             )
-        tensors = tuple(a.name for a in schema.arguments.flat_non_out if a.type.is_tensor_like())
+        # A Tensor? input (`if_none`) broadcasts like the others but may be absent.
+        tensors = tuple(
+            a.name for a in schema.arguments.flat_non_out if a.type == BaseType(BaseTy.Tensor)
+        )
         cpp_id = str(schema.name).replace(".", "_")
         kernels = (("CPU", f"{cpp_id}_cpu<scalar_t>"), ("CUDA", f"{cpp_id}_cuda<scalar_t>"))
         rule: rules.ShapeRule = (

@@ -60,6 +60,12 @@ def _check_variants(op: OpDecl, diags: Diagnostics) -> None:
             "variants are generated from a functional op; this one is already "
             f"{'an out=' if schema.arguments.out else 'an in-place'} overload",
         )
+    if op.pointwise is not None and op.pointwise.reduction is not None:
+        diags.error(
+            loc,
+            "a reduced pointwise loss has no variants: its result's shape depends on 'reduction'",
+        )
+        return
     if "inplace" not in op.variants:
         return
     if op.structured is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -740,3 +741,144 @@ def conv_transpose2d_backward(
         grad_input = grad_input.squeeze(0)
     # ATen may compute an output the mask leaves out (the weight gradient with the bias's).
     return _masked((grad_input, grad_weight, grad_bias), output_mask)
+
+
+# Losses: torch.nn.functional's signatures put the deprecated size_average and
+# reduce before `reduction`, so the forward references pass it by keyword, and
+# the backward references differentiate the forward (schemas/loss.yaml).
+
+
+def mse_loss(self: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    return torch.nn.functional.mse_loss(self, target, reduction=reduction)
+
+
+def l1_loss(self: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    return torch.nn.functional.l1_loss(self, target, reduction=reduction)
+
+
+def smooth_l1_loss(
+    self: Tensor, target: Tensor, reduction: str = "mean", beta: float = 1.0
+) -> Tensor:
+    return torch.nn.functional.smooth_l1_loss(self, target, reduction=reduction, beta=beta)
+
+
+def binary_cross_entropy(
+    self: Tensor, target: Tensor, weight: Tensor | None = None, reduction: str = "mean"
+) -> Tensor:
+    return torch.nn.functional.binary_cross_entropy(self, target, weight, reduction=reduction)
+
+
+def binary_cross_entropy_with_logits(
+    self: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    pos_weight: Tensor | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    return torch.nn.functional.binary_cross_entropy_with_logits(
+        self, target, weight, reduction=reduction, pos_weight=pos_weight
+    )
+
+
+def kl_div(
+    self: Tensor, target: Tensor, reduction: str = "mean", log_target: bool = False
+) -> Tensor:
+    with warnings.catch_warnings():  # torch warns that 'mean' is not the true KL divergence
+        warnings.simplefilter("ignore")
+        return torch.nn.functional.kl_div(self, target, reduction=reduction, log_target=log_target)
+
+
+def sigmoid_focal_loss(
+    self: Tensor, target: Tensor, alpha: float = 0.25, gamma: float = 2.0, reduction: str = "none"
+) -> Tensor:
+    """torchvision.ops.sigmoid_focal_loss, written out (torchvision is optional here)."""
+    p = torch.sigmoid(self)
+    ce = torch.nn.functional.binary_cross_entropy_with_logits(self, target, reduction="none")
+    p_t = p * target + (1 - p) * (1 - target)
+    loss = ce * (1 - p_t) ** gamma
+    if alpha >= 0:
+        loss = loss * (alpha * target + (1 - alpha) * (1 - target))
+    if reduction == "mean":
+        return loss.mean()
+    return loss.sum() if reduction == "sum" else loss
+
+
+def _loss_grad(
+    forward: Callable[..., Tensor],
+    grad_output: Tensor,
+    inputs: Sequence[Tensor],
+    wrt: int,
+    *rest: Any,
+) -> Tensor:
+    """d <grad_output, forward(*inputs, *rest)> / d inputs[wrt]."""
+    grads = _vjp(lambda *ins: (forward(*ins, *rest),), inputs, [grad_output])
+    return grads[wrt]
+
+
+def mse_loss_backward(grad_output: Tensor, self: Tensor, target: Tensor, reduction: str) -> Tensor:
+    return _loss_grad(mse_loss, grad_output, [self, target], 0, reduction)
+
+
+def l1_loss_backward(grad_output: Tensor, self: Tensor, target: Tensor, reduction: str) -> Tensor:
+    return _loss_grad(l1_loss, grad_output, [self, target], 0, reduction)
+
+
+def huber_loss_backward(
+    grad_output: Tensor, self: Tensor, target: Tensor, reduction: str, delta: float
+) -> Tensor:
+    return _loss_grad(
+        torch.nn.functional.huber_loss, grad_output, [self, target], 0, reduction, delta
+    )
+
+
+def smooth_l1_loss_backward(
+    grad_output: Tensor, self: Tensor, target: Tensor, reduction: str, beta: float
+) -> Tensor:
+    return _loss_grad(smooth_l1_loss, grad_output, [self, target], 0, reduction, beta)
+
+
+def binary_cross_entropy_backward(
+    grad_output: Tensor,
+    self: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    return torch.ops.aten.binary_cross_entropy_backward(
+        grad_output, self, target, weight, _REDUCTIONS[reduction]
+    )
+
+
+def binary_cross_entropy_with_logits_backward(
+    grad_output: Tensor,
+    self: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    pos_weight: Tensor | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    def forward(x: Tensor) -> Tensor:
+        return binary_cross_entropy_with_logits(x, target, weight, pos_weight, reduction)
+
+    return _loss_grad(forward, grad_output, [self], 0)
+
+
+def kl_div_backward(
+    grad_output: Tensor, self: Tensor, target: Tensor, reduction: str, log_target: bool
+) -> Tensor:
+    return _loss_grad(kl_div, grad_output, [self, target], 0, reduction, log_target)
+
+
+def kl_div_target_backward(
+    grad_output: Tensor, self: Tensor, target: Tensor, reduction: str, log_target: bool
+) -> Tensor:
+    return _loss_grad(kl_div, grad_output, [self, target], 1, reduction, log_target)
+
+
+def sigmoid_focal_loss_backward(
+    grad_output: Tensor, self: Tensor, target: Tensor, alpha: float, gamma: float, reduction: str
+) -> Tensor:
+    return _loss_grad(sigmoid_focal_loss, grad_output, [self, target], 0, alpha, gamma, reduction)
+
+
+_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}

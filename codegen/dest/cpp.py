@@ -379,6 +379,10 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
         "includes": _formula_headers(ops, index, name),
         "meta_steps": meta_steps,
         "structured": bool(meta_steps),
+        "losses": any(
+            op.pointwise is not None and (op.pointwise.reduction or op.pointwise.if_none)
+            for op in ops
+        ),
         "cuda_kernels": cuda_kernels,
         "functor_headers": sorted({k["header"] for k in cuda_kernels}),
         "structured_cuda": structured.cuda_declarations(ops),

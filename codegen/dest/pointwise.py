@@ -29,22 +29,61 @@ def inputs(op: OpDecl) -> list[str]:
     return [a.name for a in op.schema.arguments.flat_non_out if a.type.is_tensor_like()]
 
 
-def _named(names: list[str]) -> str:
-    return "{" + ", ".join(f'{_NAMED}{{"{n}", {n}}}' for n in names) + "}"
+def _named(names: list[str], suffix: dict[str, str] | None = None) -> str:
+    """`{named_tensor{"self", self}, ...}`; `suffix` renames variables (Tensor? inputs)."""
+    suffix = suffix or {}
+    return "{" + ", ".join(f'{_NAMED}{{"{n}", {n}{suffix.get(n, "")}}}' for n in names) + "}"
+
+
+def _if_none(f: OpDecl) -> dict[str, str]:
+    return dict(f.pointwise.if_none) if f.pointwise is not None else {}
+
+
+def _inner_parameters(f: OpDecl) -> list[tuple[str, str]]:
+    """The schema's parameters as the meta step, run functions and kernels take them: a
+    Tensor? input is a tensor there, the constant of `if_none` when absent."""
+    optional = _if_none(f)
+    return [
+        ("const at::Tensor&" if n in optional else t, n) for t, n in cpp_api.parameters(f.schema)
+    ]
 
 
 def _params(f: OpDecl) -> str:
-    return ", ".join(f"{t} {n}" for t, n in cpp_api.parameters(f.schema))
+    return ", ".join(f"{t} {n}" for t, n in _inner_parameters(f))
 
 
 def _args(f: OpDecl) -> str:
     return ", ".join(a.name for a in f.schema.arguments.flat_non_out)
 
 
+def _inner_args(f: OpDecl) -> str:
+    """The arguments of the meta step and run functions, inside a kernel (see _present)."""
+    optional = _if_none(f)
+    names = [a.name for a in f.schema.arguments.flat_non_out]
+    return ", ".join(f"{n}_or" if n in optional else n for n in names)
+
+
+def _present(f: OpDecl) -> list[str]:
+    """Each Tensor? input as a tensor: itself, or its `if_none` constant (0-d, broadcast)."""
+    ref = inputs(f)[0]
+    return [
+        f"const at::Tensor {n}_or = opforge::pointwise::value_or({n}, {value}, {ref});"
+        for n, value in _if_none(f).items()
+    ]
+
+
 def kernel_signature(f: OpDecl, key: str) -> cpp_api.Signature:
     """`void relu_cpu(const at::Tensor& out, const at::Tensor& self)`: writes f(inputs) into out."""
-    params = (("const at::Tensor&", "out"), *cpp_api.parameters(f.schema))
+    params = (("const at::Tensor&", "out"), *_inner_parameters(f))
     return cpp_api.Signature("void", f"{f.cpp_id}_{key.lower()}", params, ("scalar_t",))
+
+
+def _reduction_checks(f: OpDecl) -> list[str]:
+    loss = f.pointwise.reduction if f.pointwise is not None else None
+    if loss is None:
+        return []
+    modes = ", ".join(f'"{m}"' for m in loss.modes)
+    return [f'opforge::pointwise::check_reduction(kOp, "{loss.arg}", {loss.arg}, {{{modes}}});']
 
 
 def meta_step(f: OpDecl) -> Context:
@@ -54,7 +93,7 @@ def meta_step(f: OpDecl) -> Context:
     if not isinstance(f.dtype_rule, rules.Promote):
         ref = inputs(f)[0]
         lines.append(f"dtype = {ref}.scalar_type();")
-    lines += cpp.user_checks(f)
+    lines += _reduction_checks(f) + cpp.user_checks(f)
     return {
         "name": f"{f.cpp_id}_meta_step",
         "params": _params(f),
@@ -72,10 +111,19 @@ def run_function(f: OpDecl, key: str) -> Context:
     """`<op>_<key>_run(out, args..., dtype)`: the kernel for `dtype` writing into `out`
     (skipped when empty); shared by the functional, in-place and out= kernels of the key."""
     promoted = f.dtype_rule.args if isinstance(f.dtype_rule, rules.Promote) else ()
+    # Tensor? inputs need not share the result's dtype: converted like the promoted ones.
+    converted = [*promoted, *(n for n in _if_none(f) if n not in promoted)]
+    loss = f.pointwise.reduction if f.pointwise is not None else None
     lines = ["if (out.numel() == 0) {", "  return;", "}"]
-    lines += [f"const at::Tensor {n}_p = {n}.to(dtype);" for n in promoted]
+    for n in converted:
+        if loss is not None and n == loss.grad:
+            lines.append(
+                f"const at::Tensor {n}_p = opforge::pointwise::scaled_loss_grad({n}, {loss.arg}, out, dtype);"
+            )
+        else:
+            lines.append(f"const at::Tensor {n}_p = {n}.to(dtype);")
     names = [
-        f"{a.name}_p" if a.name in promoted else a.name for a in f.schema.arguments.flat_non_out
+        f"{a.name}_p" if a.name in converted else a.name for a in f.schema.arguments.flat_non_out
     ]
     args = ", ".join(["out", *names])
     lines.append("switch (dtype) {")
@@ -87,7 +135,7 @@ def run_function(f: OpDecl, key: str) -> Context:
     lines.append('  default: TORCH_CHECK(false, kOp, ": unreachable dtype");')
     params = (
         ("const at::Tensor&", "out"),
-        *cpp_api.parameters(f.schema),
+        *_inner_parameters(f),
         ("at::ScalarType", "dtype"),
     )
     signature = cpp_api.Signature("void", _run_name(f, key), params)
@@ -113,8 +161,9 @@ def _target(op: OpDecl) -> str:
 
 def _step(f: OpDecl, size: str) -> list[str]:
     return [
+        *_present(f),
         "at::ScalarType dtype;",
-        f"const auto geometry = {f.cpp_id}_meta_step<{size}>({_args(f)}, dtype);",
+        f"const auto geometry = {f.cpp_id}_meta_step<{size}>({_inner_args(f)}, dtype);",
     ]
 
 
@@ -149,9 +198,14 @@ def _kernel_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> li
     if backend:
         if kind is not None:
             lines.append(
-                f'opforge::pointwise::check_no_overlap(kOp, "{target}", {target}, {_named(inputs(f))});'
+                f'opforge::pointwise::check_no_overlap(kOp, "{target}", {target}, {_named(inputs(f), dict.fromkeys(_if_none(f), "_or"))});'
             )
-        lines.append(f"{_run_name(f, 'CUDA' if simulated else key)}({target}, {_args(f)}, dtype);")
+        lines.append(
+            f"{_run_name(f, 'CUDA' if simulated else key)}({target}, {_inner_args(f)}, dtype);"
+        )
+    loss = f.pointwise.reduction if f.pointwise is not None else None
+    if loss is not None and loss.grad is None:
+        return [*lines, f"return opforge::pointwise::reduce_loss({target}, {loss.arg});"]
     return [*lines, f"return {target};"]
 
 

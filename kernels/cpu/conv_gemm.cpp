@@ -83,7 +83,9 @@ column_tiling tile_columns(const conv2d_geometry& g, int64_t rows, int64_t min_b
                           : k_batch_bytes / static_cast<int64_t>(sizeof(A)) /
                                 std::max<int64_t>(rows, 1) / plane;
   if (fit < 2 || g.n < 2) {
-    return {1, g.n, block, block == 0 ? 0 : ceil_div(plane, block)};
+    // An empty plane still takes one (empty) block per image: the input
+    // gradient starts from the bias there (conv_transpose2d of a 0 x W input).
+    return {1, g.n, block, block == 0 ? 1 : ceil_div(plane, block)};
   }
   // Even batches: 8 images that fit 7 to a batch run as 4 + 4, not 7 + 1.
   const int64_t batches = std::max(ceil_div(g.n, fit), std::min(g.n, min_batches));

@@ -559,3 +559,59 @@ def test_structured_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: tuple[str, str], expected: str
 ) -> None:
     assert_error(tmp_path, capsys, STRUCTURED.replace(*edit), expected)
+
+
+_LOSS = """\
+- func: sq_loss(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean', int k=1) -> Tensor
+  pointwise: sq_loss_fn()
+  reduction: {reduction}
+  if_none: {if_none}
+"""
+
+
+@pytest.mark.parametrize(
+    ("reduction", "if_none", "expected"),
+    [
+        ("k", "{weight: 1}", "ops.yaml:3: error: 'k' is not a str argument of the op"),
+        (
+            "{arg: reduction, grad: k}",
+            "{weight: 1}",
+            "ops.yaml:3: error: 'k' (the incoming gradient) is not a Tensor argument",
+        ),
+        (
+            "{arg: reduction, modes: [avg]}",
+            "{weight: 1}",
+            "ops.yaml:3: error: 'modes' must list reductions among none, mean, sum, batchmean",
+        ),
+        ("reduction", "{target: 1}", "ops.yaml:4: error: 'target' is not a Tensor? argument"),
+        (
+            "reduction",
+            "{weight: one}",
+            "ops.yaml:4: error: 'if_none' maps Tensor? arguments to numbers",
+        ),
+    ],
+)
+def test_pointwise_loss_fields(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], reduction: str, if_none: str, expected: str
+) -> None:
+    assert_error(tmp_path, capsys, _LOSS.format(reduction=reduction, if_none=if_none), expected)
+
+
+def test_tensor_optional_pointwise_input_needs_if_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = "- func: f(Tensor self, Tensor? weight=None) -> Tensor\n  pointwise: f_fn()\n"
+    assert_error(tmp_path, capsys, text, "then Tensor? ones given a value by 'if_none'")
+
+
+def test_reduction_is_a_pointwise_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = GOOD + "  reduction: reduction\n"
+    assert_error(tmp_path, capsys, text, "error: 'reduction' is a field of pointwise ops")
+
+
+def test_reduced_loss_has_no_variants(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = (
+        "- func: sq_loss(Tensor self, Tensor target, str reduction='mean') -> Tensor\n"
+        "  pointwise: sq_loss_fn()\n  reduction: reduction\n  variants: [out]\n"
+    )
+    assert_error(tmp_path, capsys, text, "a reduced pointwise loss has no variants")

@@ -231,9 +231,14 @@ def written_args(op: OpDecl) -> list[str]:
 
 
 def grad_inputs(op: OpDecl, call: Call) -> list[torch.Tensor]:
-    """The call's tensors gradcheck varies: floating, not written into by the op."""
+    """The call's tensors gradcheck varies: floating, not written into by the op, and with a
+    derivative formula (a loss's weights and targets may have none)."""
     written = {id(call.named(n)) for n in written_args(op)}
-    return [t for t in call.tensors() if t.is_floating_point() and id(t) not in written]
+    tensors = [t for t in call.tensors() if t.is_floating_point() and id(t) not in written]
+    if not op.derivatives:
+        return tensors
+    formula = {id(call.named(n)) for n in op.differentiable_inputs}
+    return [t for t in tensors if id(t) in formula]
 
 
 def grad_outputs(op: OpDecl, result: Any) -> tuple[torch.Tensor, ...]:

@@ -17,7 +17,10 @@ import opforge
 from codegen.opdecl import OpDecl
 from tests.ops import opdb
 
-POINTWISE = [o for o in opdb.functional_ops() if o.pointwise is not None]
+# Elementwise ops; the reduced losses (`reduction:`) have tests/ops/test_losses.py.
+POINTWISE = [
+    o for o in opdb.functional_ops() if o.pointwise is not None and o.pointwise.reduction is None
+]
 LAYOUTS = ("contiguous", "channels_last", "transposed", "sliced", "expanded")
 
 

@@ -15,6 +15,7 @@
 
 #include <opforge/checks.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/pointwise/loss.h>
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
 #include <opforge/math/two_ops.h>
