@@ -256,6 +256,47 @@ def _loss_cases() -> list[Case]:
             lambda x, t: F.kl_div(x, t, reduction="batchmean"),
             1.1,
         ),
+        *_classification_loss_cases(),
+    ]
+
+
+def _classification_loss_cases() -> list[Case]:
+    """cross_entropy (one fused pass; ATen's is log_softmax then nll_loss) over ImageNet-sized
+    rows and over a segmentation map (classes strided), and nll_loss."""
+
+    def logits(*shape: int) -> Callable[[torch.device], list[Any]]:
+        target_shape = (shape[0], *shape[2:])
+        return lambda d: [
+            torch.randn(*shape, device=d),
+            torch.randint(0, shape[1], target_shape, device=d),
+        ]
+
+    return [
+        Case(
+            "cross_entropy",
+            "(1024, 1000)",
+            logits(1024, 1000),
+            opforge.cross_entropy,
+            F.cross_entropy,
+            1.0,
+        ),
+        Case(
+            "cross_entropy label_smoothing",
+            "(1024, 1000)",
+            logits(1024, 1000),
+            lambda x, t: opforge.cross_entropy(x, t, label_smoothing=0.1),
+            lambda x, t: F.cross_entropy(x, t, label_smoothing=0.1),
+            1.0,
+        ),
+        Case(
+            "cross_entropy",
+            "(4, 21, 128, 128)",
+            logits(4, 21, 128, 128),
+            opforge.cross_entropy,
+            F.cross_entropy,
+            1.0,
+        ),
+        Case("nll_loss", "(1024, 1000)", logits(1024, 1000), opforge.nll_loss, F.nll_loss, 1.1),
     ]
 
 

@@ -791,16 +791,10 @@ def kl_div(
 def sigmoid_focal_loss(
     self: Tensor, target: Tensor, alpha: float = 0.25, gamma: float = 2.0, reduction: str = "none"
 ) -> Tensor:
-    """torchvision.ops.sigmoid_focal_loss, written out (torchvision is optional here)."""
-    p = torch.sigmoid(self)
-    ce = torch.nn.functional.binary_cross_entropy_with_logits(self, target, reduction="none")
-    p_t = p * target + (1 - p) * (1 - target)
-    loss = ce * (1 - p_t) ** gamma
-    if alpha >= 0:
-        loss = loss * (alpha * target + (1 - alpha) * (1 - target))
-    if reduction == "mean":
-        return loss.mean()
-    return loss.sum() if reduction == "sum" else loss
+    """torchvision.ops.sigmoid_focal_loss (a test dependency, imported on first use)."""
+    from torchvision.ops import sigmoid_focal_loss as focal
+
+    return focal(self, target, alpha=alpha, gamma=gamma, reduction=reduction)
 
 
 def _loss_grad(
@@ -882,3 +876,99 @@ def sigmoid_focal_loss_backward(
 
 
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
+
+
+def cross_entropy(
+    self: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
+    return torch.nn.functional.cross_entropy(
+        self,
+        target,
+        weight,
+        ignore_index=ignore_index,
+        reduction=reduction,
+        label_smoothing=label_smoothing,
+    )
+
+
+def nll_loss(
+    self: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+) -> Tensor:
+    return torch.nn.functional.nll_loss(
+        self, target, weight, ignore_index=ignore_index, reduction=reduction
+    )
+
+
+def _target_weights(
+    self: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int
+) -> Tensor:
+    """w[target] per position, 0 where the target is ignore_index."""
+    classes = self.shape[0 if self.dim() == 1 else 1]
+    w = weight if weight is not None else torch.ones(classes, dtype=self.dtype)
+    ignored = target == ignore_index
+    picked = (
+        w[target.masked_fill(ignored, 0)]
+        if classes > 0
+        else torch.zeros_like(target, dtype=w.dtype)
+    )
+    return torch.where(ignored, torch.zeros_like(picked), picked)
+
+
+def cross_entropy_forward(
+    self: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, label_smoothing: float
+) -> tuple[Tensor, Tensor]:
+    loss = cross_entropy(self, target, weight, ignore_index, "none", label_smoothing)
+    return loss, _target_weights(self, target, weight, ignore_index)
+
+
+def nll_loss_forward(
+    self: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int
+) -> tuple[Tensor, Tensor]:
+    loss = nll_loss(self, target, weight, ignore_index, "none")
+    return loss, _target_weights(self, target, weight, ignore_index)
+
+
+def cross_entropy_backward(
+    grad_output: Tensor,
+    self: Tensor,
+    target: Tensor,
+    weight: Tensor | None,
+    ignore_index: int,
+    label_smoothing: float,
+) -> Tensor:
+    return _loss_grad(
+        cross_entropy, grad_output, [self], 0, target, weight, ignore_index, "none", label_smoothing
+    )
+
+
+def nll_loss_backward(
+    grad_output: Tensor, self: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int
+) -> Tensor:
+    """-w[t] grad_output scattered to each position's target class (ATen's own nll_loss
+    backward needs a contiguous grad_output)."""
+    class_dim = 0 if self.dim() == 1 else 1
+    scaled = -_target_weights(self, target, weight, ignore_index) * grad_output
+    index = target.masked_fill(target == ignore_index, 0).unsqueeze(class_dim)
+    return torch.zeros_like(self).scatter(
+        class_dim, index, scaled.unsqueeze(class_dim).to(self.dtype)
+    )
+
+
+def distillation_loss(
+    s_logits: Tensor, t_logits: Tensor, target: Tensor, T: float = 1.0, alpha: float = 0.5
+) -> Tensor:
+    """CE(s, target) + alpha T^2 kl_div(log_softmax(s / T), softmax(t / T), 'batchmean')."""
+    F = torch.nn.functional
+    soft = F.kl_div(
+        F.log_softmax(s_logits / T, 1), F.softmax(t_logits / T, 1), reduction="batchmean"
+    )
+    return F.cross_entropy(s_logits, target) + alpha * T * T * soft

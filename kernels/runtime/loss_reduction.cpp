@@ -5,6 +5,7 @@
 #include <opforge/pointwise/loss.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/div.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <c10/util/Exception.h>
@@ -43,23 +44,37 @@ double loss_count(const at::Tensor& loss, c10::string_view reduction) {
   return static_cast<double>(loss.numel());
 }
 
+// The sum of every element: opforge::sum through the dispatcher (a 0-d empty
+// tensor for Meta, whose sum kernel needs a plan).
+at::Tensor total_of(const at::Tensor& t) {
+  if (t.is_meta()) {
+    return at::empty({}, t.options());
+  }
+  static const auto sum = c10::Dispatcher::singleton()
+                              .findSchemaOrThrow("opforge::sum", "")
+                              .typed<at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool)>();
+  return sum.call(t, std::nullopt, false);
+}
+
 }  // namespace
 
 at::Tensor reduce_loss(const at::Tensor& loss, c10::string_view reduction) {
   if (reduction == "none") {
     return loss;
   }
-  if (loss.is_meta()) {
-    return at::empty({}, loss.options());
-  }
-  static const auto sum = c10::Dispatcher::singleton()
-                              .findSchemaOrThrow("opforge::sum", "")
-                              .typed<at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool)>();
-  at::Tensor total = sum.call(loss, std::nullopt, false);
-  if (reduction == "sum") {
-    return total;
+  at::Tensor total = total_of(loss);
+  if (reduction == "sum" || loss.is_meta()) {
+    return total;  // (Meta: the 0-d result, without a count of symbolic sizes)
   }
   return total.div_(loss_count(loss, reduction));
+}
+
+at::Tensor reduce_weighted_loss(const at::Tensor& loss, const at::Tensor& weights, c10::string_view reduction) {
+  if (reduction == "none") {
+    return loss;
+  }
+  at::Tensor total = total_of(loss);
+  return reduction == "sum" ? total : at::div(total, total_of(weights));
 }
 
 at::Tensor scaled_loss_grad(const at::Tensor& grad, c10::string_view reduction, const at::Tensor& out,

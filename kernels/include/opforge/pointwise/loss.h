@@ -31,6 +31,11 @@ at::Tensor value_or(const std::optional<at::Tensor>& t, double value, const at::
 // The elementwise `loss` reduced as `reduction` says (see the Note).
 at::Tensor reduce_loss(const at::Tensor& loss, c10::string_view reduction);
 
+// A loss per position with the weight of each position's target (the
+// classification losses): 'mean' divides the sum by the summed weights, as
+// PyTorch's weighted nll_loss / cross_entropy (NaN when every target is ignored).
+at::Tensor reduce_weighted_loss(const at::Tensor& loss, const at::Tensor& weights, c10::string_view reduction);
+
 // The incoming gradient of a reduced loss in `dtype`, divided by the count the
 // forward divided by (`out` has the elementwise loss's shape).
 at::Tensor scaled_loss_grad(const at::Tensor& grad, c10::string_view reduction, const at::Tensor& out,

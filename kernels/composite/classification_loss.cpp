@@ -1,0 +1,113 @@
+// cross_entropy and nll_loss: the structured per-position ops
+// (cross_entropy_forward, nll_loss_forward) reduced as PyTorch reduces them;
+// cross_entropy with class-probability targets as log_softmax and a weighted
+// sum over the classes (PyTorch's formula; not fused). distillation_loss over
+// cross_entropy, log_softmax and kl_div.
+#include <opforge/ops/cross_entropy.h>
+#include <opforge/ops/cross_entropy_forward.h>
+#include <opforge/ops/distillation_loss.h>
+#include <opforge/ops/kl_div.h>
+#include <opforge/ops/log_softmax.h>
+#include <opforge/ops/nll_loss.h>
+#include <opforge/ops/nll_loss_forward.h>
+
+#include <opforge/checks.h>
+#include <opforge/pointwise/loss.h>
+
+#include <ATen/ops/mean.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/neg.h>
+#include <ATen/ops/sum.h>
+#include <c10/util/Exception.h>
+
+namespace opforge {
+namespace {
+
+constexpr std::initializer_list<const char*> k_reductions = {"none", "mean", "sum"};
+
+// What both composites check before their kernels do (composites get no generated checks).
+void check_arguments(const char* op, const at::Tensor& self, const at::Tensor& target,
+                     const std::optional<at::Tensor>& weight, c10::string_view reduction) {
+  check::same_device(op, "target", target, "self", self);
+  check::same_device(op, "weight", weight, "self", self);
+  pointwise::check_reduction(op, "reduction", reduction, k_reductions);
+}
+
+// PyTorch's cross entropy against class probabilities: -sum_c w_c t_c log_softmax(x)_c
+// per position, t smoothed to (1 - eps) t + eps / C; 'mean' divides by the positions.
+at::Tensor cross_entropy_probabilities(const char* op, const at::Tensor& self, const at::Tensor& target,
+                                       const std::optional<at::Tensor>& weight, const c10::SymInt& ignore_index,
+                                       c10::string_view reduction, double label_smoothing) {
+  TORCH_CHECK(self.dim() >= 1, op, ": expected 'self' of shape (C), (N, C) or (N, C, d1, ...), got a 0-d tensor");
+  TORCH_CHECK(target.sym_sizes() == self.sym_sizes(), op,
+              ": expected 'target' of class probabilities to have the shape of 'self', ", self.sym_sizes(), ", got ",
+              target.sym_sizes());
+  TORCH_CHECK(target.scalar_type() == self.scalar_type(), op, ": expected 'target' of class probabilities of dtype ",
+              self.scalar_type(), " (the dtype of 'self'), got ", target.scalar_type());
+  TORCH_CHECK(ignore_index < 0, op, ": ignore_index is not supported for class-probability targets, got ",
+              ignore_index);
+  TORCH_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0, op,
+              ": label_smoothing must be between 0.0 and 1.0, got ", label_smoothing);
+  const int64_t class_dim = self.dim() == 1 ? 0 : 1;
+  const c10::SymInt classes = self.sym_size(class_dim);
+  at::Tensor t = target;
+  if (label_smoothing > 0.0) {
+    t = target * (1.0 - label_smoothing) + label_smoothing / static_cast<double>(classes.guard_int(__FILE__, __LINE__));
+  }
+  at::Tensor prod = ops::log_softmax(self, class_dim) * t;
+  if (weight.has_value() && weight->defined()) {
+    TORCH_CHECK(weight->dim() == 1 && weight->sym_size(0) == classes, op, ": expected 'weight' of shape (", classes,
+                "), one value per class, got ", weight->sym_sizes());
+    std::vector<c10::SymInt> shape(static_cast<size_t>(self.dim()), c10::SymInt(1));
+    shape[static_cast<size_t>(class_dim)] = classes;
+    prod = prod * weight->view_symint(shape);
+  }
+  const at::Tensor loss = at::neg(prod.sum(class_dim));
+  if (reduction == "none") {
+    return loss;
+  }
+  return reduction == "sum" ? loss.sum() : loss.mean();
+}
+
+}  // namespace
+
+at::Tensor cross_entropy_composite(const at::Tensor& self, const at::Tensor& target,
+                                   const std::optional<at::Tensor>& weight, c10::SymInt ignore_index,
+                                   c10::string_view reduction, double label_smoothing) {
+  constexpr const char* op = "opforge.cross_entropy";
+  check_arguments(op, self, target, weight, reduction);
+  if (at::isFloatingType(target.scalar_type())) {
+    return cross_entropy_probabilities(op, self, target, weight, ignore_index, reduction, label_smoothing);
+  }
+  const auto [loss, weights] = ops::cross_entropy_forward(self, target, weight, ignore_index, label_smoothing);
+  return pointwise::reduce_weighted_loss(loss, weights, reduction);
+}
+
+at::Tensor nll_loss_composite(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight,
+                              c10::SymInt ignore_index, c10::string_view reduction) {
+  check_arguments("opforge.nll_loss", self, target, weight, reduction);
+  const auto [loss, weights] = ops::nll_loss_forward(self, target, weight, ignore_index);
+  return pointwise::reduce_weighted_loss(loss, weights, reduction);
+}
+
+}  // namespace opforge
+
+namespace opforge {
+
+at::Tensor distillation_loss_composite(const at::Tensor& s_logits, const at::Tensor& t_logits, const at::Tensor& target,
+                                       double T, double alpha) {
+  constexpr const char* op = "opforge.distillation_loss";
+  check::same_device(op, "t_logits", t_logits, "s_logits", s_logits);
+  check::same_device(op, "target", target, "s_logits", s_logits);
+  TORCH_CHECK(s_logits.dim() >= 2, op, ": expected 's_logits' of shape (N, C) or (N, C, d1, ...), got ",
+              s_logits.sym_sizes());
+  TORCH_CHECK(t_logits.sym_sizes() == s_logits.sym_sizes(), op, ": expected 't_logits' of the shape of 's_logits', ",
+              s_logits.sym_sizes(), ", got ", t_logits.sym_sizes());
+  TORCH_CHECK(T > 0.0, op, ": expected a positive temperature T, got ", T);
+  const at::Tensor hard = cross_entropy_composite(s_logits, target, std::nullopt, -100, "mean", 0.0);
+  const at::Tensor soft = ops::kl_div(ops::log_softmax(s_logits / T, 1), ops::log_softmax(t_logits / T, 1),
+                                      "batchmean", true);
+  return hard + soft * (alpha * T * T);
+}
+
+}  // namespace opforge
