@@ -8,11 +8,11 @@ file(GLOB _sim_device_sources CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/kernels/cud
 if(OPFORGE_STRUCTURED_KERNEL_FILES)
   list(REMOVE_ITEM _sim_device_sources ${OPFORGE_STRUCTURED_KERNEL_FILES})
 endif()
-# The entry points, and the meta functions, composites and loss reductions they
-# share with the CPU side.
+# The entry points, and the meta functions, composites, loss reductions and
+# argument checks they share with the CPU side.
 file(GLOB _sim_entry_sources CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/kernels/cuda/*.cpp"
   "${CMAKE_SOURCE_DIR}/kernels/meta/*.cpp" "${CMAKE_SOURCE_DIR}/kernels/composite/*.cpp"
-  "${CMAKE_SOURCE_DIR}/kernels/runtime/loss_reduction.cpp")
+  "${CMAKE_SOURCE_DIR}/kernels/runtime/loss_reduction.cpp" "${CMAKE_SOURCE_DIR}/kernels/runtime/choices.cpp")
 set(_sim_wrappers)
 foreach(_cu IN LISTS _sim_device_sources OPFORGE_GENERATED_CUDA_DEVICE_SOURCES)
   get_filename_component(_name "${_cu}" NAME)

@@ -29,6 +29,7 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/conv_transpose2d_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/cross_entropy.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/cross_entropy_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/cross_entropy_double_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/cross_entropy_forward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/distillation_loss.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/dropout.cpp

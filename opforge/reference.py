@@ -860,7 +860,8 @@ def binary_cross_entropy_with_logits_backward(
 def kl_div_backward(
     grad_output: Tensor, self: Tensor, target: Tensor, reduction: str, log_target: bool
 ) -> Tensor:
-    return _loss_grad(kl_div, grad_output, [self, target], 0, reduction, log_target)
+    # + self * 0: the gradient does not depend on self, and a None would not compare.
+    return _loss_grad(kl_div, grad_output, [self, target], 0, reduction, log_target) + self * 0
 
 
 def kl_div_target_backward(
@@ -958,9 +959,8 @@ def nll_loss_backward(
     class_dim = 0 if self.dim() == 1 else 1
     scaled = -_target_weights(self, target, weight, ignore_index) * grad_output
     index = target.masked_fill(target == ignore_index, 0).unsqueeze(class_dim)
-    return torch.zeros_like(self).scatter(
-        class_dim, index, scaled.unsqueeze(class_dim).to(self.dtype)
-    )
+    # self * 0: zero gradients in self, as the op's (a gradient of None would not compare).
+    return (self * 0).scatter(class_dim, index, scaled.unsqueeze(class_dim).to(self.dtype))
 
 
 def distillation_loss(
@@ -972,3 +972,19 @@ def distillation_loss(
         F.log_softmax(s_logits / T, 1), F.softmax(t_logits / T, 1), reduction="batchmean"
     )
     return F.cross_entropy(s_logits, target) + alpha * T * T * soft
+
+
+def cross_entropy_double_backward(
+    grad_grad_input: Tensor,
+    grad_output: Tensor,
+    self: Tensor,
+    target: Tensor,
+    weight: Tensor | None,
+    ignore_index: int,
+    label_smoothing: float,
+) -> tuple[Tensor, Tensor]:
+    def backward(g: Tensor, s: Tensor) -> tuple[Tensor]:
+        return (cross_entropy_backward(g, s, target, weight, ignore_index, label_smoothing),)
+
+    g, s = _vjp(backward, [grad_output, self], [grad_grad_input])
+    return g, s

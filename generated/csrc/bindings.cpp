@@ -32,6 +32,7 @@
 #include <opforge/ops/conv_transpose2d_backward.h>
 #include <opforge/ops/cross_entropy.h>
 #include <opforge/ops/cross_entropy_backward.h>
+#include <opforge/ops/cross_entropy_double_backward.h>
 #include <opforge/ops/cross_entropy_forward.h>
 #include <opforge/ops/distillation_loss.h>
 #include <opforge/ops/dropout.h>
@@ -555,6 +556,20 @@ void register_ops(pybind11::module_& m) {
         pybind11::gil_scoped_release no_gil;
         return opforge::ops::cross_entropy_backward(grad_output, self, target, weight, c10::SymInt(ignore_index), label_smoothing);
       },
+      pybind11::arg("grad_output"),
+      pybind11::arg("self"),
+      pybind11::arg("target"),
+      pybind11::arg("weight"),
+      pybind11::arg("ignore_index"),
+      pybind11::arg("label_smoothing")
+      );
+  m.def(
+      "cross_entropy_double_backward",
+      [](const at::Tensor& grad_grad_input, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, int64_t ignore_index, double label_smoothing) -> std::tuple<at::Tensor, at::Tensor> {
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::cross_entropy_double_backward(grad_grad_input, grad_output, self, target, weight, c10::SymInt(ignore_index), label_smoothing);
+      },
+      pybind11::arg("grad_grad_input"),
       pybind11::arg("grad_output"),
       pybind11::arg("self"),
       pybind11::arg("target"),

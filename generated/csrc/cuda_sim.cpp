@@ -28,6 +28,7 @@
 #include <opforge/ops/conv_transpose2d_backward.h>
 #include <opforge/ops/cross_entropy.h>
 #include <opforge/ops/cross_entropy_backward.h>
+#include <opforge/ops/cross_entropy_double_backward.h>
 #include <opforge/ops/cross_entropy_forward.h>
 #include <opforge/ops/distillation_loss.h>
 #include <opforge/ops/dropout.h>
@@ -878,6 +879,13 @@ at::Tensor opforge::ops::cross_entropy_backward(const at::Tensor& grad_output, c
       .findSchemaOrThrow("opforge::cross_entropy_backward", "")
       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, c10::SymInt, double)>();
   return op.call(grad_output, self, target, weight, ignore_index, label_smoothing);
+}
+
+std::tuple<at::Tensor, at::Tensor> opforge::ops::cross_entropy_double_backward(const at::Tensor& grad_grad_input, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index, double label_smoothing) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::cross_entropy_double_backward", "")
+      .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, c10::SymInt, double)>();
+  return op.call(grad_grad_input, grad_output, self, target, weight, ignore_index, label_smoothing);
 }
 
 std::tuple<at::Tensor, at::Tensor> opforge::ops::cross_entropy_forward(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index, double label_smoothing) {

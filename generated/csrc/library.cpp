@@ -36,6 +36,7 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(conv_transpose2d_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[2] stride, SymInt[2] padding, SymInt[2] output_padding, SymInt groups, SymInt[2] dilation, bool[3] output_mask) -> (Tensor, Tensor, Tensor))schema", {});
   m.def(R"schema(cross_entropy(Tensor self, Tensor target, Tensor? weight=None, SymInt ignore_index=-100, str reduction='mean', float label_smoothing=0.0) -> Tensor)schema", {});
   m.def(R"schema(cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, SymInt ignore_index, float label_smoothing) -> Tensor)schema", {});
+  m.def(R"schema(cross_entropy_double_backward(Tensor grad_grad_input, Tensor grad_output, Tensor self, Tensor target, Tensor? weight, SymInt ignore_index, float label_smoothing) -> (Tensor, Tensor))schema", {});
   m.def(R"schema(cross_entropy_forward(Tensor self, Tensor target, Tensor? weight, SymInt ignore_index, float label_smoothing) -> (Tensor, Tensor))schema", {});
   m.def(R"schema(distillation_loss(Tensor s_logits, Tensor t_logits, Tensor target, float T=1.0, float alpha=0.5) -> Tensor)schema", {});
   m.def(R"schema(dropout(Tensor input, float p=0.5, bool train=True, *, Generator? generator=None) -> Tensor)schema", {});

@@ -4,19 +4,25 @@
 // sum over the classes (PyTorch's formula; not fused). distillation_loss over
 // cross_entropy, log_softmax and kl_div.
 #include <opforge/ops/cross_entropy.h>
+#include <opforge/ops/cross_entropy_backward.h>
+#include <opforge/ops/cross_entropy_double_backward.h>
 #include <opforge/ops/cross_entropy_forward.h>
 #include <opforge/ops/distillation_loss.h>
 #include <opforge/ops/kl_div.h>
 #include <opforge/ops/log_softmax.h>
 #include <opforge/ops/nll_loss.h>
 #include <opforge/ops/nll_loss_forward.h>
+#include <opforge/ops/softmax.h>
 
 #include <opforge/checks.h>
 #include <opforge/pointwise/loss.h>
 
 #include <ATen/ops/mean.h>
 #include <ATen/ops/mul.h>
+#include <ATen/ops/ne.h>
 #include <ATen/ops/neg.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/sum.h>
 #include <c10/util/Exception.h>
 
@@ -108,6 +114,41 @@ at::Tensor distillation_loss_composite(const at::Tensor& s_logits, const at::Ten
   const at::Tensor soft = ops::kl_div(ops::log_softmax(s_logits / T, 1), ops::log_softmax(t_logits / T, 1),
                                       "batchmean", true);
   return hard + soft * (alpha * T * T);
+}
+
+}  // namespace opforge
+
+namespace opforge {
+
+// The backward op's output is g (a p - u w - b onehot(t)) per position with a,
+// u, b constants of the position (math/classification_loss.h), so its
+// derivative in g is the same with g = 1, and in self g a (diag(p) - p p^T).
+std::tuple<at::Tensor, at::Tensor> cross_entropy_double_backward_composite(
+    const at::Tensor& grad_grad_input, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,
+    const std::optional<at::Tensor>& weight, c10::SymInt ignore_index, double label_smoothing) {
+  constexpr const char* op = "opforge.cross_entropy_double_backward";
+  check::same_device(op, "grad_grad_input", grad_grad_input, "self", self);
+  check::same_device(op, "grad_output", grad_output, "self", self);
+  check::same_device(op, "target", target, "self", self);
+  check::same_device(op, "weight", weight, "self", self);
+  const int64_t class_dim = self.dim() == 1 ? 0 : 1;
+  const at::Tensor unit = ops::cross_entropy_backward(at::ones_like(grad_output), self, target, weight, ignore_index,
+                                                      label_smoothing);
+  const at::Tensor grad_grad_output = (grad_grad_input * unit).sum(class_dim);
+  // a = (1 - eps) w[t] + eps / C sum_c w_c where counted, else 0.
+  const at::Tensor w_t = std::get<1>(ops::nll_loss_forward(self.detach(), target, weight, ignore_index));
+  at::Tensor a = w_t * (1.0 - label_smoothing);
+  if (label_smoothing > 0.0) {
+    const double classes = static_cast<double>(self.sym_size(class_dim).guard_int(__FILE__, __LINE__));
+    const at::Tensor w_total = weight.has_value() && weight->defined()
+                                   ? weight->sum()
+                                   : at::scalar_tensor(classes, self.options());
+    a = a + at::ne(target, ignore_index).to(self.scalar_type()) * w_total * (label_smoothing / classes);
+  }
+  const at::Tensor p = ops::softmax(self, class_dim);
+  const at::Tensor pg = p * grad_grad_input;
+  const at::Tensor grad_self = (grad_output * a).unsqueeze(class_dim) * (pg - p * pg.sum(class_dim, true));
+  return {grad_grad_output, grad_self};
 }
 
 }  // namespace opforge

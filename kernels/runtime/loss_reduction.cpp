@@ -2,6 +2,7 @@
 // opforge/pointwise/loss.h), over opforge's own sum kernel. Compiled into
 // opforge._C and opforge._cuda_sim (the simulated CUDA kernels reduce too), so
 // sum is called through the dispatcher, not through _C's opforge::ops::sum.
+#include <opforge/checks.h>
 #include <opforge/pointwise/loss.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -10,20 +11,11 @@
 #include <ATen/ops/scalar_tensor.h>
 #include <c10/util/Exception.h>
 
-#include <sstream>
-
 namespace opforge::pointwise {
 
 void check_reduction(const char* op, const char* arg, c10::string_view reduction,
                      std::initializer_list<const char*> modes) {
-  std::ostringstream known;
-  for (const char* m : modes) {
-    if (reduction == m) {
-      return;
-    }
-    known << (known.tellp() > 0 ? ", " : "") << "'" << m << "'";
-  }
-  TORCH_CHECK_VALUE(false, op, ": ", arg, " must be one of ", known.str(), ", got '", reduction, "'");
+  check::one_of(op, arg, std::string_view(reduction.data(), reduction.size()), modes);
 }
 
 at::Tensor value_or(const std::optional<at::Tensor>& t, double value, const at::Tensor& like) {

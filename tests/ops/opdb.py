@@ -232,13 +232,38 @@ def written_args(op: OpDecl) -> list[str]:
 
 def grad_inputs(op: OpDecl, call: Call) -> list[torch.Tensor]:
     """The call's tensors gradcheck varies: floating, not written into by the op, and with a
-    derivative formula (a loss's weights and targets may have none)."""
+    derivative formula (a loss's weights and targets may have none) or, for a composite,
+    one its decomposition has."""
     written = {id(call.named(n)) for n in written_args(op)}
     tensors = [t for t in call.tensors() if t.is_floating_point() and id(t) not in written]
+    if op.keys == ("CompositeImplicitAutograd",):
+        return [t for t in tensors if _composite_differentiates(op, call, t)]
     if not op.derivatives:
         return tensors
     formula = {id(call.named(n)) for n in op.differentiable_inputs}
     return [t for t in tensors if id(t) in formula]
+
+
+def _composite_differentiates(op: OpDecl, call: Call, tensor: torch.Tensor) -> bool:
+    """Whether the ops a composite decomposes into differentiate in `tensor`: false where
+    one of them says it is not differentiable in that argument (as PyTorch's nll_loss in
+    its weight)."""
+    probe = call.map_tensors(lambda t: t.detach().clone().requires_grad_(t is tensor))
+    index = [id(t) for t in call.tensors()].index(id(tensor))
+    leaf = probe.tensors()[index]
+    import opforge  # not at import time: the codegen tests read this module without a build
+
+    result = grad_outputs(op, getattr(opforge, op.name)(*probe.args, **probe.kwargs))
+    tracked = [r.sum() for r in result if r.requires_grad]
+    if not tracked:
+        return True
+    try:
+        torch.autograd.grad(tracked, leaf, allow_unused=True)
+    except RuntimeError as e:
+        if "is not differentiable with respect to" in str(e):
+            return False
+        raise
+    return True
 
 
 def grad_outputs(op: OpDecl, result: Any) -> tuple[torch.Tensor, ...]:

@@ -2,6 +2,7 @@
 // opforge::cross_entropy_backward: C++ API, argument checks before the kernels, Meta,
 // autograd and variant kernels, and their dispatcher registration.
 #include <opforge/ops/cross_entropy_backward.h>
+#include <opforge/ops/cross_entropy_double_backward.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
@@ -127,13 +128,21 @@ at::Tensor cross_entropy_backward_autograd(const at::Tensor& grad_output, const 
   }
   opforge::autograd::record(
       "opforge.cross_entropy_backward", {grad_output, self, target, weight}, outputs, {true},
-      {}, {},
-      [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
+      {grad_output, self, target, weight.value_or(at::Tensor())}, {},
+      [ignore_index_c = ignore_index, label_smoothing_c = label_smoothing](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
+    const auto& ignore_index = ignore_index_c;
+    const auto& label_smoothing = label_smoothing_c;
+    const at::Tensor& grad_output = saved[0];
+    const at::Tensor& self = saved[1];
+    const at::Tensor& target = saved[2];
+    const std::optional<at::Tensor> weight = saved[3].defined() ? std::optional<at::Tensor>(saved[3]) : std::nullopt;
     [[maybe_unused]] const at::Tensor& grad = grads[0];
     opforge::autograd::tensor_list grad_inputs(4);
-    TORCH_CHECK(!needs[0], "opforge.cross_entropy_backward is not differentiable with respect to 'grad_output'");
-    TORCH_CHECK(!needs[1], "opforge.cross_entropy_backward is not differentiable with respect to 'self'");
+    if (needs[0] || needs[1]) {
+      [[maybe_unused]] const std::array<bool, 2> grad_input_mask = {needs[0], needs[1]};
+      std::tie(grad_inputs[0], grad_inputs[1]) = opforge::ops::cross_entropy_double_backward(grad, grad_output, self, target, weight, ignore_index, label_smoothing);
+    }
     TORCH_CHECK(!needs[2], "opforge.cross_entropy_backward is not differentiable with respect to 'target'");
     TORCH_CHECK(!needs[3], "opforge.cross_entropy_backward is not differentiable with respect to 'weight'");
     return grad_inputs;

@@ -2,6 +2,7 @@
 // opforge::kl_div_target_backward: C++ API, argument checks before the kernels, Meta,
 // autograd and variant kernels, and their dispatcher registration.
 #include <opforge/ops/kl_div_target_backward.h>
+#include <opforge/ops/kl_div_backward.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
@@ -143,14 +144,25 @@ at::Tensor kl_div_target_backward_autograd(const at::Tensor& grad_output, const 
   }
   opforge::autograd::record(
       "opforge.kl_div_target_backward", {grad_output, self, target}, outputs, {true},
-      {}, {},
-      [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
+      {grad_output, self, target}, {},
+      [reduction_c = std::string(reduction), log_target_c = log_target](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
+    const std::string& reduction = reduction_c;
+    const auto& log_target = log_target_c;
+    const at::Tensor& grad_output = saved[0];
+    const at::Tensor& self = saved[1];
+    const at::Tensor& target = saved[2];
     [[maybe_unused]] const at::Tensor& grad = grads[0];
     opforge::autograd::tensor_list grad_inputs(3);
-    TORCH_CHECK(!needs[0], "opforge.kl_div_target_backward is not differentiable with respect to 'grad_output'");
-    TORCH_CHECK(!needs[1], "opforge.kl_div_target_backward is not differentiable with respect to 'self'");
-    TORCH_CHECK(!needs[2], "opforge.kl_div_target_backward is not differentiable with respect to 'target'");
+    if (needs[0]) {
+      grad_inputs[0] = opforge::ops::kl_div_target_backward(grad, self, target, reduction, log_target);
+    }
+    if (needs[1]) {
+      grad_inputs[1] = log_target ? opforge::ops::kl_div_backward(grad_output, self, target, reduction, true) * grad : opforge::ops::kl_div_backward(grad_output, self, grad, reduction, false);
+    }
+    if (needs[2]) {
+      grad_inputs[2] = log_target ? (opforge::ops::kl_div_target_backward(grad_output, self, target, reduction, true) - opforge::ops::kl_div_backward(grad_output, self, target, reduction, true)) * grad : -opforge::ops::kl_div_backward(grad_output, self, at::where(target > 0, grad / target, at::zeros_like(grad)), reduction, false);
+    }
     return grad_inputs;
   });
   return result;

@@ -108,13 +108,20 @@ at::Tensor log_softmax_backward_autograd(const at::Tensor& grad_output, const at
   }
   opforge::autograd::record(
       "opforge.log_softmax_backward", {grad_output, output}, outputs, {true},
-      {}, {},
-      [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
+      {grad_output, output}, {},
+      [dim_c = dim](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
+    const auto& dim = dim_c;
+    const at::Tensor& grad_output = saved[0];
+    const at::Tensor& output = saved[1];
     [[maybe_unused]] const at::Tensor& grad = grads[0];
     opforge::autograd::tensor_list grad_inputs(2);
-    TORCH_CHECK(!needs[0], "opforge.log_softmax_backward is not differentiable with respect to 'grad_output'");
-    TORCH_CHECK(!needs[1], "opforge.log_softmax_backward is not differentiable with respect to 'output'");
+    if (needs[0]) {
+      grad_inputs[0] = grad - (grad * output.exp()).sum(dim, true);
+    }
+    if (needs[1]) {
+      grad_inputs[1] = -grad * output.exp() * grad_output.sum(dim, true);
+    }
     return grad_inputs;
   });
   return result;

@@ -14,6 +14,10 @@
 
 namespace opforge::check {
 
+// `value` must be one of `choices` (ValueError naming the op, the argument, the
+// choices and the closest of them; kernels/runtime/choices.cpp).
+void one_of(const char* op, const char* arg, std::string_view value, std::initializer_list<const char*> choices);
+
 inline void device_type(const char* op, const char* arg, const at::Tensor& t, c10::DeviceType type) {
   TORCH_CHECK(t.device().type() == type, op, ": expected '", arg, "' on a ", c10::DeviceTypeName(type, true),
               " device, got ", t.device());
