@@ -272,9 +272,8 @@ void nll_loss_forward_cpu(scalar_t* result0, scalar_t* result1, const scalar_t* 
         result1[p] = scalar_t(0);
         continue;
       }
-      const int64_t n = p / inner;
       const A w_t = class_weight(weight, t);
-      result0[p] = math::cast_to<scalar_t>(-w_t * math::cast_to<A>(self[(n * plan.classes + t) * inner + p - n * inner]));
+      result0[p] = math::cast_to<scalar_t>(-w_t * math::cast_to<A>(self[math::class_base(p, plan.classes, inner) + t * inner]));
       result1[p] = math::cast_to<scalar_t>(w_t);
     }
   });
@@ -294,8 +293,7 @@ void nll_loss_backward_cpu(scalar_t* result, const scalar_t* grad_output, const 
       if (!counts(t, plan)) {
         continue;
       }
-      const int64_t n = p / inner;
-      result[(n * plan.classes + t) * inner + p - n * inner] =
+      result[math::class_base(p, plan.classes, inner) + t * inner] =
           math::cast_to<scalar_t>(-class_weight(weight, t) * math::cast_to<A>(grad_output[p]));
     }
   });

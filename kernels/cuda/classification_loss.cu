@@ -164,8 +164,7 @@ __global__ void cross_entropy_columns_kernel(T* loss, T* target_weight, const T*
       target_weight[p] = T(0);
       continue;
     }
-    const int64_t n = p / plan.inner;
-    const T* x = self + n * plan.classes * plan.inner + (p - n * plan.inner);
+    const T* x = self + math::class_base(p, plan.classes, plan.inner);
     const position_stats<T> st = column_stats(x, weight, plan.classes, plan.inner, smoothed);
     write_loss(loss, target_weight, p, x + t * plan.inner, t, weight, plan, st);
   }
@@ -205,8 +204,7 @@ __global__ void cross_entropy_backward_columns_kernel(T* grad_self, const T* gra
   using A = acc_t<T>;
   const int64_t stride = cuda::grid_threads();
   for (int64_t p = cuda::global_thread(); p < plan.positions; p += stride) {
-    const int64_t n = p / plan.inner;
-    const int64_t base = n * plan.classes * plan.inner + (p - n * plan.inner);
+    const int64_t base = math::class_base(p, plan.classes, plan.inner);
     T* out = grad_self + base;
     const int64_t t = target[p];
     if (!counts(t, plan, true)) {
@@ -237,9 +235,8 @@ __global__ void nll_loss_kernel(T* loss, T* target_weight, const T* self, const 
       target_weight[p] = T(0);
       continue;
     }
-    const int64_t n = p / plan.inner;
     const acc_t<T> w_t = class_weight(weight, t);
-    loss[p] = math::cast_to<T>(-w_t * math::cast_to<acc_t<T>>(self[(n * plan.classes + t) * plan.inner + p - n * plan.inner]));
+    loss[p] = math::cast_to<T>(-w_t * math::cast_to<acc_t<T>>(self[math::class_base(p, plan.classes, plan.inner) + t * plan.inner]));
     target_weight[p] = math::cast_to<T>(w_t);
   }
 }

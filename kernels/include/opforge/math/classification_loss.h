@@ -17,6 +17,13 @@
 
 namespace opforge::math {
 
+// Where position p = n * inner + s of a [batch, classes, inner] input has its
+// class 0 (class c is `inner` further per class).
+C10_HOST_DEVICE inline int64_t class_base(int64_t p, int64_t classes, int64_t inner) {
+  const int64_t n = p / inner;
+  return n * classes * inner + (p - n * inner);
+}
+
 template <typename A>
 struct label_smoothing {
   A on_target;  // 1 - eps
