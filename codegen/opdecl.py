@@ -71,6 +71,7 @@ ENTRY_FIELDS = (
     "samples",
     "derivatives",
     "output_differentiability",
+    "straight_through",
     "variants",
     "pointwise",
     "reduction",
@@ -157,6 +158,10 @@ class Structured:
     # Keys whose kernel computes in the meta function's channels_last layout
     # (`channels_last: [CPU]`; Note [Structured memory format] in structured.h).
     channels_last: tuple[str, ...] = ()
+    # Tensor inputs the kernels get no pointer to: the meta function reads their shape,
+    # dtype and layout (`shape_only: [tensor]`, as at::empty_like), never their values. An
+    # in-place variant then writes straight into such an input.
+    shape_only: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -203,12 +208,27 @@ class OpDecl:
     # Per output: whether it gets a gradient (e.g. a forward op's saved mean/rstd do not).
     # Empty means every floating output does.
     output_differentiability: tuple[bool, ...] = ()
+    # `straight_through: true`: the derivatives are an estimator, not the true derivative
+    # (fake quantization's): the battery compares them with the reference's backward
+    # and runs no numerical gradcheck.
+    straight_through: bool = False
     pointwise: Pointwise | None = None
     checks: tuple[Check, ...] = ()
     structured: Structured | None = None
 
     def output_differentiable(self, i: int) -> bool:
         return not self.output_differentiability or self.output_differentiability[i]
+
+    @property
+    def without_autograd(self) -> bool:
+        """`output_differentiability: [false]` and no derivatives (PyTorch's form for ops
+        like rand_like): outputs never require grad, and the in-place variants write as
+        under torch.no_grad (torch.nn.init's fills)."""
+        return (
+            bool(self.output_differentiability)
+            and not any(self.output_differentiability)
+            and not self.derivatives
+        )
 
     def dtypes_of(self, arg: str) -> tuple[str, ...]:
         """The dtypes tensor argument `arg` accepts."""

@@ -150,6 +150,7 @@ class _EntryParser:
             variants=variants,
             arg_dtypes=arg_dtypes,
             output_differentiability=output_differentiability,
+            straight_through=self._straight_through(),
             pointwise=pointwise,
             checks=checks,
             structured=structured,
@@ -310,7 +311,7 @@ class _EntryParser:
                 hint,
             )
             return None
-        fields = ("meta", "plan", "source", "nondeterministic", "channels_last")
+        fields = ("meta", "plan", "source", "nondeterministic", "channels_last", "shape_only")
         for key in raw:
             if key not in fields:
                 self.err(
@@ -354,9 +355,29 @@ class _EntryParser:
         if not schema.returns or any(r.type != BaseType(BaseTy.Tensor) for r in schema.returns):
             self.err("structured", "a structured op returns one or more Tensors")
             ok = False
+        shape_only = self._shape_only(raw, schema)
         header = f"opforge/meta/{family}.h"
-        spec = Structured(meta, plan, source, header, tuple(nondeterministic), tuple(channels_last))
+        spec = Structured(
+            meta, plan, source, header, tuple(nondeterministic), tuple(channels_last), shape_only
+        )
         return spec if ok else None
+
+    def _shape_only(self, raw: dict[str, Any], schema: FunctionSchema) -> tuple[str, ...]:
+        """`shape_only: [tensor]`: tensor inputs whose values the kernels never read."""
+        names = raw.get("shape_only", [])
+        tensors = [
+            a.name for a in schema.arguments.flat_non_out if a.type == BaseType(BaseTy.Tensor)
+        ]
+        if not isinstance(names, list) or not all(n in tensors for n in names):
+            self.err(
+                "structured",
+                "structured shape_only must list Tensor arguments of the op "
+                f"({', '.join(tensors) or 'it has none'})",
+                "e.g. shape_only: [self] for a kernel that takes only the shape of 'self' "
+                "(as empty_like)",
+            )
+            return ()
+        return tuple(str(n) for n in names)
 
     def _structured_keys(self, raw: dict[str, Any], field: str, example: str) -> list[str]:
         """A `structured` field listing backend keys (`nondeterministic: [CUDA]`)."""
@@ -496,6 +517,18 @@ class _EntryParser:
                 )
         if len(set(names)) != len(names):
             self.err(key, "a dtype is listed twice")
+
+    def _straight_through(self) -> bool:
+        raw = self.e.get("straight_through", False)
+        if not isinstance(raw, bool):
+            self.err("straight_through", "'straight_through' must be true or false")
+            return False
+        if raw and not self.e.get("derivatives"):
+            self.err(
+                "straight_through",
+                "'straight_through' describes the op's 'derivatives', and it has none",
+            )
+        return bool(raw)
 
     def _output_differentiability(self, schema: FunctionSchema) -> tuple[bool, ...]:
         raw = self.e.get("output_differentiability")

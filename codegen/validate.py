@@ -41,10 +41,11 @@ def check_entry(op: OpDecl, diags: Diagnostics) -> bool:
     _check_variants(op, diags)
     _check_rule_types(op, diags)
     _check_template_dtypes(op, diags)
-    if op.output_differentiability and not op.derivatives:
+    if op.output_differentiability and not op.derivatives and any(op.output_differentiability):
         diags.error(
             op.loc_of("output_differentiability"),
-            "'output_differentiability' needs 'derivatives'",
+            "'output_differentiability' needs 'derivatives' unless every output is false "
+            "(an op without autograd)",
         )
     return len(diags.errors) == before
 
@@ -68,20 +69,16 @@ def _check_variants(op: OpDecl, diags: Diagnostics) -> None:
         return
     if "inplace" not in op.variants:
         return
-    if op.structured is not None:
-        diags.error(
-            loc,
-            "a structured op has out= variants only: its kernel may read an input element "
-            "after writing the output element at the same place, so in place it would "
-            "compute into scratch and copy",
-            "use 'variants: [out]', or declare the op 'pointwise:' for a real in-place kernel",
-        )
-        return
     shape = op.shape
     first = schema.arguments.positional[0] if schema.arguments.positional else None
     single = len(schema.returns) == 1 and schema.returns[0].type == BaseType(BaseTy.Tensor)
     if first is None or first.type != BaseType(BaseTy.Tensor) or not single:
         diags.error(loc, "an in-place variant needs a first Tensor argument and one Tensor result")
+        return
+    if op.structured is not None or shape is None:
+        # The meta function (or a composite's decomposition) decides the result's shape: the
+        # generated code refuses one that differs from self's at run time
+        # (structured::prepare_inplace, check::writable_result).
         return
     same_shape = isinstance(shape, rules.Like) and shape.arg == first.name
     broadcast_into = isinstance(shape, rules.Broadcast) and shape.args[0] == first.name

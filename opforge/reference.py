@@ -988,3 +988,91 @@ def cross_entropy_double_backward(
 
     g, s = _vjp(backward, [grad_output, self], [grad_grad_input])
     return g, s
+
+
+# The initialization fills are random: these cover the calls without randomness (the
+# battery's samples: zero-width ranges, std 0, empty tensors); tests/ops/test_init.py
+# checks the distributions. Each returns a new tensor like `tensor`, as the functional ops.
+def _deterministic_fill(tensor: Tensor, value: float | None, what: str) -> Tensor:
+    if tensor.numel() == 0:
+        return tensor.clone()
+    if value is None:
+        raise NotImplementedError(f"{what} is random: see tests/ops/test_init.py")
+    return torch.full_like(tensor, value)
+
+
+def uniform(
+    tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: torch.Generator | None = None
+) -> Tensor:
+    return _deterministic_fill(tensor, a if a == b else None, "uniform with a < b")
+
+
+def normal(
+    tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: torch.Generator | None = None
+) -> Tensor:
+    return _deterministic_fill(tensor, mean if std == 0 else None, "normal with std > 0")
+
+
+def trunc_normal(
+    tensor: Tensor,
+    mean: float = 0.0,
+    std: float = 1.0,
+    a: float = -2.0,
+    b: float = 2.0,
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    value = min(max(mean, a), b) if std == 0 else None
+    return _deterministic_fill(tensor, value, "trunc_normal with std > 0")
+
+
+def constant(tensor: Tensor, val: float) -> Tensor:
+    return torch.full_like(tensor, val)
+
+
+def kaiming_uniform(
+    tensor: Tensor,
+    a: float = 0.0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    return _deterministic_fill(tensor, None, "kaiming_uniform")
+
+
+def kaiming_normal(
+    tensor: Tensor,
+    a: float = 0.0,
+    mode: str = "fan_in",
+    nonlinearity: str = "leaky_relu",
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    return _deterministic_fill(tensor, None, "kaiming_normal")
+
+
+def xavier_uniform(
+    tensor: Tensor, gain: float = 1.0, generator: torch.Generator | None = None
+) -> Tensor:
+    return _deterministic_fill(tensor, None, "xavier_uniform")
+
+
+def xavier_normal(
+    tensor: Tensor, gain: float = 1.0, generator: torch.Generator | None = None
+) -> Tensor:
+    return _deterministic_fill(tensor, None, "xavier_normal")
+
+
+def fake_quantize_per_tensor_affine_backward(
+    grad_output: Tensor,
+    self: Tensor,
+    scale: float,
+    zero_point: int,
+    quant_min: int,
+    quant_max: int,
+) -> Tensor:
+    # torch's straight-through mask: its backward of ones.
+    with torch.enable_grad():
+        x = self.detach().requires_grad_()
+        y = torch.fake_quantize_per_tensor_affine(x, scale, zero_point, quant_min, quant_max)
+        (mask,) = torch.autograd.grad(y, x, torch.ones_like(y))
+    dtype = torch.promote_types(grad_output.dtype, self.dtype)
+    return grad_output.to(dtype) * mask.to(dtype)

@@ -68,6 +68,7 @@ def autograd(op: OpDecl, api: frozenset[str]) -> Context:
         "call_args": ", ".join(a.name for a in schema.arguments.flat_all),
         "label": f"opforge.{op.name}",
         "single": n_out == 1,
+        "without_autograd": op.without_autograd,
         "n_out": n_out,
         "inputs": ", ".join(tensor_names),
         "saved_inputs": ", ".join(

@@ -167,9 +167,12 @@ def _variant_body(op: OpDecl, functional: OpDecl) -> list[str]:
     """The CompositeImplicitAutograd body of a generated in-place or out= variant."""
     f_args = ", ".join(a.name for a in functional.schema.arguments.flat_all)
     call = f"opforge::ops::{functional.api_name}({f_args})"
+    # An op without autograd writes as under torch.no_grad (a parameter, for torch.nn.init).
+    no_grad = ["const at::NoGradGuard no_grad;"] if functional.without_autograd else []
     if op.generated_variant == "inplace":
         target = op.schema.arguments.positional[0].name
         return [
+            *no_grad,
             f"const at::Tensor result = {call};",
             f'opforge::check::writable_result(kOp, "{target}", {target}, result);',
             f"{target}.copy_(result);",
@@ -178,12 +181,13 @@ def _variant_body(op: OpDecl, functional: OpDecl) -> list[str]:
     outs = [a.name for a in op.schema.arguments.out]
     if len(outs) == 1:
         return [
+            *no_grad,
             f"const at::Tensor result = {call};",
             f'opforge::check::resize_out(kOp, "{outs[0]}", {outs[0]}, result);',
             f"{outs[0]}.copy_(result);",
             f"return {outs[0]};",
         ]
-    lines = [f"const auto result = {call};"]
+    lines = [*no_grad, f"const auto result = {call};"]
     for i, o in enumerate(outs):
         lines += [
             f'opforge::check::resize_out(kOp, "{o}", {o}, std::get<{i}>(result));',
@@ -383,6 +387,9 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
             op.pointwise is not None and (op.pointwise.reduction or op.pointwise.if_none)
             for op in ops
         ),
+        "structured_inplace": any(
+            op.structured is not None and op.generated_variant == "inplace" for op in ops
+        ),
         "cuda_kernels": cuda_kernels,
         "functor_headers": sorted({k["header"] for k in cuda_kernels}),
         "structured_cuda": structured.cuda_declarations(ops),
@@ -470,6 +477,9 @@ def cuda_sim(ops: Sequence[OpDecl]) -> Context:
         "wrappers": wrappers,
         "impls": impls,
         "meta_steps": steps,
+        "structured_inplace": any(
+            op.structured is not None and op.generated_variant == "inplace" for op in ops
+        ),
         "cuda_kernels": cuda_kernels,
         "functor_headers": sorted({k["header"] for k in cuda_kernels}),
         "structured_cuda": structured.cuda_declarations(simulated),

@@ -32,13 +32,18 @@ def outputs(f: OpDecl) -> list[str]:
     return output_names(f.schema)
 
 
-def _tensor_inputs(f: OpDecl) -> list[tuple[str, bool]]:
+def _tensor_args(schema: FunctionSchema) -> list[tuple[str, bool]]:
     """(name, optional) of each tensor argument, in schema order."""
     return [
         (a.name, isinstance(a.type, OptionalType))
-        for a in f.schema.arguments.flat_non_out
+        for a in schema.arguments.flat_non_out
         if a.type.is_tensor_like()
     ]
+
+
+def _tensor_inputs(f: OpDecl) -> list[tuple[str, bool]]:
+    """The tensor arguments the kernel reads (all but the `shape_only` ones)."""
+    return [(n, opt) for n, opt in _tensor_args(f.schema) if n not in _spec(f).shape_only]
 
 
 def _written(schema: FunctionSchema) -> set[str]:
@@ -82,7 +87,10 @@ def kernel_signature(
     CUDA `cudaError_t softmax_cuda(..., cudaStream_t stream)`; `types` substitutes the
     template parameters (an explicit instantiation)."""
     kernel = name or kernel_name(f.kernel(key) or "")
-    return signature_of(f.schema, dict(f.arg_dtypes), _spec(f).plan, kernel, key, types)
+    spec = _spec(f)
+    return signature_of(
+        f.schema, dict(f.arg_dtypes), spec.plan, kernel, key, types, spec.shape_only
+    )
 
 
 def signature_of(
@@ -92,6 +100,7 @@ def signature_of(
     kernel: str,
     key: str,
     types: dict[str, str] | None = None,
+    shape_only: tuple[str, ...] = (),
 ) -> cpp_api.Signature:
     """A structured kernel's signature from the schema alone (`codegen new` has no OpDecl);
     a template over its scalar types unless `types` substitutes them (an instantiation)."""
@@ -101,7 +110,7 @@ def signature_of(
         return (types or {}).get(t, t)
 
     written = _written(schema)
-    tensors = [a.name for a in schema.arguments.flat_non_out if a.type.is_tensor_like()]
+    tensors = [n for n, _ in _tensor_args(schema) if n not in shape_only]
     params = [(f"{element(o)}*", o) for o in output_names(schema)]
     params += [(f"{'' if n in written else 'const '}{element(n)}*", n) for n in tensors]
     params.append((f"const opforge::{plan}&", "plan"))
@@ -131,7 +140,7 @@ def _args(f: OpDecl, renames: dict[str, str]) -> str:
 
 def _reference(f: OpDecl, renames: dict[str, str]) -> str:
     """The tensor whose device the outputs (and any workspace) are allocated on."""
-    first = _tensor_inputs(f)[0][0]
+    first = _tensor_args(f.schema)[0][0]
     return renames.get(first, first)
 
 
@@ -160,12 +169,14 @@ def _allocate(f: OpDecl, size: str, renames: dict[str, str], key: str | None = N
     ]
 
 
-def _prepare_outs(op: OpDecl, f: OpDecl, size: str, key: str | None = None) -> list[str]:
-    """An out= variant's meta call and the checks and resizing of its `out` tensors
-    (Note [Structured out=] in structured.h)."""
+def _prepare_targets(op: OpDecl, f: OpDecl, size: str, key: str | None = None) -> list[str]:
+    """A variant's meta call and the checks of the tensors it writes: `out` tensors are
+    resized, `self` in place must already be the result's shape and dtype (Note
+    [Structured out=] in structured.h)."""
     ref = _reference(f, {})
+    prepare = "prepare_inplace" if op.generated_variant == "inplace" else "prepare_out"
     return _meta_call(f, size, {}, key) + [
-        f'opforge::structured::prepare_out(kOp, "{o}", {o}, meta.outputs[{i}], {ref});'
+        f'opforge::structured::{prepare}(kOp, "{o}", {o}, meta.outputs[{i}], {ref});'
         for i, o in enumerate(variant_kernels.targets(op))
     ]
 
@@ -230,9 +241,9 @@ def _backend_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> l
     """Checks, meta function, outputs (allocated, or op's `out` tensors prepared), then the
     kernel for the argument's dtype."""
     lines, renames = cpp.checks_before_kernel(f, key, simulated=simulated)
-    out_variant = op.generated_variant == "out"
-    if out_variant:
-        lines += _prepare_outs(op, f, "int64_t", key)
+    variant = op.generated_variant is not None
+    if variant:
+        lines += _prepare_targets(op, f, "int64_t", key)
         results = variant_kernels.targets(op)
     else:
         lines += _allocate(f, "int64_t", renames, key)
@@ -266,7 +277,7 @@ def _backend_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> l
         )
         lines.append(f"  const at::Tensor {n}_c = {value};")
     written_to = results
-    if out_variant:
+    if variant:
         reads = ", ".join(f"&{n}_c" for n, _ in _tensor_inputs(f))
         written_to = [f"{o}_k" for o in results]
         lines += [
@@ -279,7 +290,7 @@ def _backend_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> l
     for n in sorted(_written(f.schema)):
         # The kernel updated a contiguous copy: write it back.
         lines.append(f"  opforge::structured::write_back({renames.get(n, n)}, {n}_c);")
-    if out_variant:
+    if variant:
         lines += [f"  opforge::structured::finish_out({o}, {o}_k);" for o in results]
         return [*lines, "}", variant_kernels.returned(op)]
     lines.append("}")
@@ -292,8 +303,8 @@ def _backend_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> l
 
 def _meta_body(op: OpDecl, f: OpDecl) -> list[str]:
     lines = cpp.device_checks(f, "Meta") + cpp.dtype_checks(f) + cpp.user_checks(f)
-    if op.generated_variant == "out":
-        return [*lines, *_prepare_outs(op, f, "c10::SymInt"), variant_kernels.returned(op)]
+    if op.generated_variant is not None:
+        return [*lines, *_prepare_targets(op, f, "c10::SymInt"), variant_kernels.returned(op)]
     return [*lines, *_allocate(f, "c10::SymInt", {}), _return(f)]
 
 
@@ -311,7 +322,7 @@ def registration(op: OpDecl, f: OpDecl) -> list[Context]:
     ]
     wrappers.append(_wrapper(op, "Meta", f"{op.cpp_id}_meta_structured", _meta_body(op, f)))
     if op.generated_variant is not None:
-        prepare = _prepare_outs(op, f, "c10::SymInt")
+        prepare = _prepare_targets(op, f, "c10::SymInt")
         inputs = [n for n, optional in _tensor_inputs(f) if not optional]
         bodies = {
             "Autograd": variant_kernels.autograd_body(op, f, inputs, prepare),

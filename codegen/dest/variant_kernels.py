@@ -42,12 +42,16 @@ def _functional_call(op: OpDecl, f: OpDecl, *, clone_target: bool) -> str:
 
 def autograd_body(op: OpDecl, f: OpDecl, inputs: list[str], prepare: list[str]) -> list[str]:
     """Differentiable through the functional op and copy_ when a gradient is needed, else the
-    kernel below autograd (and a version bump of what it wrote)."""
-    # The functional op gets a copy of a tensor written in place, so what it saves stays intact.
-    call = _functional_call(op, f, clone_target=True)
-    lines = [f"if (opforge::autograd::any_requires_grad({{{', '.join(inputs)}}})) {{"]
-    lines += ["  " + line for line in [*prepare, *copy_from_functional(op, call)]]
-    lines.append("}")
+    kernel below autograd (and a version bump of what it wrote). An op without autograd
+    always writes below autograd, as under torch.no_grad."""
+    lines = []
+    if not f.without_autograd:
+        # The functional op gets a copy of a tensor written in place, so what it saves stays
+        # intact.
+        call = _functional_call(op, f, clone_target=True)
+        lines.append(f"if (opforge::autograd::any_requires_grad({{{', '.join(inputs)}}})) {{")
+        lines += ["  " + line for line in [*prepare, *copy_from_functional(op, call)]]
+        lines.append("}")
     all_args = ", ".join(a.name for a in op.schema.arguments.flat_all)
     lines += [
         "{",

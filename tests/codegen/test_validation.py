@@ -197,16 +197,36 @@ def test_shape_naming_a_function_points_to_structured(
     )
 
 
-def test_structured_op_has_no_inplace_variant(
+def test_structured_inplace_variant_needs_one_result(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     text = """\
-- func: total(Tensor self, int dim) -> Tensor
-  structured: {meta: total_meta, plan: total_plan}
+- func: split_two(Tensor self, int dim) -> (Tensor, Tensor)
+  structured: {meta: split_meta, plan: split_plan}
   variants: [inplace, out]
 """
     assert_error(
-        tmp_path, capsys, text, "ops.yaml:3: error: a structured op has out= variants only"
+        tmp_path,
+        capsys,
+        text,
+        "ops.yaml:3: error: an in-place variant needs a first Tensor argument and one Tensor result",
+    )
+
+
+def test_op_without_autograd_declares_every_output_false(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = """\
+- func: fill_like(Tensor self) -> Tensor
+  structured: {meta: fill_meta, plan: fill_plan, shape_only: [self]}
+  output_differentiability: [true]
+  reference: torch.zeros_like
+"""
+    assert_error(
+        tmp_path,
+        capsys,
+        text,
+        "ops.yaml:3: error: 'output_differentiability' needs 'derivatives' unless every output is false",
     )
 
 
@@ -536,6 +556,10 @@ def test_structured_entry_implies_kernels(
         (
             ("plan: dim_split}", "plan: dim_split, channels_last: CPU}"),
             "structured channels_last must list backend keys (CPU, CUDA)",
+        ),
+        (
+            ("plan: dim_split}", "plan: dim_split, shape_only: [other]}"),
+            "structured shape_only must list Tensor arguments of the op (self)",
         ),
         (
             ("  reference:", "  shape: like(self)\n  reference:"),

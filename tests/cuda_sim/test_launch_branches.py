@@ -306,3 +306,20 @@ def test_embedding_backward_is_flagged_nondeterministic(cuda_sim: Any) -> None:
             cuda_op("embedding_backward")(rand(2, 3), torch.tensor([1, 2]), 5, -1)
     finally:
         torch.use_deterministic_algorithms(False)
+
+
+@sim_only  # the GPU draws from the CUDA generator
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("n", [0, 1, 7, 1001])
+def test_init_fills_same_values_as_cpu(cuda_sim: Any, n: int, dtype: torch.dtype) -> None:
+    # Both kernels compute element i from (seed, offset, i) alone (math/init.h).
+    x = torch.empty(n, 3, dtype=dtype)
+    for name, args in (
+        ("uniform", [-1.0, 2.0]),
+        ("normal", [0.5, 2.0]),
+        ("trunc_normal", [0.0, 1.0, -0.5, 1.5]),
+    ):
+        cpu = getattr(torch.ops.opforge, name)(x, *args, torch.Generator().manual_seed(3))
+        sim = getattr(torch.ops.opforge_cuda_sim, name)(x, *args, torch.Generator().manual_seed(3))
+        torch.testing.assert_close(sim, cpu, atol=0, rtol=0)
+    agree("constant", [x, -0.75])

@@ -47,15 +47,24 @@ def by_qualified(name: str) -> OpDecl:
 
 
 def differentiable(op: OpDecl) -> bool:
-    """Differentiable wherever it is used: its own formulas or a composite of differentiable ops."""
+    """Differentiable wherever it is used: its own formulas or a composite of differentiable
+    ops (not an op declared without autograd)."""
+    if op.without_autograd:
+        return False
     return bool(op.derivatives) or op.keys == ("CompositeImplicitAutograd",)
+
+
+def numerically_differentiable(op: OpDecl) -> bool:
+    """Differentiable, with the true derivative (not a straight-through estimator), so
+    gradcheck's finite differences apply."""
+    return differentiable(op) and not op.straight_through
 
 
 def double_differentiable(op: OpDecl) -> bool:
     """Every opforge op its formulas call is itself differentiable (so gradgradcheck applies)."""
     if op.keys == ("CompositeImplicitAutograd",):
-        return True
-    if not op.derivatives:
+        return differentiable(op)
+    if not op.derivatives or op.straight_through:
         return False
     api = {o.api_name: o for o in ops()}
     called = {c for d in op.derivatives for c in formulas.calls(d.formula)}

@@ -3,6 +3,7 @@
 // calls the operator through opforge::ops (a typed dispatcher handle looked up
 // once), skipping the boxing that torch.ops does on every call. Docstrings live
 // on the Python wrappers (opforge/_ops.py), so editing a doc recompiles nothing.
+#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include "bindings/arguments.h"
@@ -19,10 +20,14 @@ void register_ops(pybind11::module_& m) {
   m.def(
       "clamp_to",
       [](const at::Tensor& self, pybind11::handle low, pybind11::handle high) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
         const auto low_scalar = opforge::bindings::scalar(low, "opforge.clamp_to", "low");
         const auto high_scalar = opforge::bindings::scalar(high, "opforge.clamp_to", "high");
         pybind11::gil_scoped_release no_gil;
         return opforge::ops::clamp_to(self, low_scalar, high_scalar);
+        END_HANDLE_TH_ERRORS_PYBIND
       },
       pybind11::arg("self"),
       pybind11::arg("low"),
@@ -31,10 +36,14 @@ void register_ops(pybind11::module_& m) {
   m.def(
       "clamp_to",
       [](const at::Tensor& self, pybind11::handle low, pybind11::handle high, at::Tensor out) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
         const auto low_scalar = opforge::bindings::scalar(low, "opforge.clamp_to", "low");
         const auto high_scalar = opforge::bindings::scalar(high, "opforge.clamp_to", "high");
         pybind11::gil_scoped_release no_gil;
         return opforge::ops::clamp_to_out(self, low_scalar, high_scalar, out);
+        END_HANDLE_TH_ERRORS_PYBIND
       },
       pybind11::arg("self"),
       pybind11::arg("low"),
@@ -44,10 +53,14 @@ void register_ops(pybind11::module_& m) {
   m.def(
       "clamp_to_",
       [](at::Tensor self, pybind11::handle low, pybind11::handle high) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
         const auto low_scalar = opforge::bindings::scalar(low, "opforge.clamp_to_", "low");
         const auto high_scalar = opforge::bindings::scalar(high, "opforge.clamp_to_", "high");
         pybind11::gil_scoped_release no_gil;
         return opforge::ops::clamp_to_(self, low_scalar, high_scalar);
+        END_HANDLE_TH_ERRORS_PYBIND
       },
       pybind11::arg("self"),
       pybind11::arg("low"),
@@ -56,10 +69,14 @@ void register_ops(pybind11::module_& m) {
   m.def(
       "crop",
       [](const at::Tensor& self, pybind11::handle size, pybind11::handle stride) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
         auto size_list = opforge::bindings::int_list(size, 2, "opforge.crop", "size");
         auto stride_list = opforge::bindings::int_list(stride, 2, "opforge.crop", "stride");
         pybind11::gil_scoped_release no_gil;
         return opforge::ops::crop(self, size_list, stride_list);
+        END_HANDLE_TH_ERRORS_PYBIND
       },
       pybind11::arg("self"),
       pybind11::arg("size"),
@@ -68,8 +85,12 @@ void register_ops(pybind11::module_& m) {
   m.def(
       "crop_name",
       [](const at::Tensor& self, const std::string& size) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
         pybind11::gil_scoped_release no_gil;
         return opforge::ops::crop_name(self, c10::string_view(size));
+        END_HANDLE_TH_ERRORS_PYBIND
       },
       pybind11::arg("self"),
       pybind11::arg("size")
@@ -77,9 +98,13 @@ void register_ops(pybind11::module_& m) {
   m.def(
       "gather_stats",
       [](const at::Tensor& table, const at::Tensor& index, const std::optional<at::Tensor>& running, pybind11::handle generator) -> std::tuple<at::Tensor, at::Tensor> {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
         auto generator_gen = opforge::bindings::optional_generator(generator, "opforge.gather_stats", "generator");
         pybind11::gil_scoped_release no_gil;
         return opforge::ops::gather_stats(table, index, running, generator_gen);
+        END_HANDLE_TH_ERRORS_PYBIND
       },
       pybind11::arg("table"),
       pybind11::arg("index"),
@@ -89,9 +114,13 @@ void register_ops(pybind11::module_& m) {
   m.def(
       "scale_add",
       [](const at::Tensor& self, const at::Tensor& other, pybind11::handle alpha) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
         const auto alpha_scalar = opforge::bindings::scalar(alpha, "opforge.scale_add", "alpha");
         pybind11::gil_scoped_release no_gil;
         return opforge::ops::scale_add(self, other, alpha_scalar);
+        END_HANDLE_TH_ERRORS_PYBIND
       },
       pybind11::arg("self"),
       pybind11::arg("other"),
@@ -100,8 +129,12 @@ void register_ops(pybind11::module_& m) {
   m.def(
       "select_max",
       [](const at::Tensor& self, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& counts, int64_t dim) -> std::tuple<at::Tensor, at::Tensor> {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
         pybind11::gil_scoped_release no_gil;
         return opforge::ops::select_max(self, weight, counts, dim);
+        END_HANDLE_TH_ERRORS_PYBIND
       },
       pybind11::arg("self"),
       pybind11::arg("weight"),
@@ -111,9 +144,13 @@ void register_ops(pybind11::module_& m) {
   m.def(
       "total",
       [](const at::Tensor& self, pybind11::handle dim, bool keepdim, const std::string& mode) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
         auto dim_list = opforge::bindings::optional_int_list(dim, 1, "opforge.total", "dim");
         pybind11::gil_scoped_release no_gil;
         return opforge::ops::total(self, dim_list ? at::OptionalIntArrayRef(at::IntArrayRef(*dim_list)) : at::OptionalIntArrayRef(std::nullopt), keepdim, c10::string_view(mode));
+        END_HANDLE_TH_ERRORS_PYBIND
       },
       pybind11::arg("self"),
       pybind11::arg("dim"),

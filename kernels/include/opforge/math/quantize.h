@@ -1,0 +1,54 @@
+#pragma once
+// Scalar math of affine fake quantization (schemas/quantize.yaml), shared by
+// the CPU and CUDA kernels. As ATen's fake_quantize kernels: the input times
+// the float32 reciprocal of scale, rounded half to even (nearbyint in the
+// default rounding mode), plus the zero point, then clamped and scaled back in
+// float32; the straight-through mask keeps the gradient where that value is
+// inside [quant_min, quant_max].
+#include <opforge/math/functions.h>
+#include <opforge/math/opmath.h>
+
+#include <cmath>
+#include <cstdint>
+
+namespace opforge::math {
+
+// round(x / scale) + zero_point, before clamping, in acc_t.
+template <typename acc_t>
+C10_HOST_DEVICE inline acc_t quantized_unclamped(acc_t x, acc_t scale, int64_t zero_point) {
+  const acc_t inv_scale = static_cast<acc_t>(1.0f / static_cast<float>(scale));
+  return static_cast<acc_t>(zero_point) + std::nearbyint(x * inv_scale);
+}
+
+template <typename T>
+struct fake_quantize_fn {
+  using acc_t = opmath_t<T>;
+  acc_t scale;
+  int64_t zero_point;
+  int64_t quant_min;
+  int64_t quant_max;
+  C10_HOST_DEVICE T operator()(T x) const {
+    // The clamp and the way back in float32 for every dtype, float64 included (ATen's).
+    const float q = static_cast<float>(quantized_unclamped(cast_to<acc_t>(x), scale, zero_point));
+    // fmax first: a NaN input lands on quant_min, as in ATen.
+    const float clamped = std::fmin(std::fmax(q, static_cast<float>(quant_min)), static_cast<float>(quant_max));
+    return cast_to<T>((clamped - static_cast<float>(zero_point)) * static_cast<float>(scale));
+  }
+};
+
+template <typename T>
+struct fake_quantize_backward_fn {
+  using acc_t = opmath_t<T>;
+  acc_t scale;
+  int64_t zero_point;
+  int64_t quant_min;
+  int64_t quant_max;
+  C10_HOST_DEVICE T operator()(T grad, T x) const {
+    const acc_t q = quantized_unclamped(cast_to<acc_t>(x), scale, zero_point);
+    const bool inside = static_cast<acc_t>(quant_min) <= q && q <= static_cast<acc_t>(quant_max);
+    // grad times the 0/1 mask, as ATen (an infinite or NaN grad gives NaN where masked).
+    return cast_to<T>(cast_to<acc_t>(grad) * select_(inside, acc_t(1), acc_t(0)));
+  }
+};
+
+}  // namespace opforge::math
