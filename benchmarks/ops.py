@@ -300,9 +300,44 @@ def _classification_loss_cases() -> list[Case]:
     ]
 
 
+def _init_and_quantize_cases() -> list[Case]:
+    """Parameter initialization in place (torch.nn.init's fills, no backward) over a
+    ResNet-sized conv weight, and fake quantization with its straight-through backward."""
+    weight = (512, 512, 3, 3)
+    qargs = (0.05, 3, -128, 127)
+    return [
+        Case(
+            "kaiming_uniform_",
+            str(weight),
+            _randn(*weight),
+            opforge.kaiming_uniform_,
+            torch.nn.init.kaiming_uniform_,
+            1.1,
+            target_bwd=0,
+        ),
+        Case(
+            "trunc_normal_",
+            str(weight),
+            _randn(*weight),
+            opforge.trunc_normal_,
+            torch.nn.init.trunc_normal_,
+            1.1,
+            target_bwd=0,
+        ),
+        Case(
+            "fake_quantize_per_tensor_affine",
+            str(ACT),
+            _randn(*ACT),
+            lambda x: opforge.fake_quantize_per_tensor_affine(x, *qargs),
+            lambda x: torch.fake_quantize_per_tensor_affine(x, *qargs),
+            1.1,
+        ),
+    ]
+
+
 def _cases() -> list[Case]:
     cases = [Case(n, str(ACT), _randn(*ACT), ours, aten, 1.1) for n, ours, aten in ELEMENTWISE]
-    cases += _variant_cases() + _loss_cases()
+    cases += _variant_cases() + _loss_cases() + _init_and_quantize_cases()
     prelu_in = _with(lambda d: torch.rand(64, device=d), shape=ACT)
     cases += [
         Case("prelu", str(ACT), prelu_in, opforge.prelu, F.prelu, 1.1, grad_inputs=2),

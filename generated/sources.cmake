@@ -40,6 +40,8 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/elu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/embedding.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/embedding_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fake_quantize_per_channel_affine.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fake_quantize_per_channel_affine_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fake_quantize_per_tensor_affine.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fake_quantize_per_tensor_affine_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fold_conv_bn.cpp
@@ -169,6 +171,7 @@ set(OPFORGE_CPU_KERNEL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_max_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_spp_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/prelu_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/quantize_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/reduction_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax_backward_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax_cpu.cpp
@@ -232,6 +235,7 @@ set(OPFORGE_GENERATED_CUDA_DEVICE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_max.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/pooling_spp.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/prelu.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/quantize.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/reduction.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax_backward.cu
@@ -254,6 +258,7 @@ set(OPFORGE_STRUCTURED_KERNEL_FILES
   kernels/cpu/pooling_max.cpp
   kernels/cpu/pooling_spp.cpp
   kernels/cpu/prelu.cpp
+  kernels/cpu/quantize.cpp
   kernels/cpu/reduction.cpp
   kernels/cpu/softmax.cpp
   kernels/cpu/softmax_backward.cpp
@@ -272,6 +277,7 @@ set(OPFORGE_STRUCTURED_KERNEL_FILES
   kernels/cuda/pooling_max.cu
   kernels/cuda/pooling_spp.cu
   kernels/cuda/prelu.cu
+  kernels/cuda/quantize.cu
   kernels/cuda/reduction.cu
   kernels/cuda/softmax.cu
   kernels/cuda/softmax_backward.cu

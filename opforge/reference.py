@@ -1076,3 +1076,19 @@ def fake_quantize_per_tensor_affine_backward(
         (mask,) = torch.autograd.grad(y, x, torch.ones_like(y))
     dtype = torch.promote_types(grad_output.dtype, self.dtype)
     return grad_output.to(dtype) * mask.to(dtype)
+
+
+def fake_quantize_per_channel_affine_backward(
+    grad_output: Tensor,
+    self: Tensor,
+    scale: Tensor,
+    zero_point: Tensor,
+    axis: int,
+    quant_min: int,
+    quant_max: int,
+) -> Tensor:
+    with torch.enable_grad():
+        x = self.detach().requires_grad_()
+        y = torch.fake_quantize_per_channel_affine(x, scale, zero_point, axis, quant_min, quant_max)
+        (mask,) = torch.autograd.grad(y, x, torch.ones_like(y))
+    return grad_output * mask

@@ -44,6 +44,8 @@
 #include <opforge/ops/elu_backward.h>
 #include <opforge/ops/embedding.h>
 #include <opforge/ops/embedding_backward.h>
+#include <opforge/ops/fake_quantize_per_channel_affine.h>
+#include <opforge/ops/fake_quantize_per_channel_affine_backward.h>
 #include <opforge/ops/fake_quantize_per_tensor_affine.h>
 #include <opforge/ops/fake_quantize_per_tensor_affine_backward.h>
 #include <opforge/ops/fold_conv_bn.h>
@@ -929,6 +931,59 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("indices"),
       pybind11::arg("num_weights"),
       pybind11::arg("padding_idx")
+      );
+  m.def(
+      "fake_quantize_per_channel_affine",
+      [](const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::fake_quantize_per_channel_affine(self, scale, zero_point, axis, quant_min, quant_max);
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      pybind11::arg("self"),
+      pybind11::arg("scale"),
+      pybind11::arg("zero_point"),
+      pybind11::arg("axis"),
+      pybind11::arg("quant_min"),
+      pybind11::arg("quant_max")
+      );
+  m.def(
+      "fake_quantize_per_channel_affine",
+      [](const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max, at::Tensor out) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::fake_quantize_per_channel_affine_out(self, scale, zero_point, axis, quant_min, quant_max, out);
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      pybind11::arg("self"),
+      pybind11::arg("scale"),
+      pybind11::arg("zero_point"),
+      pybind11::arg("axis"),
+      pybind11::arg("quant_min"),
+      pybind11::arg("quant_max"),
+      pybind11::arg("out")
+      );
+  m.def(
+      "fake_quantize_per_channel_affine_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::fake_quantize_per_channel_affine_backward(grad_output, self, scale, zero_point, axis, quant_min, quant_max);
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("self"),
+      pybind11::arg("scale"),
+      pybind11::arg("zero_point"),
+      pybind11::arg("axis"),
+      pybind11::arg("quant_min"),
+      pybind11::arg("quant_max")
       );
   m.def(
       "fake_quantize_per_tensor_affine",

@@ -39,6 +39,8 @@
 #include <opforge/ops/elu_backward.h>
 #include <opforge/ops/embedding.h>
 #include <opforge/ops/embedding_backward.h>
+#include <opforge/ops/fake_quantize_per_channel_affine.h>
+#include <opforge/ops/fake_quantize_per_channel_affine_backward.h>
 #include <opforge/ops/fake_quantize_per_tensor_affine.h>
 #include <opforge/ops/fake_quantize_per_tensor_affine_backward.h>
 #include <opforge/ops/fold_conv_bn.h>
@@ -230,6 +232,16 @@ cudaError_t embedding_cuda(scalar_t* result, const scalar_t* weight, const indic
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t, typename indices_t>
 cudaError_t embedding_backward_cuda(scalar_t* result, const scalar_t* grad_output, const indices_t* indices, const opforge::embedding_backward_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t fake_quantize_per_channel_affine_cuda(scalar_t* result, const scalar_t* self, const float* scale, const int32_t* zero_point, const opforge::per_channel_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t fake_quantize_per_channel_affine_backward_cuda(scalar_t* result, const scalar_t* grad_output, const scalar_t* self, const float* scale, const int32_t* zero_point, const opforge::per_channel_plan& plan, cudaStream_t stream);
 
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
@@ -1033,6 +1045,27 @@ at::Tensor opforge::ops::embedding_backward(const at::Tensor& grad_output, const
   return op.call(grad_output, indices, num_weights, padding_idx);
 }
 
+at::Tensor opforge::ops::fake_quantize_per_channel_affine(const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::fake_quantize_per_channel_affine", "")
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, int64_t, int64_t)>();
+  return op.call(self, scale, zero_point, axis, quant_min, quant_max);
+}
+
+at::Tensor& opforge::ops::fake_quantize_per_channel_affine_out(const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max, at::Tensor& out) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::fake_quantize_per_channel_affine", "out")
+      .typed<at::Tensor&(const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, int64_t, int64_t, at::Tensor&)>();
+  return op.call(self, scale, zero_point, axis, quant_min, quant_max, out);
+}
+
+at::Tensor opforge::ops::fake_quantize_per_channel_affine_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::fake_quantize_per_channel_affine_backward", "")
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, int64_t, int64_t)>();
+  return op.call(grad_output, self, scale, zero_point, axis, quant_min, quant_max);
+}
+
 at::Tensor opforge::ops::fake_quantize_per_tensor_affine(const at::Tensor& self, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::fake_quantize_per_tensor_affine", "")
@@ -1736,6 +1769,8 @@ TORCH_LIBRARY(opforge_cuda_sim, m) {
   m.def(R"schema(elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor)schema");
   m.def(R"schema(embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1) -> Tensor)schema");
   m.def(R"schema(embedding_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx=-1) -> Tensor)schema");
+  m.def(R"schema(fake_quantize_per_channel_affine(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor)schema");
+  m.def(R"schema(fake_quantize_per_channel_affine_backward(Tensor grad_output, Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor)schema");
   m.def(R"schema(fake_quantize_per_tensor_affine(Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor)schema");
   m.def(R"schema(fake_quantize_per_tensor_affine_backward(Tensor grad_output, Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor)schema");
   m.def(R"schema(fold_conv_bn(Tensor conv_weight, Tensor? conv_bias, Tensor bn_weight, Tensor bn_bias, Tensor running_mean, Tensor running_var, float eps) -> (Tensor, Tensor))schema");
@@ -3060,6 +3095,62 @@ at::Tensor embedding_backward_cuda_simulated(const at::Tensor& grad_output, cons
       opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
         OPFORGE_CUDA_CHECK(opforge::embedding_backward_cuda<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan, opforge::cuda::current_stream()));
       });
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+  }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
+  return result;
+}
+
+at::Tensor fake_quantize_per_channel_affine_cuda_simulated(const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_channel_affine";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "scale", scale, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "zero_point", zero_point, c10::DeviceType::CPU);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'scale'", scale, {at::ScalarType::Float}, "a floating tensor (float32)");
+  opforge::check::dtype(kOp, "'zero_point'", zero_point, {at::ScalarType::Int}, "a tensor of dtype (int32)");
+  auto meta = opforge::fake_quantize_per_channel_meta<int64_t>(kOp, self, scale, zero_point, axis, quant_min, quant_max);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor scale_c = opforge::structured::contiguous_in(scale, layout);
+    const at::Tensor zero_point_c = opforge::structured::contiguous_in(zero_point, layout);
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::fake_quantize_per_channel_affine_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), scale_c.const_data_ptr<float>(), zero_point_c.const_data_ptr<int32_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+  }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
+  return result;
+}
+
+at::Tensor fake_quantize_per_channel_affine_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_channel_affine_backward";
+  opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "scale", scale, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "zero_point", zero_point, c10::DeviceType::CPU);
+  opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'scale'", scale, {at::ScalarType::Float}, "a floating tensor (float32)");
+  opforge::check::dtype(kOp, "'zero_point'", zero_point, {at::ScalarType::Int}, "a tensor of dtype (int32)");
+  opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
+  auto meta = opforge::fake_quantize_per_channel_backward_meta<int64_t>(kOp, grad_output, self, scale, zero_point, axis, quant_min, quant_max);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
+    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor scale_c = opforge::structured::contiguous_in(scale, layout);
+    const at::Tensor zero_point_c = opforge::structured::contiguous_in(zero_point, layout);
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::fake_quantize_per_channel_affine_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), scale_c.const_data_ptr<float>(), zero_point_c.const_data_ptr<int32_t>(), meta.plan, opforge::cuda::current_stream()));
     });
     opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
   }
@@ -4576,6 +4667,8 @@ TORCH_LIBRARY_IMPL(opforge_cuda_sim, CPU, m) {
   m.impl("elu_backward", TORCH_FN(elu_backward_cuda_simulated));
   m.impl("embedding", TORCH_FN(embedding_cuda_simulated));
   m.impl("embedding_backward", TORCH_FN(embedding_backward_cuda_simulated));
+  m.impl("fake_quantize_per_channel_affine", TORCH_FN(fake_quantize_per_channel_affine_cuda_simulated));
+  m.impl("fake_quantize_per_channel_affine_backward", TORCH_FN(fake_quantize_per_channel_affine_backward_cuda_simulated));
   m.impl("fake_quantize_per_tensor_affine", TORCH_FN(fake_quantize_per_tensor_affine_cuda_simulated));
   m.impl("fake_quantize_per_tensor_affine_backward", TORCH_FN(fake_quantize_per_tensor_affine_backward_cuda_simulated));
   m.impl("fold_conv_bn", TORCH_FN(fold_conv_bn_cuda_simulated));

@@ -51,6 +51,9 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1) -> Tensor)schema", {});
   m.def(R"schema(embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!))schema", {});
   m.def(R"schema(embedding_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx=-1) -> Tensor)schema", {});
+  m.def(R"schema(fake_quantize_per_channel_affine(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor)schema", {});
+  m.def(R"schema(fake_quantize_per_channel_affine.out(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max, *, Tensor(a!) out) -> Tensor(a!))schema", {});
+  m.def(R"schema(fake_quantize_per_channel_affine_backward(Tensor grad_output, Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor)schema", {});
   m.def(R"schema(fake_quantize_per_tensor_affine(Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(fake_quantize_per_tensor_affine.out(Tensor self, float scale, int zero_point, int quant_min, int quant_max, *, Tensor(a!) out) -> Tensor(a!))schema", {});
   m.def(R"schema(fake_quantize_per_tensor_affine_backward(Tensor grad_output, Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor)schema", {at::Tag::pointwise});

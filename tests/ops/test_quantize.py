@@ -100,3 +100,78 @@ def test_bad_arguments() -> None:
         TypeError, match=r"opforge\.fake_quantize_per_tensor_affine: expected a floating tensor"
     ):
         op(torch.ones(3, dtype=torch.int32), 0.1, 0, -128, 127)
+
+
+def _channel_qparams(c: int, quant_min: int, quant_max: int) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(c)
+    scale = torch.rand(c, generator=gen) * 0.2 + 0.01
+    zero_point = torch.randint(quant_min, quant_max + 1, (c,), generator=gen, dtype=torch.int32)
+    return scale, zero_point
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize(
+    "shape,axis", [((4, 3, 5, 6), 1), ((8, 5), 0), ((2, 3, 7), 2), ((6,), 0), ((3, 4, 0), 1)]
+)
+def test_per_channel_matches_torch(shape: tuple[int, ...], axis: int, dtype: torch.dtype) -> None:
+    quant_min, quant_max = -128, 127
+    scale, zero_point = _channel_qparams(shape[axis], quant_min, quant_max)
+    x = (torch.randn(shape, generator=torch.Generator().manual_seed(2)) * 10).to(dtype)
+    # +inf and values past int64 are left out: ATen's per-channel kernel casts them to int64
+    # (undefined; quant_min on x86), opforge saturates them to quant_max as per-tensor does.
+    x.view(-1)[:2] = torch.tensor([float("nan"), -float("inf")])[: x.numel()].to(dtype)
+    args = (scale, zero_point, axis, quant_min, quant_max)
+    xr = x.clone().requires_grad_()
+    xo = x.clone().requires_grad_()
+    ours = opforge.fake_quantize_per_channel_affine(xo, *args)
+    ref = torch.fake_quantize_per_channel_affine(xr, *args)
+    torch.testing.assert_close(ours, ref, atol=0, rtol=0, equal_nan=True)
+    g = torch.randn(shape, generator=torch.Generator().manual_seed(3)).to(dtype)
+    (go,) = torch.autograd.grad(ours, xo, g)
+    (gr,) = torch.autograd.grad(ref, xr, g)
+    torch.testing.assert_close(go, gr, atol=0, rtol=0)
+
+
+def test_per_channel_channels_last_and_strided() -> None:
+    scale, zero_point = _channel_qparams(3, 0, 255)
+    x = (torch.randn(2, 3, 4, 5) * 5).to(memory_format=torch.channels_last)
+    y = opforge.fake_quantize_per_channel_affine(x, scale, zero_point, 1, 0, 255)
+    assert y.is_contiguous(memory_format=torch.channels_last)
+    torch.testing.assert_close(
+        y, torch.fake_quantize_per_channel_affine(x, scale, zero_point, 1, 0, 255)
+    )
+    t = torch.randn(3, 8).t()  # channels along dim 1 of a transposed view
+    torch.testing.assert_close(
+        opforge.fake_quantize_per_channel_affine(t, scale, zero_point, 1, 0, 255),
+        torch.fake_quantize_per_channel_affine(t, scale, zero_point, 1, 0, 255),
+    )
+
+
+def test_per_channel_bad_arguments() -> None:
+    x = torch.randn(2, 3, 4)
+    scale, zero_point = _channel_qparams(3, -128, 127)
+    op = opforge.fake_quantize_per_channel_affine
+    with pytest.raises(
+        IndexError, match=r"opforge\.fake_quantize_per_channel_affine: expected 'axis' in \[0, 3\)"
+    ):
+        op(x, scale, zero_point, 3, -128, 127)
+    with pytest.raises(
+        RuntimeError, match=r"expected 'scale' and 'zero_point' of self\.size\(axis\) = 3 values"
+    ):
+        op(x, scale[:2], zero_point[:2], 1, -128, 127)
+    with pytest.raises(
+        RuntimeError, match=r"expected every 'zero_point' in \[quant_min, quant_max\] = \[0, 7\]"
+    ):
+        op(x, scale, torch.tensor([0, 3, 9], dtype=torch.int32), 1, 0, 7)
+    with pytest.raises(TypeError, match=r"dtype \(int32\) for 'zero_point'"):
+        op(x, scale, zero_point.float(), 1, -128, 127)
+    with pytest.raises(TypeError, match=r"\(float32\) for 'scale', got float64"):
+        op(x, scale.double(), zero_point, 1, -128, 127)
+
+
+def test_per_channel_saturates_like_per_tensor() -> None:
+    scale, zero_point = torch.tensor([0.1]), torch.tensor([3], dtype=torch.int32)
+    x = torch.tensor([[float("inf"), 1e30, -1e30, -float("inf")]]).t()
+    y = opforge.fake_quantize_per_channel_affine(x, scale, zero_point, 1, -128, 127)
+    expected = torch.fake_quantize_per_tensor_affine(x, 0.1, 3, -128, 127)
+    torch.testing.assert_close(y, expected, atol=0, rtol=0)

@@ -2,14 +2,15 @@
 // Scalar math of affine fake quantization (schemas/quantize.yaml), shared by
 // the CPU and CUDA kernels. As ATen's fake_quantize kernels: the input times
 // the float32 reciprocal of scale, rounded half to even (nearbyint in the
-// default rounding mode), plus the zero point, then clamped and scaled back in
-// float32; the straight-through mask keeps the gradient where that value is
+// default rounding mode), plus the zero point, then clamped and scaled back;
+// the straight-through mask keeps the gradient where that value is
 // inside [quant_min, quant_max].
 #include <opforge/math/functions.h>
 #include <opforge/math/opmath.h>
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 namespace opforge::math {
 
@@ -20,19 +21,23 @@ C10_HOST_DEVICE inline acc_t quantized_unclamped(acc_t x, acc_t scale, int64_t z
   return static_cast<acc_t>(zero_point) + std::nearbyint(x * inv_scale);
 }
 
-template <typename T>
+// The fake-quantized value. ATen clamps and scales back in float32 for every
+// dtype in its per-tensor kernel, but in the input's opmath type (float64 for
+// float64) in its per-channel one: `per_channel` picks which.
+template <typename T, bool per_channel = false>
 struct fake_quantize_fn {
   using acc_t = opmath_t<T>;
+  using back_t = std::conditional_t<per_channel, acc_t, float>;
   acc_t scale;
   int64_t zero_point;
   int64_t quant_min;
   int64_t quant_max;
   C10_HOST_DEVICE T operator()(T x) const {
-    // The clamp and the way back in float32 for every dtype, float64 included (ATen's).
-    const float q = static_cast<float>(quantized_unclamped(cast_to<acc_t>(x), scale, zero_point));
+    const auto q = static_cast<back_t>(quantized_unclamped(cast_to<acc_t>(x), scale, zero_point));
     // fmax first: a NaN input lands on quant_min, as in ATen.
-    const float clamped = std::fmin(std::fmax(q, static_cast<float>(quant_min)), static_cast<float>(quant_max));
-    return cast_to<T>((clamped - static_cast<float>(zero_point)) * static_cast<float>(scale));
+    const back_t clamped = std::fmin(std::fmax(q, static_cast<back_t>(quant_min)), static_cast<back_t>(quant_max));
+    const auto s = static_cast<back_t>(static_cast<float>(scale));
+    return cast_to<T>((clamped - static_cast<back_t>(zero_point)) * s);
   }
 };
 
