@@ -59,9 +59,10 @@ def _scaled_call(
         if a in tensor_args:
             shape = [s if s <= 1 else int(s * factor) for s in shapes[a.name]]
             own = row["arg_dtypes"].get(a.name)
-            if own:
+            own_dtype = getattr(torch, own[0]) if own else None
+            if own_dtype is not None and not own_dtype.is_floating_point:
                 low, high = raw[a.name]["low"], raw[a.name]["high"]
-                value = torch.randint(low, high, shape, generator=gen).to(getattr(torch, own[0]))
+                value = torch.randint(low, high, shape, generator=gen).to(own_dtype)
             elif isinstance(raw[a.name], dict) and "low" in raw[a.name]:
                 low, high = raw[a.name]["low"], raw[a.name]["high"]  # e.g. a variance > 0
                 value = torch.rand(shape, generator=gen) * (high - low) + low

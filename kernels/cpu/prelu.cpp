@@ -9,6 +9,8 @@
 #include <opforge/math/opmath.h>
 #include <opforge/prelu_plan.h>
 
+#include "channel_runs.h"
+
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -19,19 +21,6 @@ namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {
 
 constexpr int64_t k_grain = 32768;
-
-// Calls f(run, channel) for the runs of [outer, channels, inner] in parallel
-// (a single weight takes the flat loop instead, so it uses every core).
-template <typename F>
-void for_each_run(const prelu_plan& l, F f) {
-  const int64_t blocks = l.outer * l.channels;
-  const int64_t grain = std::max<int64_t>(1, k_grain / std::max<int64_t>(1, l.inner));
-  at::parallel_for(0, blocks, grain, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      f(b, b % l.channels);
-    }
-  });
-}
 
 } // namespace
 
@@ -66,7 +55,7 @@ void prelu_cpu(scalar_t* y, const scalar_t* x, const scalar_t* w, const prelu_pl
     });
     return;
   }
-  for_each_run(l, [&](int64_t b, int64_t c) {
+  cpu::for_each_channel_run(l.outer, l.channels, l.inner, k_grain, [&](int64_t b, int64_t c) {
     const A a = math::cast_to<A>(w[c]);
     const scalar_t* xb = x + b * n;
     scalar_t* yb = y + b * n;

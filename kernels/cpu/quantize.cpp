@@ -7,26 +7,12 @@
 #include <opforge/math/quantize.h>
 #include <opforge/quantize_plan.h>
 
-#include <ATen/Parallel.h>
-
-#include <algorithm>
+#include "channel_runs.h"
 
 namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {
 
 constexpr int64_t k_grain = 32768;
-
-// f(begin, end, channel) over the runs of [outer, channels, inner], in parallel.
-template <typename F>
-void for_each_run(const per_channel_plan& p, F f) {
-  const int64_t runs = p.outer * p.channels;
-  const int64_t grain = std::max<int64_t>(1, k_grain / std::max<int64_t>(1, p.inner));
-  at::parallel_for(0, runs, grain, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      f(r * p.inner, (r + 1) * p.inner, r % p.channels);
-    }
-  });
-}
 
 }  // namespace
 
@@ -34,10 +20,10 @@ template <typename scalar_t>
 void fake_quantize_per_channel_affine_cpu(scalar_t* result, const scalar_t* self, const float* scale,
                                           const int32_t* zero_point, const per_channel_plan& plan) {
   using A = math::opmath_t<scalar_t>;
-  for_each_run(plan, [&](int64_t begin, int64_t end, int64_t c) {
+  cpu::for_each_channel_run(plan.outer, plan.channels, plan.inner, k_grain, [&](int64_t run, int64_t c) {
     const math::fake_quantize_fn<scalar_t, true> fn{static_cast<A>(scale[c]), zero_point[c], plan.quant_min,
                                               plan.quant_max};
-    for (int64_t i = begin; i < end; ++i) {
+    for (int64_t i = run * plan.inner; i < (run + 1) * plan.inner; ++i) {
       result[i] = fn(self[i]);
     }
   });
@@ -48,10 +34,10 @@ void fake_quantize_per_channel_affine_backward_cpu(scalar_t* result, const scala
                                                    const scalar_t* self, const float* scale,
                                                    const int32_t* zero_point, const per_channel_plan& plan) {
   using A = math::opmath_t<scalar_t>;
-  for_each_run(plan, [&](int64_t begin, int64_t end, int64_t c) {
+  cpu::for_each_channel_run(plan.outer, plan.channels, plan.inner, k_grain, [&](int64_t run, int64_t c) {
     const math::fake_quantize_backward_fn<scalar_t> fn{static_cast<A>(scale[c]), zero_point[c], plan.quant_min,
                                                        plan.quant_max};
-    for (int64_t i = begin; i < end; ++i) {
+    for (int64_t i = run * plan.inner; i < (run + 1) * plan.inner; ++i) {
       result[i] = fn(grad_output[i], self[i]);
     }
   });
