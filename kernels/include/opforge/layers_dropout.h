@@ -1,6 +1,8 @@
 #pragma once
 // dropout's argument checks, shared by its composite and dropout_forward's meta
 // function (opforge/meta/layers.h).
+#include <opforge/generator_check.h>
+
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
@@ -12,10 +14,7 @@ namespace opforge {
 inline void dropout_check(const char* op, double p, const std::optional<at::Generator>& generator,
                           const at::Tensor& input) {
   TORCH_CHECK(p >= 0 && p <= 1, op, ": expected 'p' (the probability of zeroing an element) in [0, 1], got ", p);
-  if (generator.has_value() && generator->defined() && input.device().type() != c10::DeviceType::Meta) {
-    TORCH_CHECK(generator->device().type() == input.device().type(), op, ": expected 'generator' for ",
-                input.device().type(), " like 'input', got a ", generator->device().type(), " generator");
-  }
+  check::generator_device(op, generator, input, "input");
 }
 
 }  // namespace opforge

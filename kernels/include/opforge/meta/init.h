@@ -2,6 +2,7 @@
 // Meta functions of the initialization ops (Note [Structured ops] in
 // opforge/structured.h): the argument checks torch.nn.init and ATen's random
 // fills make, an output like `tensor` (its memory format kept), and the plan.
+#include <opforge/generator_check.h>
 #include <opforge/init_plan.h>
 #include <opforge/math/init.h>
 #include <opforge/structured.h>
@@ -15,15 +16,12 @@ namespace opforge {
 
 namespace detail {
 
-inline void generator_check(const char* op, const std::optional<at::Generator>& generator, const at::Tensor& tensor) {
-  if (generator.has_value() && generator->defined() && tensor.device().type() != c10::DeviceType::Meta) {
-    TORCH_CHECK(generator->device().type() == tensor.device().type(), op, ": expected 'generator' for ",
-                tensor.device().type(), " like 'tensor', got a ", generator->device().type(), " generator");
-  }
-}
-
+// A random fill like `tensor`, after the generator's check.
 template <typename Int>
-structured::result<Int, 1, random_fill_plan> random_fill(const at::Tensor& tensor, random_fill_plan plan) {
+structured::result<Int, 1, random_fill_plan> random_fill(const char* op, const at::Tensor& tensor,
+                                                         const std::optional<at::Generator>& generator,
+                                                         random_fill_plan plan) {
+  check::generator_device(op, generator, tensor, "tensor");
   structured::result<Int, 1, random_fill_plan> r{{structured::like<Int>(tensor)}};
   if constexpr (structured::concrete<Int>) {
     plan.n = tensor.numel();
@@ -43,23 +41,21 @@ inline void std_check(const char* op, double std) {
 template <typename Int>
 structured::result<Int, 1, random_fill_plan> uniform_meta(const char* op, const at::Tensor& tensor, double a, double b,
                                                           const std::optional<at::Generator>& generator) {
-  detail::generator_check(op, generator, tensor);
   TORCH_CHECK(a <= b, op, ": expected a range [a, b) with a <= b, got a = ", a, ", b = ", b);
   random_fill_plan plan;
   plan.low = a;
   plan.high = b;
-  return detail::random_fill<Int>(tensor, plan);
+  return detail::random_fill<Int>(op, tensor, generator, plan);
 }
 
 template <typename Int>
 structured::result<Int, 1, random_fill_plan> normal_meta(const char* op, const at::Tensor& tensor, double mean,
                                                          double std, const std::optional<at::Generator>& generator) {
-  detail::generator_check(op, generator, tensor);
   detail::std_check(op, std);
   random_fill_plan plan;
   plan.mean = mean;
   plan.std = std;
-  return detail::random_fill<Int>(tensor, plan);
+  return detail::random_fill<Int>(op, tensor, generator, plan);
 }
 
 // The uniform range of erf^-1's argument is [erf(alpha), erf(beta)] with
@@ -69,7 +65,6 @@ template <typename Int>
 structured::result<Int, 1, random_fill_plan> trunc_normal_meta(const char* op, const at::Tensor& tensor, double mean,
                                                                double std, double a, double b,
                                                                const std::optional<at::Generator>& generator) {
-  detail::generator_check(op, generator, tensor);
   detail::std_check(op, std);
   TORCH_CHECK(a <= b, op, ": expected bounds a <= b, got a = ", a, ", b = ", b);
   random_fill_plan plan;
@@ -83,7 +78,7 @@ structured::result<Int, 1, random_fill_plan> trunc_normal_meta(const char* op, c
   } else {
     plan.erf_low = plan.erf_high = 0.0;
   }
-  return detail::random_fill<Int>(tensor, plan);
+  return detail::random_fill<Int>(op, tensor, generator, plan);
 }
 
 template <typename Int>
