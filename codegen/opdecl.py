@@ -78,6 +78,7 @@ ENTRY_FIELDS = (
     "if_none",
     "checks",
     "structured",
+    "lists",
 )
 LOSS_REDUCTIONS = ("none", "mean", "sum")
 VARIANT_KINDS = ("inplace", "out")
@@ -165,6 +166,23 @@ class Structured:
 
 
 @dataclass(frozen=True)
+class TensorLists:
+    """How an op's `Tensor[]` arguments relate to the first, the lead (`lists: {same_shape:
+    [grads], empty_ok: [momentum_buffers]}`; Note [Tensor lists] in
+    kernels/include/opforge/structured_lists.h): each has the lead's length (or none, if
+    `empty_ok`), and element i of a `same_shape` list the shape of the lead's element i."""
+
+    lead: str
+    others: tuple[str, ...] = ()
+    same_shape: tuple[str, ...] = ()
+    empty_ok: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.lead, *self.others)
+
+
+@dataclass(frozen=True)
 class Check:
     """One `checks:` item: a C++ condition over the arguments, and the message when it fails
     (`{name}` in the message prints that argument). Runs on every key, Meta and fake included."""
@@ -215,6 +233,7 @@ class OpDecl:
     pointwise: Pointwise | None = None
     checks: tuple[Check, ...] = ()
     structured: Structured | None = None
+    lists: TensorLists | None = None  # set for every op with `Tensor[]` arguments
 
     def output_differentiable(self, i: int) -> bool:
         return not self.output_differentiability or self.output_differentiability[i]
@@ -223,7 +242,10 @@ class OpDecl:
     def without_autograd(self) -> bool:
         """`output_differentiability: [false]` and no derivatives (PyTorch's form for ops
         like rand_like): outputs never require grad, and the in-place variants write as
-        under torch.no_grad (torch.nn.init's fills)."""
+        under torch.no_grad (torch.nn.init's fills). An op returning nothing (`-> ()`, the
+        optimizer steps) has none either."""
+        if not self.schema.returns and not self.derivatives:
+            return True
         return (
             bool(self.output_differentiability)
             and not any(self.output_differentiability)

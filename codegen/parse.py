@@ -17,6 +17,8 @@ from codegen.model import (
     BaseTy,
     BaseType,
     FunctionSchema,
+    ListType,
+    OptionalType,
     SchemaError,
     split_commas,
 )
@@ -36,6 +38,7 @@ from codegen.opdecl import (
     Pointwise,
     Sample,
     Structured,
+    TensorLists,
     is_template,
 )
 from codegen.validate import check_entry
@@ -120,6 +123,7 @@ class _EntryParser:
         elif pointwise is None:
             self._reject_template_kernels(dispatch)
         checks = self._checks(args)
+        lists = self._lists(schema, structured)
         dtype_rule = self._rule("dtype", rules.parse_dtype, args)
         samples = self._samples(args)
         derivatives = self._derivatives(args)
@@ -154,7 +158,57 @@ class _EntryParser:
             pointwise=pointwise,
             checks=checks,
             structured=structured,
+            lists=lists,
         )
+
+    def _lists(self, schema: FunctionSchema, structured: Structured | None) -> TensorLists | None:
+        """The relation of an op's `Tensor[]` arguments (Note [Tensor lists]); None when it has
+        none. Only structured ops and CompositeImplicitAutograd ones take lists."""
+        names = [a.name for a in schema.arguments.flat_non_out if _is_tensor_list(a.type)]
+        raw = self.e.get("lists")
+        if not names:
+            if raw is not None:
+                self.err("lists", "'lists' describes Tensor[] arguments, and this op has none")
+            return None
+        if raw is None:
+            raw = {}
+        fields = ("same_shape", "empty_ok")
+        if not isinstance(raw, dict) or not set(raw) <= set(fields):
+            self.err(
+                "lists",
+                f"'lists' maps {' and '.join(fields)} to lists of Tensor[] arguments",
+                "e.g. lists: {same_shape: [grads, exp_avgs], empty_ok: [max_exp_avg_sqs]}",
+            )
+            return None
+        lead, *others = names
+        chosen: dict[str, tuple[str, ...]] = {}
+        for key in fields:
+            value = raw.get(key, [])
+            if not isinstance(value, list) or not all(v in others for v in value):
+                self.err(
+                    "lists",
+                    f"lists {key} must name Tensor[] arguments after the lead '{lead}' "
+                    f"({', '.join(others) or 'there are none'})",
+                )
+                return None
+            chosen[key] = tuple(str(v) for v in value)
+        if structured is None and any(k in BACKEND_KEYS for k, _ in self._dispatch()):
+            self.err(
+                "func",
+                "an op with backend kernels takes Tensor[] arguments only as a structured op "
+                "(the generated code checks the lists and hands the kernel their pointers)",
+                "add 'structured: {meta: my_op_meta, plan: my_plan}'; Note [Tensor lists]",
+            )
+        for a in schema.arguments.flat_non_out:
+            if a.type == BaseType(BaseTy.Tensor) or a.type == OptionalType(BaseType(BaseTy.Tensor)):
+                if structured is not None:
+                    self.err(
+                        "func",
+                        f"'{a.name}': a structured op with Tensor[] arguments takes no single "
+                        "Tensor arguments yet",
+                        "pass it as a one-element list",
+                    )
+        return TensorLists(lead, tuple(others), chosen["same_shape"], chosen["empty_ok"])
 
     def _pointwise(self, schema: FunctionSchema, family: str) -> Pointwise | None:
         text = self.string("pointwise")
@@ -345,14 +399,24 @@ class _EntryParser:
                     hint,
                 )
                 ok = False
-        if schema.arguments.out or schema.name.is_inplace:
+        takes_lists = any(_is_tensor_list(a.type) for a in schema.arguments.flat_non_out)
+        if takes_lists:
+            # Note [Tensor lists]: such an op writes into its `Tensor(a!)[]` lists and returns ().
+            if schema.returns or schema.arguments.out:
+                self.err(
+                    "structured",
+                    "a structured op with Tensor[] arguments writes into its Tensor(a!)[] lists "
+                    "and returns ()",
+                )
+                ok = False
+        elif schema.arguments.out or schema.name.is_inplace:
             self.err(
                 "structured",
                 "a structured op is functional (it returns the outputs its meta function allocates)",
                 "declare in-place and out= overloads with 'variants: [inplace, out]'",
             )
             ok = False
-        if not schema.returns or any(r.type != BaseType(BaseTy.Tensor) for r in schema.returns):
+        elif not schema.returns or any(r.type != BaseType(BaseTy.Tensor) for r in schema.returns):
             self.err("structured", "a structured op returns one or more Tensors")
             ok = False
         shape_only = self._shape_only(raw, schema)
@@ -413,7 +477,8 @@ class _EntryParser:
                 )
         if dispatch:
             return dispatch
-        cpp_id = str(schema.name).replace(".", "_")
+        # `sgd_step_cpu` for `sgd_step_`: no double underscore (reserved in C++).
+        cpp_id = str(schema.name).replace(".", "_").removesuffix("_")
         return (("CPU", f"{cpp_id}_cpu<scalar_t>"), ("CUDA", f"{cpp_id}_cuda<scalar_t>"))
 
     def _checks(self, args: dict[str, Any]) -> tuple[Check, ...]:
@@ -564,7 +629,7 @@ class _EntryParser:
                         "kernels take typed outputs",
                     )
                     continue
-            elif a is None or "Tensor" not in str(a.type) or "[]" in str(a.type):
+            elif a is None or not (a.type.is_tensor_like() and "?[]" not in str(a.type)):
                 self.err(
                     "arg_dtypes",
                     f"arg_dtypes names '{name}', which is not a Tensor argument",
@@ -679,9 +744,9 @@ class _EntryParser:
                         did_you_mean(str(name), args),
                     )
             for a in args.values():
-                if a.is_write or a.name in item:
+                if a.name in item or (a.is_write and not _is_tensor_list(a.type)):
                     continue
-                if a.type == BaseType(BaseTy.Tensor):
+                if a.type == BaseType(BaseTy.Tensor) or _is_tensor_list(a.type):
                     self.diags.error(
                         loc,
                         f"sample gives no value for tensor argument '{a.name}'",
@@ -695,6 +760,10 @@ class _EntryParser:
                     )
             out.append(Sample(tuple((k, _plain(v)) for k, v in item.items()), loc))
         return tuple(out)
+
+
+def _is_tensor_list(t: Any) -> bool:
+    return isinstance(t, ListType) and t.elem == BaseType(BaseTy.Tensor)
 
 
 def output_names(schema: FunctionSchema) -> list[str]:

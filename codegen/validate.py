@@ -194,17 +194,19 @@ def _check_out_overload(op: OpDecl, diags: Diagnostics) -> None:
 
 
 def _check_tensor_lists(op: OpDecl, diags: Diagnostics) -> None:
-    """The generated autograd records Tensor and Tensor? inputs only; a list would get no gradient."""
+    """The generated autograd records Tensor and Tensor? inputs only; a list would get no
+    gradient, so ops with backend kernels take lists only without autograd."""
+    if op.lists is None or op.without_autograd:
+        return
     if not set(op.keys) & {*BACKEND_KEYS, "CompositeExplicitAutograd"}:
         return
-    for a in op.schema.arguments.flat_non_out:
-        if "Tensor" in str(a.type) and "[]" in str(a.type):
-            diags.error(
-                op.loc,
-                f"'{op.qualified}': argument '{a.name}' is a tensor list, which generated "
-                "autograd does not support yet",
-                "use CompositeImplicitAutograd, or separate Tensor arguments",
-            )
+    diags.error(
+        op.loc,
+        f"'{op.qualified}': argument '{op.lists.lead}' is a tensor list, which generated "
+        "autograd does not support yet",
+        "declare the op without autograd (it returns (), or 'output_differentiability: "
+        "[false]'), or use CompositeImplicitAutograd",
+    )
 
 
 def _check_meta(op: OpDecl, diags: Diagnostics) -> None:

@@ -23,7 +23,7 @@ def _first_tensor(op: OpDecl) -> str | None:
     return next((a.name for a, k in shared_dtype_args(op) if k == "tensor"), None)
 
 
-def _allowed(dtypes: Sequence[str]) -> str:
+def allowed_dtypes(dtypes: Sequence[str]) -> str:
     listed = ", ".join(f"at::ScalarType::{DTYPES[d]}" for d in dtypes)
     return f'{{{listed}}}, "{dtype_description(dtypes)}"'
 
@@ -60,11 +60,11 @@ def dtype_checks(op: OpDecl, promoted_name: str = "promoted", *, declare: bool =
         target = f"const at::ScalarType {promoted_name}" if declare else promoted_name
         lines.append(f"{target} = opforge::check::promote({{{', '.join(promoted)}}});")
         lines.append(
-            f'opforge::check::dtype(kOp, "{label}", {promoted_name}, {_allowed(op.dtypes)});'
+            f'opforge::check::dtype(kOp, "{label}", {promoted_name}, {allowed_dtypes(op.dtypes)});'
         )
     for a, _ in tensor_args(op):
         if a.name not in promoted:
-            own = _allowed(op.dtypes_of(a.name))
+            own = allowed_dtypes(op.dtypes_of(a.name))
             lines.append(f"opforge::check::dtype(kOp, \"'{a.name}'\", {a.name}, {own});")
     return lines + _same_dtype_checks(op)
 
@@ -393,6 +393,7 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
         "cuda_kernels": cuda_kernels,
         "functor_headers": sorted({k["header"] for k in cuda_kernels}),
         "structured_cuda": structured.cuda_declarations(ops),
+        "lists": any(op.lists is not None and op.structured is not None for op in ops),
     }
 
 
@@ -452,7 +453,7 @@ def cuda_sim(ops: Sequence[OpDecl]) -> Context:
             w = structured.simulated_wrapper(op)
             defs.append({"schema": str(op.schema)})
             wrappers.append(w)
-            impls.append({"qualified": op.qualified, "fn": w["fn"]})
+            impls.append({"qualified": op.qualified, "fn": w["fn"], "lists": op.lists is not None})
             continue
         kernel = dict(op.dispatch)["CUDA"]
         lines, renames = checks_before_kernel(op, "CUDA", simulated=True)
@@ -483,4 +484,5 @@ def cuda_sim(ops: Sequence[OpDecl]) -> Context:
         "cuda_kernels": cuda_kernels,
         "functor_headers": sorted({k["header"] for k in cuda_kernels}),
         "structured_cuda": structured.cuda_declarations(simulated),
+        "lists": any(op.lists is not None and op.structured is not None for op in simulated),
     }

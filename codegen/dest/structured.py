@@ -11,9 +11,9 @@ from itertools import groupby, product
 from typing import Any
 
 from codegen.api import cpp as cpp_api
-from codegen.dest import cpp, pointwise, variant_kernels
+from codegen.dest import cpp, lists, pointwise, variant_kernels
 from codegen.dest.common import sources
-from codegen.model import FunctionSchema, OptionalType
+from codegen.model import FunctionSchema, ListType, OptionalType
 from codegen.opdecl import CPP_SCALAR, OpDecl, Structured, kernel_name
 from codegen.parse import output_names
 
@@ -111,8 +111,21 @@ def signature_of(
 
     written = _written(schema)
     tensors = [n for n, _ in _tensor_args(schema) if n not in shape_only]
+    in_lists = {
+        a.name
+        for a in schema.arguments.flat_non_out
+        if isinstance(a.type, ListType) and a.type.is_tensor_like()
+    }
+
+    def pointer(n: str) -> str:
+        t = f"{'' if n in written else 'const '}{element(n)}"
+        # Note [Tensor lists]: a list's dense pointers, in opforge/tensor_list.h.
+        return f"opforge::tensor_list<{t}>" if n in in_lists else f"{t}*"
+
     params = [(f"{element(o)}*", o) for o in output_names(schema)]
-    params += [(f"{'' if n in written else 'const '}{element(n)}*", n) for n in tensors]
+    params += [(pointer(n), n) for n in tensors]
+    if in_lists:
+        params.append(("const opforge::list_sizes&", "sizes"))
     params.append((f"const opforge::{plan}&", "plan"))
     template = () if types else template_parameters(arg_dtypes)
     if key == "CUDA":
@@ -240,6 +253,8 @@ def _generator(f: OpDecl) -> str | None:
 def _backend_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> list[str]:
     """Checks, meta function, outputs (allocated, or op's `out` tensors prepared), then the
     kernel for the argument's dtype."""
+    if f.lists is not None:
+        return lists.backend_body(f, key, simulated=simulated)
     lines, renames = cpp.checks_before_kernel(f, key, simulated=simulated)
     variant = op.generated_variant is not None
     if variant:
@@ -302,6 +317,8 @@ def _backend_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> l
 
 
 def _meta_body(op: OpDecl, f: OpDecl) -> list[str]:
+    if f.lists is not None:
+        return lists.meta_body(f)
     lines = cpp.device_checks(f, "Meta") + cpp.dtype_checks(f) + cpp.user_checks(f)
     if op.generated_variant is not None:
         return [*lines, *_prepare_targets(op, f, "c10::SymInt"), variant_kernels.returned(op)]
@@ -321,6 +338,10 @@ def registration(op: OpDecl, f: OpDecl) -> list[Context]:
         for key in f.keys
     ]
     wrappers.append(_wrapper(op, "Meta", f"{op.cpp_id}_meta_structured", _meta_body(op, f)))
+    if f.lists is not None:
+        body = lists.no_tensors_body(f)
+        fn = f"{op.cpp_id}_no_tensors"
+        wrappers.append(_wrapper(op, "CompositeExplicitAutograd", fn, body))
     if op.generated_variant is not None:
         prepare = _prepare_targets(op, f, "c10::SymInt")
         inputs = [n for n, optional in _tensor_inputs(f) if not optional]

@@ -412,7 +412,47 @@ def test_tensor_list_on_backend_op(tmp_path: Path, capsys: pytest.CaptureFixture
         tmp_path,
         capsys,
         GOOD.replace("Tensor self)", "Tensor self, Tensor[] others)"),
-        "ops.yaml:1: error: 'relu': argument 'others' is a tensor list, which generated autograd does not",
+        "ops.yaml:1: error: an op with backend kernels takes Tensor[] arguments only as a "
+        "structured op",
+    )
+
+
+LIST_OP = """\
+- func: step_(Tensor(a!)[] params, Tensor[] grads, *, float lr) -> ()
+  structured: {meta: step_meta, plan: step_plan}
+"""
+
+
+def test_lists_must_name_later_tensor_lists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_error(
+        tmp_path,
+        capsys,
+        LIST_OP + "  lists: {same_shape: [params, lr]}\n",
+        "ops.yaml:3: error: lists same_shape must name Tensor[] arguments after the lead "
+        "'params' (grads)",
+    )
+
+
+def test_lists_field_without_lists(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert_error(
+        tmp_path,
+        capsys,
+        GOOD + "  lists: {same_shape: [self]}\n",
+        "ops.yaml:6: error: 'lists' describes Tensor[] arguments, and this op has none",
+    )
+
+
+def test_structured_list_op_returns_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_error(
+        tmp_path,
+        capsys,
+        LIST_OP.replace("-> ()", "-> Tensor"),
+        "error: a structured op with Tensor[] arguments writes into its Tensor(a!)[] lists "
+        "and returns ()",
     )
 
 

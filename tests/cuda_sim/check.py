@@ -20,6 +20,8 @@ sim_only = pytest.mark.skipif(ON_GPU, reason="about the simulator itself")
 def _on_gpu(op: Any) -> Any:
     def run(*args: Any, **kwargs: Any) -> Any:
         def to(v: Any) -> Any:
+            if isinstance(v, list):  # a Tensor[] argument
+                return [to(x) for x in v]
             return v.cuda() if isinstance(v, torch.Tensor) else v
 
         gpu_args = [to(a) for a in args]
@@ -27,15 +29,22 @@ def _on_gpu(op: Any) -> Any:
         out = op(*gpu_args, **gpu_kwargs)
         # Written-into arguments come back into the caller's tensors, as on the CPU.
         for host, dev in zip(
-            [*args, *kwargs.values()], [*gpu_args, *gpu_kwargs.values()], strict=True
+            _flat([*args, *kwargs.values()]), _flat([*gpu_args, *gpu_kwargs.values()]), strict=True
         ):
             if isinstance(host, torch.Tensor):
                 host.copy_(dev.cpu())
+        if out is None:  # an op returning () (the optimizer steps)
+            return None
         if isinstance(out, (tuple, list)):
             return type(out)(t.cpu() if isinstance(t, torch.Tensor) else t for t in out)
         return out.cpu()
 
     return run
+
+
+def _flat(values: list[Any]) -> list[Any]:
+    """The values with `Tensor[]` lists spread out."""
+    return [x for v in values for x in (v if isinstance(v, list) else [v])]
 
 
 def cuda_op(name: str, overload: str = "default") -> Any:
@@ -78,6 +87,8 @@ def agree(
     cpu, sim = overloads(name, overload)
 
     def clone(v: Any) -> Any:
+        if isinstance(v, list):  # a Tensor[] argument
+            return [clone(x) for x in v]
         return v.detach().clone() if isinstance(v, torch.Tensor) else v
 
     cpu_args, sim_args = [clone(a) for a in args], [clone(a) for a in args]
@@ -85,8 +96,11 @@ def agree(
     sim_kwargs = {k: clone(v) for k, v in kwargs.items()}
     expected = cpu(*cpu_args, **cpu_kwargs)
     got = sim(*sim_args, **sim_kwargs)
-    tensors = [t for t in [*args, *kwargs.values()] if isinstance(t, torch.Tensor)]
-    dtype = next((t.dtype for t in tensors if t.is_floating_point()), tensors[0].dtype)
+    tensors = [t for t in _flat([*args, *kwargs.values()]) if isinstance(t, torch.Tensor)]
+    dtype = next(
+        (t.dtype for t in tensors if t.is_floating_point()),
+        tensors[0].dtype if tensors else torch.float32,
+    )
     torch.testing.assert_close(
         (opdb.outputs(got), written(sim_args, sim_kwargs)),
         (opdb.outputs(expected), written(cpu_args, cpu_kwargs)),

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from codegen import formulas, parse
-from codegen.model import BaseTy, BaseType, OptionalType
+from codegen.model import BaseTy, BaseType, ListType, OptionalType
 from codegen.opdecl import DTYPES, OpDecl
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TORCH_DTYPES = {name: getattr(torch, name) for name in DTYPES}
 TENSOR = BaseType(BaseTy.Tensor)
 OPTIONAL_TENSOR = OptionalType(TENSOR)
+TENSOR_LIST = ListType(TENSOR, None)
 
 
 @functools.cache
@@ -109,7 +110,9 @@ class Call:
     names: tuple[str, ...] = ()  # schema names of `args`, where known
 
     def tensors(self) -> list[torch.Tensor]:
-        return [a for a in [*self.args, *self.kwargs.values()] if isinstance(a, torch.Tensor)]
+        """Every tensor passed, those in `Tensor[]` lists included."""
+        flat = [x for a in [*self.args, *self.kwargs.values()] for x in _flat(a)]
+        return [a for a in flat if isinstance(a, torch.Tensor)]
 
     def named(self, name: str) -> Any:
         """The value passed for argument `name` (None if omitted)."""
@@ -118,7 +121,11 @@ class Call:
         return self.args[self.names.index(name)] if name in self.names else None
 
     def map_tensors(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> Call:
-        conv = lambda v: fn(v) if isinstance(v, torch.Tensor) else v  # noqa: E731
+        def conv(v: Any) -> Any:
+            if isinstance(v, list) and any(isinstance(x, torch.Tensor) for x in v):
+                return [conv(x) for x in v]
+            return fn(v) if isinstance(v, torch.Tensor) else v
+
         return Call(
             [conv(a) for a in self.args],
             {k: conv(v) for k, v in self.kwargs.items()},
@@ -186,7 +193,10 @@ def _build(
     gen = torch.Generator().manual_seed(1234 + seed)
     schema_args = op.schema.arguments
     tensor_shapes = [
-        get(a.name) for a in schema_args.flat_non_out if _is_tensor(a.type, get(a.name))
+        spec
+        for a in schema_args.flat_non_out
+        if _is_tensor(a.type, get(a.name)) or a.type == TENSOR_LIST
+        for spec in (get(a.name) if a.type == TENSOR_LIST else [get(a.name)])
     ]
     if variant == "noncontiguous" and not any(_shape(s) for s in tensor_shapes):
         return None
@@ -201,16 +211,19 @@ def _build(
     skipped = False  # after an omitted positional argument, later ones go by keyword
     for a in schema_args.flat_non_out:
         value = get(a.name)
-        if _is_tensor(a.type, value):
+        if a.type == TENSOR_LIST:  # a list of specs
+            value = [
+                make_tensor(spec, _dtype_of(op, a.name, dtype, arg_dtype), device, gen,
+                            noncontiguous=variant == "noncontiguous")
+                for spec in value
+            ]  # fmt: skip
+        elif _is_tensor(a.type, value):
             spec = value
             if variant == "empty":
                 spec = [0, *_shape(value)[1:]]
-            own = (arg_dtype or {}).get(a.name) or next(
-                iter(dict(op.arg_dtypes).get(a.name, ())), None
-            )
             value = make_tensor(
                 spec,
-                TORCH_DTYPES[own] if own else dtype,
+                _dtype_of(op, a.name, dtype, arg_dtype),
                 device,
                 gen,
                 noncontiguous=variant == "noncontiguous",
@@ -227,6 +240,18 @@ def _build(
             kwargs[a.name] = value
     names = tuple(a.name for a in schema_args.positional[: len(args)])
     return Call(args, kwargs, variant, names)
+
+
+def _dtype_of(
+    op: OpDecl, name: str, dtype: torch.dtype, arg_dtype: dict[str, str] | None
+) -> torch.dtype:
+    """Tensor argument `name`'s dtype in a call: its own `arg_dtypes` one, else the call's."""
+    own = (arg_dtype or {}).get(name) or next(iter(dict(op.arg_dtypes).get(name, ())), None)
+    return TORCH_DTYPES[own] if own else dtype
+
+
+def _flat(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
 
 
 def _is_tensor(t: Any, value: Any) -> bool:

@@ -39,6 +39,7 @@ def _reference_out(op: OpDecl, call: opdb.Call, dtype: torch.dtype) -> tuple[Any
     precision is computed in float32 and rounded once."""
     ref = opdb.reference(op)
     if dtype in (torch.float16, torch.bfloat16):
+        # (float32 arguments of their own, as optimizer step counts, are compared as float32)
         up = call.map_tensors(lambda t: t.float() if t.is_floating_point() else t.clone())
         out = ref(*up.args, **up.kwargs)
         written = [_to(up.named(n), dtype) for n in opdb.written_args(op)]
@@ -50,6 +51,8 @@ def _reference_out(op: OpDecl, call: opdb.Call, dtype: torch.dtype) -> tuple[Any
 
 
 def _to(t: Any, dtype: torch.dtype) -> Any:
+    if isinstance(t, list):  # a Tensor[] argument
+        return [_to(x, dtype) for x in t]
     return t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
 
 

@@ -1,0 +1,152 @@
+// CPU kernels of the fused optimizer steps (structured ops over tensor lists,
+// Note [Tensor lists]): one parallel loop over every element of every tensor
+// (list_chunks.h), the element math torch.optim's (opforge/math/optim.h). The
+// options are loop-invariant; the template flags keep the state a call does
+// not use out of the loop.
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/math/opmath.h>
+#include <opforge/math/optim.h>
+#include <opforge/optim_plan.h>
+#include <opforge/tensor_list.h>
+
+#include "list_chunks.h"
+
+namespace opforge::OPFORGE_CPU_CAPABILITY {
+namespace {
+
+constexpr int64_t k_grain = 32768;
+
+template <bool use_momentum, typename T>
+void sgd_loop(tensor_list<T> params, tensor_list<const T> grads, tensor_list<T> momentum_buffers,
+              const list_sizes& sizes, const sgd_plan& plan) {
+  const math::sgd_coefficients<math::opmath_t<T>> c(plan);
+  cpu::for_each_list_chunk(sizes, k_grain, [&](int64_t t, int64_t begin, int64_t end) {
+    T* p = params[t];
+    const T* g = grads[t];
+    T* buf = use_momentum ? momentum_buffers[t] : nullptr;
+    for (int64_t i = begin; i < end; ++i) {
+      math::sgd_element<use_momentum>(p[i], g[i], use_momentum ? buf + i : nullptr, c, plan);
+    }
+  });
+}
+
+template <bool amsgrad, typename T>
+void adam_loop(tensor_list<T> params, tensor_list<const T> grads, tensor_list<T> exp_avgs, tensor_list<T> exp_avg_sqs,
+               tensor_list<T> max_exp_avg_sqs, tensor_list<const float> state_steps, const list_sizes& sizes,
+               const adam_plan& plan) {
+  cpu::for_each_list_chunk(sizes, k_grain, [&](int64_t t, int64_t begin, int64_t end) {
+    const math::adam_coefficients<math::opmath_t<T>> c(plan, static_cast<double>(*state_steps[t]));
+    T* p = params[t];
+    const T* g = grads[t];
+    T* m = exp_avgs[t];
+    T* v = exp_avg_sqs[t];
+    T* vmax = amsgrad ? max_exp_avg_sqs[t] : nullptr;
+    for (int64_t i = begin; i < end; ++i) {
+      math::adam_element<amsgrad>(p[i], g[i], m[i], v[i], amsgrad ? vmax + i : nullptr, c, plan);
+    }
+  });
+}
+
+template <typename T>
+void adam_any(tensor_list<T> params, tensor_list<const T> grads, tensor_list<T> exp_avgs, tensor_list<T> exp_avg_sqs,
+              tensor_list<T> max_exp_avg_sqs, tensor_list<const float> state_steps, const list_sizes& sizes,
+              const adam_plan& plan) {
+  if (plan.amsgrad) {
+    adam_loop<true>(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, sizes, plan);
+  } else {
+    adam_loop<false>(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, sizes, plan);
+  }
+}
+
+template <bool centered, bool use_momentum, typename T>
+void rmsprop_loop(tensor_list<T> params, tensor_list<const T> grads, tensor_list<T> square_avgs,
+                  tensor_list<T> grad_avgs, tensor_list<T> momentum_buffers, const list_sizes& sizes,
+                  const rmsprop_plan& plan) {
+  cpu::for_each_list_chunk(sizes, k_grain, [&](int64_t t, int64_t begin, int64_t end) {
+    T* p = params[t];
+    const T* g = grads[t];
+    T* sq = square_avgs[t];
+    T* mean = centered ? grad_avgs[t] : nullptr;
+    T* buf = use_momentum ? momentum_buffers[t] : nullptr;
+    for (int64_t i = begin; i < end; ++i) {
+      math::rmsprop_element<centered, use_momentum>(p[i], g[i], sq[i], centered ? mean + i : nullptr,
+                                                    use_momentum ? buf + i : nullptr, plan);
+    }
+  });
+}
+
+}  // namespace
+
+template <typename scalar_t>
+void sgd_step_cpu(tensor_list<scalar_t> params, tensor_list<const scalar_t> grads,
+                  tensor_list<scalar_t> momentum_buffers, const list_sizes& sizes, const sgd_plan& plan) {
+  if (plan.momentum != 0.0) {
+    sgd_loop<true>(params, grads, momentum_buffers, sizes, plan);
+  } else {
+    sgd_loop<false>(params, grads, momentum_buffers, sizes, plan);
+  }
+}
+
+template <typename scalar_t>
+void adam_step_cpu(tensor_list<scalar_t> params, tensor_list<const scalar_t> grads, tensor_list<scalar_t> exp_avgs,
+                   tensor_list<scalar_t> exp_avg_sqs, tensor_list<scalar_t> max_exp_avg_sqs,
+                   tensor_list<const float> state_steps, const list_sizes& sizes, const adam_plan& plan) {
+  adam_any(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, sizes, plan);
+}
+
+// The plan's `decoupled` (set by adamw_step_meta) is the only difference.
+template <typename scalar_t>
+void adamw_step_cpu(tensor_list<scalar_t> params, tensor_list<const scalar_t> grads, tensor_list<scalar_t> exp_avgs,
+                    tensor_list<scalar_t> exp_avg_sqs, tensor_list<scalar_t> max_exp_avg_sqs,
+                    tensor_list<const float> state_steps, const list_sizes& sizes, const adam_plan& plan) {
+  adam_any(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, sizes, plan);
+}
+
+template <typename scalar_t>
+void adagrad_step_cpu(tensor_list<scalar_t> params, tensor_list<const scalar_t> grads,
+                      tensor_list<scalar_t> state_sums, tensor_list<const float> state_steps, const list_sizes& sizes,
+                      const adagrad_plan& plan) {
+  using A = math::opmath_t<scalar_t>;
+  cpu::for_each_list_chunk(sizes, k_grain, [&](int64_t t, int64_t begin, int64_t end) {
+    const auto clr = static_cast<A>(plan.lr / (1.0 + (static_cast<double>(*state_steps[t]) - 1.0) * plan.lr_decay));
+    scalar_t* p = params[t];
+    const scalar_t* g = grads[t];
+    scalar_t* sum = state_sums[t];
+    for (int64_t i = begin; i < end; ++i) {
+      math::adagrad_element(p[i], g[i], sum[i], clr, plan);
+    }
+  });
+}
+
+template <typename scalar_t>
+void rmsprop_step_cpu(tensor_list<scalar_t> params, tensor_list<const scalar_t> grads,
+                      tensor_list<scalar_t> square_avgs, tensor_list<scalar_t> grad_avgs,
+                      tensor_list<scalar_t> momentum_buffers, const list_sizes& sizes, const rmsprop_plan& plan) {
+  const bool use_momentum = plan.momentum > 0.0;
+  if (plan.centered && use_momentum) {
+    rmsprop_loop<true, true>(params, grads, square_avgs, grad_avgs, momentum_buffers, sizes, plan);
+  } else if (plan.centered) {
+    rmsprop_loop<true, false>(params, grads, square_avgs, grad_avgs, momentum_buffers, sizes, plan);
+  } else if (use_momentum) {
+    rmsprop_loop<false, true>(params, grads, square_avgs, grad_avgs, momentum_buffers, sizes, plan);
+  } else {
+    rmsprop_loop<false, false>(params, grads, square_avgs, grad_avgs, momentum_buffers, sizes, plan);
+  }
+}
+
+template <typename scalar_t>
+void adadelta_step_cpu(tensor_list<scalar_t> params, tensor_list<const scalar_t> grads,
+                       tensor_list<scalar_t> square_avgs, tensor_list<scalar_t> acc_deltas, const list_sizes& sizes,
+                       const adadelta_plan& plan) {
+  cpu::for_each_list_chunk(sizes, k_grain, [&](int64_t t, int64_t begin, int64_t end) {
+    scalar_t* p = params[t];
+    const scalar_t* g = grads[t];
+    scalar_t* sq = square_avgs[t];
+    scalar_t* acc = acc_deltas[t];
+    for (int64_t i = begin; i < end; ++i) {
+      math::adadelta_element(p[i], g[i], sq[i], acc[i], plan);
+    }
+  });
+}
+
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY
