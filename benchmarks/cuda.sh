@@ -69,6 +69,8 @@ fi
 if want table; then
   stamp "CUDA ratio table (opforge / ATen with cuDNN)"
   run "$PY" benchmarks/ops.py --device cuda --budget 0.2
+  stamp "optimizer steps (opforge.optim / torch.optim foreach and fused)"
+  run "$PY" benchmarks/optim.py --device cuda --budget 0.2
 fi
 stamp "done (status $status)"
 exit $status

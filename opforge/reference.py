@@ -1098,15 +1098,22 @@ def fake_quantize_per_channel_affine_backward(
 # References of the fused multi-tensor steps: torch.optim's single-tensor (foreach=False)
 # math, one tensor at a time, mutating the given lists and returning None. A fused kernel
 # reads each element once, computes in the opmath type and writes each state once, so for
-# bfloat16/float16 tensors these compute in float32 and round once per state write (torch
-# rounds after every intermediate op instead: bf16 trajectories agree only loosely). The
-# arithmetic otherwise follows torch's order (lerp_ for the first moments, sqrt then add
-# eps, ...), so float32 results match torch.optim bit for bit.
+# bfloat16/float16 tensors these compute in float32 and round once per state write, the
+# rest of the update reading the stored (rounded) state as torch does (torch also rounds
+# every intermediate: 16-bit trajectories agree only loosely). The arithmetic otherwise
+# follows torch's order (lerp for the first moments, sqrt then add eps, ...), so float32
+# results match torch.optim bit for bit.
 
 
 def _opmath(t: Tensor) -> Tensor:
     """t widened to the type a kernel computes in: float32 for the 16-bit floats."""
     return t.float() if t.dtype in (torch.bfloat16, torch.float16) else t
+
+
+def _store(state: Tensor, value: Tensor) -> Tensor:
+    """Writes value into state; returns what was stored, widened, for the rest of the update."""
+    state.copy_(value)
+    return _opmath(state)
 
 
 def _step_grad(param: Tensor, grad: Tensor, weight_decay: float, maximize: bool) -> Tensor:
@@ -1139,7 +1146,7 @@ def sgd_step_(
         if momentum != 0:
             buf = momentum_buffers[i]
             b = g if is_first_step else _opmath(buf).mul(momentum).add(g, alpha=1 - dampening)
-            buf.copy_(b)
+            b = _store(buf, b)
             g = g.add(b, alpha=momentum) if nesterov else b
         param.copy_(_opmath(param).add(g, alpha=-lr))
 
@@ -1167,19 +1174,17 @@ def _adam_step(
         g = _step_grad(param, grads[i], 0.0 if decoupled else weight_decay, maximize)
         if decoupled and weight_decay != 0:
             p = p.mul(1 - lr * weight_decay)
-        m = _opmath(exp_avgs[i]).lerp(g, 1 - beta1)
+        m = _store(exp_avgs[i], _opmath(exp_avgs[i]).lerp(g, 1 - beta1))
         v = _opmath(exp_avg_sqs[i]).mul(beta2).addcmul(g, g, value=1 - beta2)
+        v = _store(exp_avg_sqs[i], v)
         step = float(state_steps[i])  # already incremented by the caller
         step_size = lr / (1 - beta1**step)
         bias_correction2_sqrt = (1 - beta2**step) ** 0.5
         if amsgrad:
-            v_max = torch.maximum(_opmath(max_exp_avg_sqs[i]), v)
-            max_exp_avg_sqs[i].copy_(v_max)
+            v_max = _store(max_exp_avg_sqs[i], torch.maximum(_opmath(max_exp_avg_sqs[i]), v))
             denom = (v_max.sqrt() / bias_correction2_sqrt).add(eps)
         else:
             denom = (v.sqrt() / bias_correction2_sqrt).add(eps)
-        exp_avgs[i].copy_(m)
-        exp_avg_sqs[i].copy_(v)
         param.copy_(p.addcdiv(m, denom, value=-step_size))
 
 
@@ -1247,8 +1252,7 @@ def adagrad_step_(
     for param, grad, state_sum, step_t in zip(params, grads, state_sums, state_steps, strict=True):
         g = _step_grad(param, grad, weight_decay, maximize)
         clr = lr / (1 + (float(step_t) - 1) * lr_decay)
-        s = _opmath(state_sum).addcmul(g, g, value=1)
-        state_sum.copy_(s)
+        s = _store(state_sum, _opmath(state_sum).addcmul(g, g, value=1))
         param.copy_(_opmath(param).addcdiv(g, s.sqrt().add(eps), value=-clr))
 
 
@@ -1273,16 +1277,14 @@ def rmsprop_step_(
     for i, param in enumerate(params):
         g = _step_grad(param, grads[i], weight_decay, maximize)
         sq = _opmath(square_avgs[i]).mul(alpha).addcmul(g, g, value=1 - alpha)
-        square_avgs[i].copy_(sq)
-        var = sq
+        var = sq = _store(square_avgs[i], sq)
         if centered:
-            grad_avg = _opmath(grad_avgs[i]).lerp(g, 1 - alpha)
-            grad_avgs[i].copy_(grad_avg)
+            grad_avg = _store(grad_avgs[i], _opmath(grad_avgs[i]).lerp(g, 1 - alpha))
             var = sq.addcmul(grad_avg, grad_avg, value=-1)
         avg = var.add(eps).sqrt() if eps_in_sqrt else var.sqrt().add(eps)
         if momentum > 0:
             buf = _opmath(momentum_buffers[i]).mul(momentum).addcdiv(g, avg)
-            momentum_buffers[i].copy_(buf)
+            buf = _store(momentum_buffers[i], buf)
             param.copy_(_opmath(param).add(buf, alpha=-lr))
         else:
             param.copy_(_opmath(param).addcdiv(g, avg, value=-lr))
@@ -1305,9 +1307,8 @@ def adadelta_step_(
         params, grads, square_avgs, acc_deltas, strict=True
     ):
         g = _step_grad(param, grad, weight_decay, maximize)
-        sq = _opmath(square_avg).mul(rho).addcmul(g, g, value=1 - rho)
+        sq = _store(square_avg, _opmath(square_avg).mul(rho).addcmul(g, g, value=1 - rho))
         acc = _opmath(acc_delta)
         delta = acc.add(eps).sqrt().div(sq.add(eps).sqrt()).mul(g)
-        square_avg.copy_(sq)
         acc_delta.copy_(acc.mul(rho).addcmul(delta, delta, value=1 - rho))
         param.copy_(_opmath(param).add(delta, alpha=-lr))

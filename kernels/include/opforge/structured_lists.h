@@ -15,7 +15,10 @@
 // Then the meta function runs (its own checks; its plan), and the kernel gets
 // each list as a tensor_list (opforge/tensor_list.h) of dense pointers, with
 // the lead's element sizes as list_sizes. Elements that are not contiguous are
-// computed on a contiguous copy and, when written, copied back. The Autograd
+// computed on a contiguous copy and, when written, copied back. A call whose
+// lists are all empty has no tensor to dispatch on: a generated
+// CompositeExplicitAutograd kernel takes it (the meta function's checks, no
+// update) and refuses tensors of a device without a kernel. The Autograd
 // kernel bumps the version of every tensor of a written list, and under
 // torch.compile the op is functionalized by torch's auto_functionalize.
 #include <opforge/tensor_list.h>

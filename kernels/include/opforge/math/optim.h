@@ -65,7 +65,7 @@ struct adam_coefficients {
         eps(static_cast<A>(p.eps)),
         step_size(static_cast<A>(p.lr / (1.0 - ::pow(p.beta1, step)))),
         bias_correction2_sqrt(static_cast<A>(::sqrt(1.0 - ::pow(p.beta2, step)))),
-        decay_keep(static_cast<A>(1.0 - p.lr * p.weight_decay)) {}
+        decay_keep(static_cast<A>(p.decoupled ? 1.0 - p.lr * p.weight_decay : 1.0)) {}
 };
 
 // One Adam/AdamW element.
@@ -73,18 +73,12 @@ template <bool amsgrad, typename T>
 C10_HOST_DEVICE inline void adam_element(T& param, T grad_in, T& exp_avg, T& exp_avg_sq, T* max_exp_avg_sq,
                                          const adam_coefficients<opmath_t<T>>& c, const adam_plan& plan) {
   using A = opmath_t<T>;
-  A p = static_cast<A>(param);
+  // decay_keep is 1 and weight_decay 0 where they do not apply (adam_coefficients): one
+  // branch-free body vectorizes for every option.
+  const A p = static_cast<A>(param) * c.decay_keep;
   A g = static_cast<A>(grad_in);
-  if (plan.maximize) {
-    g = -g;
-  }
-  if (plan.weight_decay != 0.0) {
-    if (plan.decoupled) {
-      p = p * c.decay_keep;
-    } else {
-      g = g + c.weight_decay * p;
-    }
-  }
+  g = plan.maximize ? -g : g;
+  g = plan.weight_decay != 0.0 && !plan.decoupled ? g + c.weight_decay * static_cast<A>(param) : g;
   const A m = lerp(static_cast<A>(exp_avg), g, c.one_minus_beta1);
   const A v = static_cast<A>(exp_avg_sq) * c.beta2 + c.one_minus_beta2 * g * g;
   exp_avg = cast_to<T>(m);
