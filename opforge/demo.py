@@ -33,18 +33,19 @@ def _scaled_call(
     """The first sample, each tensor dimension > 1 scaled by one common factor (unless not
     `scale`). Integer arguments (`arg_dtypes`) keep their values in the sample's [low, high)."""
     raw = row["samples"][0]
-    # Tensor specs are shapes or {shape, low, high}.
-    sample = {k: v["shape"] if isinstance(v, dict) else v for k, v in raw.items()}
+    # Tensor specs are shapes or {shape, low, high}; a Tensor[] argument is a list of them.
     tensor_args = [
         a
         for a in schema.arguments.flat_non_out
-        if str(a.type) == "Tensor" or (str(a.type) == "Tensor?" and sample.get(a.name) is not None)
+        if str(a.type) == "Tensor" or (str(a.type) == "Tensor?" and raw.get(a.name) is not None)
     ]
-    shapes = {a.name: list(sample[a.name]) for a in tensor_args}
-    largest = max(math.prod(shapes[a.name]) for a in tensor_args) or 1
-    factor = max(
-        1.0, (TARGET_NUMEL / largest) ** (1 / max(1, max(len(shapes[a.name]) for a in tensor_args)))
-    )
+    list_args = [
+        a for a in schema.arguments.flat_non_out if "Tensor" in str(a.type) and "[]" in str(a.type)
+    ]
+    specs = [raw[a.name] for a in tensor_args] + [s for a in list_args for s in raw[a.name]]
+    shapes = [list(s["shape"] if isinstance(s, dict) else s) for s in specs]
+    largest = max((math.prod(s) for s in shapes), default=1) or 1
+    factor = max(1.0, (TARGET_NUMEL / largest) ** (1 / max(1, max(map(len, shapes), default=1))))
     if not scale:
         factor = 1.0
     gen = torch.Generator().manual_seed(0)
@@ -52,27 +53,51 @@ def _scaled_call(
     kwargs: dict[str, Any] = {}
     skipped = False  # after an omitted positional argument, later ones go by keyword
     for a in schema.arguments.flat_non_out:
-        if sample.get(a.name) is None and a.default is not None:
+        if raw.get(a.name) is None and a.default is not None:
             skipped = True
             continue  # the schema's default applies
-        value = sample.get(a.name)
+        value = raw.get(a.name)
+        own = row["arg_dtypes"].get(a.name)
+        own_dtype = getattr(torch, own[0]) if own else None
         if a in tensor_args:
-            shape = [s if s <= 1 else int(s * factor) for s in shapes[a.name]]
-            own = row["arg_dtypes"].get(a.name)
-            own_dtype = getattr(torch, own[0]) if own else None
-            if own_dtype is not None and not own_dtype.is_floating_point:
-                low, high = raw[a.name]["low"], raw[a.name]["high"]
-                value = torch.randint(low, high, shape, generator=gen).to(own_dtype)
-            elif isinstance(raw[a.name], dict) and "low" in raw[a.name]:
-                low, high = raw[a.name]["low"], raw[a.name]["high"]  # e.g. a variance > 0
-                value = torch.rand(shape, generator=gen) * (high - low) + low
-            else:
-                value = torch.randn(shape, generator=gen)
+            value = _tensor(raw[a.name], factor, own_dtype, gen)
+        elif a in list_args:
+            value = [_tensor(spec, factor, own_dtype, gen) for spec in value]
         if a in schema.arguments.positional and not skipped:
             args.append(value)
         else:
             kwargs[a.name] = value
     return args, kwargs
+
+
+def _tensor(
+    spec: Any, factor: float, own_dtype: torch.dtype | None, gen: torch.Generator
+) -> torch.Tensor:
+    """A sample tensor, its dimensions > 1 scaled by `factor`."""
+    shape = [
+        s if s <= 1 else int(s * factor)
+        for s in (spec["shape"] if isinstance(spec, dict) else spec)
+    ]
+    if own_dtype is not None and not own_dtype.is_floating_point:
+        return torch.randint(spec["low"], spec["high"], shape, generator=gen).to(own_dtype)
+    if isinstance(spec, dict) and "low" in spec:  # e.g. a variance > 0
+        return torch.rand(shape, generator=gen) * (spec["high"] - spec["low"]) + spec["low"]
+    return torch.randn(shape, generator=gen)
+
+
+def _written(args: list[Any], kwargs: dict[str, Any]) -> list[torch.Tensor]:
+    """Every tensor argument (lists spread out): what an op returning nothing wrote."""
+    flat = [x for v in [*args, *kwargs.values()] for x in (v if isinstance(v, list) else [v])]
+    return [t for t in flat if isinstance(t, torch.Tensor)]
+
+
+def _clone(args: list[Any], kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+    def c(v: Any) -> Any:
+        if isinstance(v, list):
+            return [c(x) for x in v]
+        return v.clone() if isinstance(v, torch.Tensor) else v
+
+    return [c(a) for a in args], {k: c(v) for k, v in kwargs.items()}
 
 
 def _outputs(result: Any) -> tuple[torch.Tensor, ...]:
@@ -123,15 +148,20 @@ def main() -> None:
             # Scaling broke a relation between arguments (e.g. channels divisible by groups).
             args, kwargs = _scaled_call(row, schema, scale=False)
             got = ours(*args, **kwargs)
+        if got is None:  # an op that only writes into its arguments (the optimizer steps)
+            mine, theirs = _clone(args, kwargs), _clone(args, kwargs)
+            ours(*mine[0], **mine[1])
+            ref(*theirs[0], **theirs[1])
+            pairs = list(zip(_written(*mine), _written(*theirs), strict=True))
+        else:
+            pairs = list(zip(_outputs(got), _outputs(ref(*args, **kwargs)), strict=True))
         err = max(
-            (o.double() - r.double()).abs().max().item()
-            for o, r in zip(_outputs(got), _outputs(ref(*args, **kwargs)), strict=True)
+            ((o.double() - r.double()).abs().max().item() for o, r in pairs if o.numel()),
+            default=0.0,
         )
         t_ours = _time(lambda: ours(*args, **kwargs))  # noqa: B023 - called within the iteration
         t_ref = _time(lambda: ref(*args, **kwargs))  # noqa: B023
-        shapes = " ".join(
-            "x".join(map(str, a.shape)) or "0-d" for a in args if isinstance(a, torch.Tensor)
-        )
+        shapes = " ".join("x".join(map(str, a.shape)) or "0-d" for a in _written(args, {}))[:28]
         print(
             f"{row['qualified']:18s} {shapes:28s} {err:12.2e} {t_ours * 1e3:11.3f} {t_ref * 1e3:9.3f} "
             f"{t_ours / t_ref:6.2f}"
