@@ -22,6 +22,8 @@ TORCH_DTYPES = {name: getattr(torch, name) for name in DTYPES}
 TENSOR = BaseType(BaseTy.Tensor)
 OPTIONAL_TENSOR = OptionalType(TENSOR)
 TENSOR_LIST = ListType(TENSOR, None)
+SCALAR_TYPE = BaseType(BaseTy.ScalarType)
+OPTIONAL_SCALAR_TYPE = OptionalType(SCALAR_TYPE)
 
 
 @functools.cache
@@ -153,7 +155,10 @@ def calls(op: OpDecl, dtype: torch.dtype, device: str, *, variants: bool = True)
                 out.append(Call(call.args, call.kwargs, f"sample{i}-{variant}", call.names))
         if not variants:
             continue
+        inputs = {a.name for a in op.schema.arguments.flat_non_out}
         for name, choices in op.arg_dtypes:
+            if name not in inputs:
+                continue  # an output's dtypes follow from the arguments (quantize's `dtype`)
             for own in choices[1:]:
                 call = _build(op, sample.get, dtype, device, "plain", seed=i, arg_dtype={name: own})
                 if call is not None:
@@ -209,8 +214,13 @@ def _build(
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     skipped = False  # after an omitted positional argument, later ones go by keyword
+    built: dict[str, Any] = {}
     for a in schema_args.flat_non_out:
         value = get(a.name)
+        if a.type in (SCALAR_TYPE, OPTIONAL_SCALAR_TYPE) and isinstance(value, str):
+            # A dtype name, or a tensor argument's name for that tensor's dtype
+            # (dequantize's `dtype: input`, whatever dtype the battery runs).
+            value = TORCH_DTYPES[value] if value in TORCH_DTYPES else built[value].dtype
         if a.type == TENSOR_LIST:  # a list of specs
             value = [
                 make_tensor(spec, _dtype_of(op, a.name, dtype, arg_dtype), device, gen,
@@ -234,6 +244,7 @@ def _build(
             skipped = True
             continue  # the schema's default applies
         # (an omitted `Tensor?` without a default is passed as None)
+        built[a.name] = value
         if a in schema_args.positional and not skipped:
             args.append(value)
         else:
@@ -310,7 +321,10 @@ def grad_outputs(op: OpDecl, result: Any) -> tuple[torch.Tensor, ...]:
 
 
 def outputs(result: Any) -> tuple[torch.Tensor, ...]:
-    """An op's result as a tuple of tensors (ops like prelu_backward return several)."""
+    """An op's result as a tuple of tensors (ops like prelu_backward return several; ops
+    returning `()`, such as the in-place list steps, return none)."""
+    if result is None:
+        return ()
     return tuple(result) if isinstance(result, (tuple, list)) else (result,)
 
 
