@@ -409,10 +409,13 @@ class _EntryParser:
                     "and returns ()",
                 )
                 ok = False
+        elif _updates_in_place(schema):
+            pass  # an update of its Tensor(a!) arguments (an observer's statistics) -> ()
         elif schema.arguments.out or schema.name.is_inplace:
             self.err(
                 "structured",
-                "a structured op is functional (it returns the outputs its meta function allocates)",
+                "a structured op is functional (it returns the outputs its meta function "
+                "allocates) or updates its Tensor(a!) arguments and returns ()",
                 "declare in-place and out= overloads with 'variants: [inplace, out]'",
             )
             ok = False
@@ -760,6 +763,18 @@ class _EntryParser:
                     )
             out.append(Sample(tuple((k, _plain(v)) for k, v in item.items()), loc))
         return tuple(out)
+
+
+def _updates_in_place(schema: FunctionSchema) -> bool:
+    """An in-place-named op that writes Tensor(a!) arguments and returns () (as
+    `minmax_observer_update_`): its structured kernel takes the written tensors as mutable
+    pointers and allocates nothing."""
+    return (
+        schema.name.is_inplace
+        and not schema.returns
+        and not schema.arguments.out
+        and any(a.is_write for a in schema.arguments.flat_non_out)
+    )
 
 
 def _is_tensor_list(t: Any) -> bool:

@@ -49,8 +49,11 @@ def _scaled_call(
     if not scale:
         factor = 1.0
     gen = torch.Generator().manual_seed(0)
+    # The op's own dtype: float32 where it takes it, else its first (dequantize's int8).
+    primary = getattr(torch, "float32" if "float32" in row["dtypes"] else row["dtypes"][0])
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
+    built: dict[str, Any] = {}
     skipped = False  # after an omitted positional argument, later ones go by keyword
     for a in schema.arguments.flat_non_out:
         if raw.get(a.name) is None and a.default is not None:
@@ -58,11 +61,15 @@ def _scaled_call(
             continue  # the schema's default applies
         value = raw.get(a.name)
         own = row["arg_dtypes"].get(a.name)
-        own_dtype = getattr(torch, own[0]) if own else None
+        own_dtype = getattr(torch, own[0]) if own else primary
+        if str(a.type).startswith("ScalarType") and isinstance(value, str):
+            # A dtype name, or a tensor argument's name for that tensor's dtype.
+            value = built[value].dtype if value in built else getattr(torch, value)
         if a in tensor_args:
             value = _tensor(raw[a.name], factor, own_dtype, gen)
         elif a in list_args:
             value = [_tensor(spec, factor, own_dtype, gen) for spec in value]
+        built[a.name] = value
         if a in schema.arguments.positional and not skipped:
             args.append(value)
         else:
@@ -70,19 +77,21 @@ def _scaled_call(
     return args, kwargs
 
 
-def _tensor(
-    spec: Any, factor: float, own_dtype: torch.dtype | None, gen: torch.Generator
-) -> torch.Tensor:
-    """A sample tensor, its dimensions > 1 scaled by `factor`."""
+def _tensor(spec: Any, factor: float, dtype: torch.dtype, gen: torch.Generator) -> torch.Tensor:
+    """A sample tensor of `dtype`, its dimensions > 1 scaled by `factor`."""
     shape = [
         s if s <= 1 else int(s * factor)
         for s in (spec["shape"] if isinstance(spec, dict) else spec)
     ]
-    if own_dtype is not None and not own_dtype.is_floating_point:
-        return torch.randint(spec["low"], spec["high"], shape, generator=gen).to(own_dtype)
-    if isinstance(spec, dict) and "low" in spec:  # e.g. a variance > 0
-        return torch.rand(shape, generator=gen) * (spec["high"] - spec["low"]) + spec["low"]
-    return torch.randn(shape, generator=gen)
+    ranged = isinstance(spec, dict) and "low" in spec
+    if not dtype.is_floating_point:
+        low, high = (spec["low"], spec["high"]) if ranged else (-3, 4)
+        return torch.randint(int(low), int(high), shape, generator=gen).to(dtype)
+    if ranged:  # e.g. a variance > 0
+        t = torch.rand(shape, generator=gen) * (spec["high"] - spec["low"]) + spec["low"]
+    else:
+        t = torch.randn(shape, generator=gen)
+    return t.to(dtype)
 
 
 def _written(args: list[Any], kwargs: dict[str, Any]) -> list[torch.Tensor]:

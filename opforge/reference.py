@@ -1094,6 +1094,175 @@ def fake_quantize_per_channel_affine_backward(
     return grad_output * mask
 
 
+# --- Affine quantization and observers ------------------------------------------------------
+# quantized_decomposed's ops (registered by importing the module) and torch.ao.quantization's
+# observer rules; results as plain tensors in the op's layout.
+
+
+def _decomposed() -> Any:
+    import torch.ao.quantization.fx._decomposed  # noqa: F401  (registers the ops)
+
+    return torch.ops.quantized_decomposed
+
+
+def _like_input(result: Tensor, input: Tensor) -> Tensor:
+    """The per-channel references permute and permute back: give the result input's layout."""
+    memory_format = (
+        torch.channels_last
+        if input.dim() == 4
+        and input.is_contiguous(memory_format=torch.channels_last)
+        and not input.is_contiguous()
+        else torch.contiguous_format
+    )
+    return result.contiguous(memory_format=memory_format)
+
+
+def quantize_per_tensor(
+    input: Tensor, scale: float, zero_point: int, quant_min: int, quant_max: int, dtype: torch.dtype
+) -> Tensor:
+    return _decomposed().quantize_per_tensor(input, scale, zero_point, quant_min, quant_max, dtype)  # type: ignore[no-any-return]
+
+
+def dequantize_per_tensor(
+    input: Tensor,
+    scale: float,
+    zero_point: int,
+    quant_min: int,
+    quant_max: int,
+    dtype: torch.dtype,
+    *,
+    out_dtype: torch.dtype | None = None,
+) -> Tensor:
+    return _decomposed().dequantize_per_tensor(  # type: ignore[no-any-return]
+        input, scale, zero_point, quant_min, quant_max, dtype, out_dtype=out_dtype
+    )
+
+
+def quantize_per_channel(
+    input: Tensor,
+    scales: Tensor,
+    zero_points: Tensor,
+    axis: int,
+    quant_min: int,
+    quant_max: int,
+    dtype: torch.dtype,
+) -> Tensor:
+    axis = axis % input.dim()
+    out = _decomposed().quantize_per_channel(
+        input, scales, zero_points, axis, quant_min, quant_max, dtype
+    )
+    return _like_input(out, input)
+
+
+def dequantize_per_channel(
+    input: Tensor,
+    scales: Tensor,
+    zero_points: Tensor | None,
+    axis: int,
+    quant_min: int,
+    quant_max: int,
+    dtype: torch.dtype,
+    *,
+    out_dtype: torch.dtype | None = None,
+) -> Tensor:
+    axis = axis % input.dim()
+    out = _decomposed().dequantize_per_channel(
+        input, scales, zero_points, axis, quant_min, quant_max, dtype, out_dtype=out_dtype
+    )
+    return _like_input(out, input)
+
+
+def choose_qparams(
+    min_val: Tensor,
+    max_val: Tensor,
+    quant_min: int,
+    quant_max: int,
+    symmetric: bool = False,
+    eps: float = torch.finfo(torch.float32).eps,
+) -> tuple[Tensor, Tensor]:
+    from torch.ao.quantization.utils import determine_qparams
+
+    unsigned = quant_min >= 0
+    full = (quant_min, quant_max) in ((0, 255), (0, 65535))
+    scale, zero_point = determine_qparams(
+        min_val,
+        max_val,
+        quant_min,
+        quant_max,
+        torch.quint8 if unsigned else torch.qint8,
+        torch.tensor([eps], dtype=torch.float32),
+        has_customized_qrange=not full,
+        qscheme=torch.per_tensor_symmetric if symmetric else torch.per_tensor_affine,
+    )
+    if symmetric and (quant_min, quant_max) == (0, 65535):
+        zero_point = torch.full_like(zero_point, 2**15)  # the observers' uint16 rule
+    return (
+        scale.to(torch.float32).reshape(min_val.shape),
+        zero_point.to(torch.int32).reshape(min_val.shape),
+    )
+
+
+def minmax_observer_update_(
+    min_val: Tensor,
+    max_val: Tensor,
+    x: Tensor,
+    averaging_constant: float | None = None,
+    ch_axis: int | None = None,
+) -> None:
+    from torch.ao.quantization import observer
+
+    if ch_axis is None:
+        obs: Any = (
+            observer.MinMaxObserver()
+            if averaging_constant is None
+            else observer.MovingAverageMinMaxObserver(averaging_constant=averaging_constant)
+        )
+        shape: tuple[int, ...] = ()
+    else:
+        obs = (
+            observer.PerChannelMinMaxObserver(ch_axis=ch_axis)
+            if averaging_constant is None
+            else observer.MovingAveragePerChannelMinMaxObserver(
+                averaging_constant=averaging_constant, ch_axis=ch_axis
+            )
+        )
+        shape = tuple(min_val.shape)
+    obs.min_val = min_val.detach().clone().reshape(shape)
+    obs.max_val = max_val.detach().clone().reshape(shape)
+    obs(x)
+    min_val.copy_(obs.min_val.reshape(min_val.shape))
+    max_val.copy_(obs.max_val.reshape(max_val.shape))
+
+
+def int8_mm(self: Tensor, mat2: Tensor) -> Tensor:
+    # Exact in float64 (|sums| < 2^53), on any device.
+    return (self.double() @ mat2.double()).to(torch.int32)
+
+
+def quantized_linear(
+    input: Tensor,
+    input_scale: float,
+    input_zero_point: int,
+    weight: Tensor,
+    weight_scales: Tensor,
+    weight_zero_points: Tensor,
+    bias: Tensor | None,
+    output_scale: float,
+    output_zero_point: int,
+    quant_min: int,
+    quant_max: int,
+    dtype: torch.dtype,
+) -> Tensor:
+    """The op's definition in float64: exact integer accumulators, one requantization."""
+    x = input.double().reshape(-1, input.shape[-1]) - input_zero_point
+    w = weight.double() - weight_zero_points.double()[:, None]
+    v = (x @ w.T) * (input_scale * weight_scales.double())
+    if bias is not None:
+        v = v + bias.double()
+    q = torch.clamp(torch.round(v / output_scale) + output_zero_point, quant_min, quant_max)
+    return q.to(dtype).reshape(*input.shape[:-1], weight.shape[0])
+
+
 # --- Optimizer steps -----------------------------------------------------------------------
 # References of the fused multi-tensor steps: torch.optim's single-tensor (foreach=False)
 # math, one tensor at a time, mutating the given lists and returning None. A fused kernel

@@ -14,7 +14,7 @@ from codegen.api import cpp as cpp_api
 from codegen.dest import cpp, lists, pointwise, variant_kernels
 from codegen.dest.common import sources
 from codegen.model import FunctionSchema, ListType, OptionalType
-from codegen.opdecl import CPP_SCALAR, OpDecl, Structured, kernel_name
+from codegen.opdecl import CPP_SCALAR, DTYPES, OpDecl, Structured, kernel_name
 from codegen.parse import output_names
 
 Context = dict[str, Any]
@@ -161,6 +161,8 @@ def _meta_call(f: OpDecl, size: str, renames: dict[str, str], key: str | None) -
     """The meta function's call (and, for a backend `key`, the layout its kernel computes in)."""
     # Not const: the generated code attaches scratch, index reports and Philox state to the plan.
     qualifier = "auto" if size == "int64_t" else "const auto"
+    if not outputs(f):
+        qualifier = f"[[maybe_unused]] {qualifier}"  # Meta allocates nothing from it
     lines = [f"{qualifier} meta = opforge::{_spec(f).meta}<{size}>(kOp, {_args(f, renames)});"]
     if key is not None:
         # Note [Structured memory format] in structured.h.
@@ -196,6 +198,8 @@ def _prepare_targets(op: OpDecl, f: OpDecl, size: str, key: str | None = None) -
 
 def _return(f: OpDecl) -> str:
     outs = outputs(f)
+    if not outs:
+        return "return;"  # an update of its Tensor(a!) arguments
     return f"return {outs[0]};" if len(outs) == 1 else f"return std::make_tuple({', '.join(outs)});"
 
 
@@ -228,9 +232,16 @@ def _dispatch(f: OpDecl, key: str, renames: dict[str, str], written_to: list[str
     dtypes on the dispatch argument, then each argument of several dtypes on its own."""
     levels = [(cpp.dispatch_dtype(f), f.dtypes, SCALAR)]
     arg_dtypes = dict(f.arg_dtypes)
+    optional = {n for n, opt in _tensor_inputs(f) if opt}
+
+    def dtype_of(n: str) -> str:
+        if n in optional:  # absent: the first dtype's kernel, which gets a null pointer
+            first = f"at::ScalarType::{DTYPES[arg_dtypes[n][0]]}"
+            return f"({n}_c.defined() ? {n}_c.scalar_type() : {first})"
+        return f"{renames.get(n, n)}.scalar_type()"
+
     levels += [
-        (f"{renames.get(n, n)}.scalar_type()", arg_dtypes[n], type_parameter(n))
-        for n in own_dtype_arguments(arg_dtypes)
+        (dtype_of(n), arg_dtypes[n], type_parameter(n)) for n in own_dtype_arguments(arg_dtypes)
     ]
     lines = []
     for depth, (dtype, dtypes, param) in enumerate(levels):
@@ -264,7 +275,9 @@ def _backend_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> l
         lines += _allocate(f, "int64_t", renames, key)
         results = outputs(f)
     ref = _reference(f, renames)
-    outs = ", ".join(f"&{o}" for o in results)
+    # An op returning () writes only its Tensor(a!) arguments (Note [Structured ops]).
+    targets = results if results else sorted(_written(f.schema))
+    outs = ", ".join(f"&{renames.get(o, o)}" for o in targets)
     lines.append(f"if (!opforge::structured::nothing_to_do(meta.plan, {{{outs}}})) {{")
     if key in _spec(f).nondeterministic:
         # Atomic accumulation: the result's rounding depends on the threads' order.

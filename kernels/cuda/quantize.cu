@@ -2,7 +2,7 @@
 // [Structured ops]): one thread per element in a grid-stride loop, the channel
 // from the element's index in [outer, channels, inner]; the element math is
 // the per-tensor functors' (opforge/math/quantize.h), as on the CPU.
-#include "common.cuh"
+#include "for_each.cuh"
 
 #include <opforge/math/opmath.h>
 #include <opforge/math/quantize.h>
@@ -10,16 +10,6 @@
 
 namespace opforge {
 namespace {
-
-// out[i] = f(channel of i, i) for the plan's elements.
-template <typename F>
-__global__ void per_channel_kernel(per_channel_plan plan, F f) {
-  const int64_t n = plan.outer * plan.channels * plan.inner;
-  const int64_t stride = cuda::grid_threads();
-  for (int64_t i = cuda::global_thread(); i < n; i += stride) {
-    f((i / plan.inner) % plan.channels, i);
-  }
-}
 
 template <typename T>
 struct forward_element {
@@ -51,14 +41,17 @@ struct backward_element {
   }
 };
 
+// f(channel of i, i) for index i (no extended __device__ lambdas in this build).
+template <typename F>
+struct with_channel {
+  per_channel_plan plan;
+  F f;
+  __device__ void operator()(int64_t i) const { f((i / plan.inner) % plan.channels, i); }
+};
+
 template <typename F>
 cudaError_t launch(const per_channel_plan& plan, F f, cudaStream_t stream) {
-  const int64_t n = plan.outer * plan.channels * plan.inner;
-  if (n == 0) {
-    return cudaSuccess;
-  }
-  OPFORGE_LAUNCH(cuda::elementwise_blocks(n), cuda::k_threads, 0, stream, per_channel_kernel<F>)(plan, f);
-  return cudaGetLastError();
+  return cuda::for_each_index(plan.outer * plan.channels * plan.inner, with_channel<F>{plan, f}, stream);
 }
 
 }  // namespace

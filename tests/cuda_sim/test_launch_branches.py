@@ -323,3 +323,25 @@ def test_init_fills_same_values_as_cpu(cuda_sim: Any, n: int, dtype: torch.dtype
         sim = getattr(torch.ops.opforge_cuda_sim, name)(x, *args, torch.Generator().manual_seed(3))
         torch.testing.assert_close(sim, cpu, atol=0, rtol=0)
     agree("constant", [x, -0.75])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize(
+    "shape,ch_axis", [((40_000,), None), ((3, 20_000), 0), ((7, 5, 6), 1), ((2, 9000, 3), -1)]
+)
+def test_observer_split_reductions(
+    cuda_sim: Any, shape: tuple[int, ...], ch_axis: int | None, dtype: torch.dtype
+) -> None:
+    # Over 16384 elements per channel the CUDA reduction splits each channel across
+    # blocks (observer_splits) and merges their partials in a second launch.
+    x = rand(*shape, dtype=dtype)
+    x.view(-1)[len(x.view(-1)) // 2] = 40.0
+    channels = 1 if ch_axis is None else shape[ch_axis]
+    stats = [torch.full((channels,), float("inf")), torch.full((channels,), -float("inf"))]
+    if ch_axis is None:
+        stats = [s.reshape(()) for s in stats]
+    pick = lambda args, kwargs: args[:2]  # noqa: E731
+    for c in (None, 0.25):
+        agree("minmax_observer_update_", [*stats, x, c, ch_axis], written=pick, label=f"c={c}")
+    scale_zp = agree("choose_qparams", [stats[0] - 1, stats[1] + 1, -128, 127])
+    assert scale_zp[0].dtype == torch.float32

@@ -270,6 +270,13 @@ def _is_tensor(t: Any, value: Any) -> bool:
     return t == TENSOR or (t == OPTIONAL_TENSOR and value is not None)
 
 
+def dtype_for(op: OpDecl, preferred: torch.dtype) -> torch.dtype:
+    """`preferred` where op takes it, else op's first dtype (float32-only statistics, the
+    integer inputs of dequantize)."""
+    name = str(preferred).removeprefix("torch.")
+    return preferred if name in op.dtypes else TORCH_DTYPES[op.dtypes[0]]
+
+
 def written_args(op: OpDecl) -> list[str]:
     """Inputs the op writes into (`Tensor(a!)`), other than out= arguments."""
     return [a.name for a in op.schema.arguments.flat_non_out if a.is_write]

@@ -82,7 +82,7 @@ def test_gradients_match_reference_float32(op: OpDecl) -> None:
 
 @pytest.mark.parametrize("op", _params(lambda o: not opdb.differentiable(o)))
 def test_backward_through_non_differentiable_op_is_a_clear_error(op: OpDecl) -> None:
-    call, _ = _requiring_grad(op, torch.float64)[0]
+    call, _ = _requiring_grad(op, opdb.dtype_for(op, torch.float64))[0]
     out = getattr(opforge, op.name)(*call.args, **call.kwargs)
     if op.without_autograd:  # output_differentiability: [false] and no derivatives
         assert not any(t.requires_grad for t in opdb.outputs(out)), "outputs carry no history"

@@ -105,7 +105,7 @@ def _check_layout(op: OpDecl, label: str, got: Any, expected: Any) -> None:
 @pytest.mark.parametrize("op", _op_params())
 def test_torch_ops_path_matches_wrapper(op: OpDecl, device: str) -> None:
     overload = getattr(getattr(torch.ops.opforge, op.name), op.overload or "default")
-    for call in opdb.calls(op, torch.float64, device, variants=False):
+    for call in opdb.calls(op, opdb.dtype_for(op, torch.float64), device, variants=False):
         torch.testing.assert_close(
             overload(*call.args, **call.kwargs), _opforge_fn(op)(*call.args, **call.kwargs)
         )
@@ -117,7 +117,9 @@ def test_opcheck(op: OpDecl) -> None:
     # opcheck's output comparison rejects NaN: hand-written Python samples may hold it, and
     # a loss's 'mean' over an empty sample is NaN (as torch's).
     for call in [
-        c for c in opdb.calls(op, torch.float32, "cpu") if not c.label.startswith("python")
+        c
+        for c in opdb.calls(op, opdb.dtype_for(op, torch.float32), "cpu")
+        if not c.label.startswith("python")
     ]:
         result = opdb.outputs(overload(*call.clone().args, **call.clone().kwargs))
         if any(
@@ -130,7 +132,7 @@ def test_opcheck(op: OpDecl) -> None:
 
 @pytest.mark.parametrize("op", _op_params())
 def test_meta_matches_real(op: OpDecl) -> None:
-    for call in opdb.calls(op, torch.float32, "cpu"):
+    for call in opdb.calls(op, opdb.dtype_for(op, torch.float32), "cpu"):
         real = _opforge_fn(op)(*call.args, **call.kwargs)
         meta_call = call.map_tensors(lambda t: t.to("meta"))
         meta = getattr(torch.ops.opforge, op.name)(*meta_call.args, **meta_call.kwargs)
@@ -154,7 +156,7 @@ def test_compile_fullgraph_dynamic(op: OpDecl) -> None:
     compiled = torch.compile(lambda *a, **k: fn(*a, **k), fullgraph=True, dynamic=True)
     # A graph cached by an earlier build may call an overload that no longer exists.
     with torch._inductor.config.patch(fx_graph_cache=False):
-        for call in opdb.calls(op, torch.float32, "cpu", variants=False)[:2]:
+        for call in opdb.calls(op, opdb.dtype_for(op, torch.float32), "cpu", variants=False)[:2]:
             torch.testing.assert_close(
                 compiled(*call.args, **call.kwargs), fn(*call.args, **call.kwargs)
             )
@@ -173,7 +175,9 @@ def test_wrong_dtype_names_op_and_argument(op: OpDecl) -> None:
         for d in (torch.int32, torch.complex64, torch.bool)
         if str(d).split(".")[1] not in op.dtypes
     )
-    call = opdb.calls(op, torch.float32, "cpu", variants=False)[0].map_tensors(lambda t: t.to(bad))
+    call = opdb.calls(op, opdb.dtype_for(op, torch.float32), "cpu", variants=False)[0].map_tensors(
+        lambda t: t.to(bad)
+    )
     first = op.schema.arguments.flat_all[0].name
     bad_name = str(bad).split(".")[1]
     with pytest.raises(
@@ -186,14 +190,19 @@ def _multi_tensor_op_params() -> list[Any]:
     return [
         p
         for p in _op_params()
-        if len(opdb.calls(p.values[0], torch.float32, "cpu", variants=False)[0].tensors()) > 1
+        if len(
+            opdb.calls(
+                p.values[0], opdb.dtype_for(p.values[0], torch.float32), "cpu", variants=False
+            )[0].tensors()
+        )
+        > 1
     ]
 
 
 @pytest.mark.parametrize("op", _multi_tensor_op_params())
 def test_wrong_device_names_op_and_argument(op: OpDecl) -> None:
     # A meta tensor mixed with CPU ones: the dispatcher picks the Meta kernel, which must refuse.
-    call = opdb.calls(op, torch.float32, "cpu", variants=False)[0]
+    call = opdb.calls(op, opdb.dtype_for(op, torch.float32), "cpu", variants=False)[0]
     second = call.tensors()[1]
     call = call.map_tensors(lambda t: t.to("meta") if t is second else t)
     with pytest.raises(RuntimeError, match=rf"opforge\.{op.name}: expected '\w+' on"):
@@ -203,7 +212,7 @@ def test_wrong_device_names_op_and_argument(op: OpDecl) -> None:
 @pytest.mark.cuda
 @pytest.mark.parametrize("op", _multi_tensor_op_params())
 def test_cpu_tensor_on_cuda_op_names_argument(op: OpDecl) -> None:
-    call = opdb.calls(op, torch.float32, "cuda", variants=False)[0]
+    call = opdb.calls(op, opdb.dtype_for(op, torch.float32), "cuda", variants=False)[0]
     first = call.tensors()[0]
     mixed = call.map_tensors(lambda t: t.cpu() if t is first else t)
     with pytest.raises(RuntimeError, match=rf"opforge\.{op.name}: expected '\w+' on"):
@@ -239,7 +248,7 @@ def _single_int_calls(op: OpDecl) -> list[opdb.Call]:
     """Samples whose `int[N]` arguments hold N equal values, with those given as one int."""
     sized = {a.name for a in op.schema.arguments.flat_non_out if "int[" in str(a.type).lower()}
     found = []
-    for call in opdb.calls(op, torch.float32, "cpu", variants=False):
+    for call in opdb.calls(op, opdb.dtype_for(op, torch.float32), "cpu", variants=False):
         kwargs = dict(call.kwargs)
         args = list(call.args)
         changed = False

@@ -1,17 +1,35 @@
 #pragma once
-// The plan of the per-channel fake quantization ops (schemas/quantize.yaml):
-// self viewed as [outer, channels, inner] around `axis` (contiguous), with the
-// integer range. Torch-free, so the CUDA sources include it.
+// The plans of the quantization ops (schemas/quantize.yaml, quantize_affine.yaml).
+// Torch-free, so the CUDA sources include it.
 #include <cstdint>
 
 namespace opforge {
 
+// The per-channel ops: the input viewed as [outer, channels, inner] around
+// `axis` (contiguous), with the integer range.
 struct per_channel_plan {
   int64_t outer = 1;
   int64_t channels = 1;
   int64_t inner = 1;
   int64_t quant_min = 0;
   int64_t quant_max = 0;
+};
+
+// quantize_per_tensor: quantized_decomposed's float32 arithmetic,
+// clamp(round(x * inv_scale) + zero_point, quant_min, quant_max).
+struct quantize_plan {
+  int64_t numel = 0;
+  float inv_scale = 1.0f;  // float(1.0 / scale): the reciprocal in double, rounded once
+  float zero_point = 0.0f;
+  float quant_min = 0.0f;
+  float quant_max = 0.0f;
+};
+
+// dequantize_per_tensor: (x - zero_point) * scale in the output's type.
+struct dequantize_plan {
+  int64_t numel = 0;
+  double scale = 1.0;
+  int64_t zero_point = 0;
 };
 
 }  // namespace opforge

@@ -13,6 +13,21 @@ namespace opforge {
 
 namespace detail {
 
+// `sizes` viewed as [outer, channels, inner] around `axis`.
+inline per_channel_plan channel_layout(c10::IntArrayRef sizes, int64_t axis, int64_t quant_min, int64_t quant_max) {
+  per_channel_plan plan;
+  plan.channels = sizes[axis];
+  for (int64_t d = 0; d < axis; ++d) {
+    plan.outer *= sizes[d];
+  }
+  for (int64_t d = axis + 1; d < static_cast<int64_t>(sizes.size()); ++d) {
+    plan.inner *= sizes[d];
+  }
+  plan.quant_min = quant_min;
+  plan.quant_max = quant_max;
+  return plan;
+}
+
 template <typename Int>
 per_channel_plan per_channel_check(const char* op, const at::Tensor& self, const at::Tensor& scale,
                                    const at::Tensor& zero_point, int64_t axis, int64_t quant_min,
@@ -37,15 +52,7 @@ per_channel_plan per_channel_check(const char* op, const at::Tensor& self, const
                   ": expected every 'zero_point' in [quant_min, quant_max] = [", quant_min, ", ", quant_max,
                   "], got values in [", low.item<int64_t>(), ", ", high.item<int64_t>(), "]");
     }
-    plan.channels = channels;
-    for (int64_t d = 0; d < axis; ++d) {
-      plan.outer *= sizes[d];
-    }
-    for (int64_t d = axis + 1; d < self.dim(); ++d) {
-      plan.inner *= sizes[d];
-    }
-    plan.quant_min = quant_min;
-    plan.quant_max = quant_max;
+    plan = channel_layout(self.sizes(), axis, quant_min, quant_max);
   }
   return plan;
 }
