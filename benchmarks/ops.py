@@ -332,7 +332,64 @@ def _init_and_quantize_cases() -> list[Case]:
             lambda x: torch.fake_quantize_per_tensor_affine(x, *qargs),
             1.1,
         ),
+        *_integer_quantization_cases(),
     ]
+
+
+def _integer_quantization_cases() -> list[Case]:
+    """Quantize/dequantize against quantized_decomposed (what PT2E graphs call), the observer
+    against torch.aminmax, the integer products against torch._int_mm and the decomposed
+    dequantize -> linear -> quantize; no backward."""
+    from opforge.reference import _decomposed
+
+    d = _decomposed()
+    q = (0.05, 3, -128, 127, torch.int8)
+    channels = ACT[1]
+    per_channel = (lambda dev: torch.full((channels,), 0.05, device=dev),
+                   lambda dev: torch.zeros(channels, dtype=torch.int32, device=dev))  # fmt: skip
+    int8 = lambda *shape: lambda dev: torch.randint(-128, 128, shape, device=dev, dtype=torch.int8)  # noqa: E731
+    m, k, n = 512, 1024, 1024
+    linear_q = (0.05, 0, 0.01, 0, -128, 127, torch.int8)
+
+    def linear_ours(x: Any, w: Any, ws: Any, wz: Any, b: Any) -> Any:
+        return opforge.quantized_linear(x, 0.05, 0, w, ws, wz, b, 0.01, 0, -128, 127, torch.int8)
+
+    def linear_decomposed(x: Any, w: Any, ws: Any, wz: Any, b: Any) -> Any:
+        x_f = d.dequantize_per_tensor(x, 0.05, 0, -128, 127, torch.int8)
+        w_f = d.dequantize_per_channel(w, ws, wz, 0, -128, 127, torch.int8)
+        return d.quantize_per_tensor(F.linear(x_f, w_f, b), *linear_q[2:])
+
+    def observe_ours(x: Any) -> Any:
+        lo, hi = torch.tensor(-1.0, device=x.device), torch.tensor(1.0, device=x.device)
+        opforge.minmax_observer_update_(lo, hi, x)
+        return lo, hi
+
+    def observe_torch(x: Any) -> Any:
+        lo, hi = torch.aminmax(x)
+        return torch.min(lo, torch.tensor(-1.0, device=x.device)), torch.max(
+            hi, torch.tensor(1.0, device=x.device)
+        )
+
+    return [
+        Case("quantize_per_tensor", str(ACT), _randn(*ACT),
+             lambda x: opforge.quantize_per_tensor(x, *q), lambda x: d.quantize_per_tensor(x, *q),
+             1.1, target_bwd=0),
+        Case("dequantize_per_tensor", str(ACT), lambda dev: [int8(*ACT)(dev)],
+             lambda x: opforge.dequantize_per_tensor(x, *q), lambda x: d.dequantize_per_tensor(x, *q),
+             1.1, target_bwd=0),
+        Case("quantize_per_channel", str(ACT), _with(*per_channel, shape=ACT),
+             lambda x, s, z: opforge.quantize_per_channel(x, s, z, 1, -128, 127, torch.int8),
+             lambda x, s, z: d.quantize_per_channel(x, s, z, 1, -128, 127, torch.int8),
+             1.1, target_bwd=0),
+        Case("minmax_observer_update_", str(ACT), _randn(*ACT), observe_ours, observe_torch,
+             1.1, target_bwd=0),
+        Case("int8_mm", f"{m}x{k}x{n}", lambda dev: [int8(m, k)(dev), int8(k, n)(dev)],
+             opforge.int8_mm, torch._int_mm, 1.1, target_bwd=0),
+        Case("quantized_linear", f"{m}x{k}x{n}",
+             lambda dev: [int8(m, k)(dev), int8(n, k)(dev), torch.full((n,), 0.002, device=dev),
+                          torch.zeros(n, dtype=torch.int32, device=dev), torch.zeros(n, device=dev)],
+             linear_ours, linear_decomposed, 1.1, target_bwd=0),
+    ]  # fmt: skip
 
 
 def _cases() -> list[Case]:

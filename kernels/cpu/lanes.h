@@ -60,4 +60,42 @@ A lane_sum(int64_t n, F f) {
   return s;
 }
 
+// (min, max) over x[0, n) in float, NaN if any element is NaN (as torch.aminmax):
+// compares and selects per lane (NaN never wins one) plus a NaN flag per lane.
+template <typename T>
+void row_min_max(const T* x, int64_t n, float& low, float& high) {
+  float lo[k_lanes];
+  float hi[k_lanes];
+  bool nan[k_lanes];
+  for (int64_t j = 0; j < k_lanes; ++j) {
+    lo[j] = std::numeric_limits<float>::infinity();
+    hi[j] = -std::numeric_limits<float>::infinity();
+    nan[j] = false;
+  }
+  int64_t i = 0;
+  for (; i + k_lanes <= n; i += k_lanes) {
+    for (int64_t j = 0; j < k_lanes; ++j) {
+      const float v = math::cast_to<float>(x[i + j]);
+      lo[j] = v < lo[j] ? v : lo[j];
+      hi[j] = v > hi[j] ? v : hi[j];
+      nan[j] = nan[j] | (v != v);
+    }
+  }
+  bool any_nan = false;
+  for (; i < n; ++i) {
+    const float v = math::cast_to<float>(x[i]);
+    low = v < low ? v : low;
+    high = v > high ? v : high;
+    any_nan = any_nan || v != v;
+  }
+  for (int64_t j = 0; j < k_lanes; ++j) {
+    low = lo[j] < low ? lo[j] : low;
+    high = hi[j] > high ? hi[j] : high;
+    any_nan = any_nan || nan[j];
+  }
+  if (any_nan) {
+    low = high = std::numeric_limits<float>::quiet_NaN();
+  }
+}
+
 }  // namespace opforge::OPFORGE_CPU_CAPABILITY::cpu

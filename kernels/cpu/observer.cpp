@@ -9,6 +9,9 @@
 
 #include <ATen/Parallel.h>
 
+#include "lanes.h"
+
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 #include <utility>
@@ -18,16 +21,22 @@ namespace {
 
 constexpr int64_t k_grain = 32768;
 
-// (min, max) of channel c's elements j in [begin, end) of its outer * inner.
+// (min, max) of channel c's elements j in [begin, end) of its outer * inner,
+// one contiguous run of `inner` at a time.
 template <typename T>
 std::pair<float, float> extremes(const T* x, const observer_plan& plan, int64_t c, int64_t begin, int64_t end) {
   float low = INFINITY;
   float high = -INFINITY;
-  for (int64_t j = begin; j < end; ++j) {
+  for (int64_t j = begin; j < end;) {
     const int64_t o = j / plan.inner;
-    const float v = math::cast_to<float>(x[(o * plan.channels + c) * plan.inner + (j - o * plan.inner)]);
-    low = math::nan_min(low, v);
-    high = math::nan_max(high, v);
+    const int64_t i = j - o * plan.inner;
+    const int64_t len = std::min(end - j, plan.inner - i);
+    float l = INFINITY;
+    float h = -INFINITY;
+    cpu::row_min_max(x + (o * plan.channels + c) * plan.inner + i, len, l, h);
+    low = math::nan_min(low, l);
+    high = math::nan_max(high, h);
+    j += len;
   }
   return {low, high};
 }

@@ -41,9 +41,10 @@ template <typename scalar_t, typename scales_t, typename zero_points_t, typename
 void quantize_per_channel_cpu(result_t* result, const scalar_t* input, const scales_t* scales,
                               const zero_points_t* zero_points, const per_channel_plan& plan) {
   cpu::for_each_channel_run(plan.outer, plan.channels, plan.inner, k_grain, [&](int64_t run, int64_t c) {
+    const scales_t inv_scale = scales_t(1) / scales[c];
+    const zero_points_t zero_point = zero_points[c];
     for (int64_t i = run * plan.inner; i < (run + 1) * plan.inner; ++i) {
-      result[i] = math::quantize_channel<result_t>(input[i], scales[c], zero_points[c], plan.quant_min,
-                                                   plan.quant_max);
+      result[i] = math::quantize_channel<result_t>(input[i], inv_scale, zero_point, plan.quant_min, plan.quant_max);
     }
   });
 }

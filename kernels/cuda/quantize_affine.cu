@@ -41,7 +41,7 @@ struct quantize_channel_element {
   per_channel_plan plan;
   __device__ void operator()(int64_t i) const {
     const int64_t c = (i / plan.inner) % plan.channels;
-    out[i] = math::quantize_channel<Q>(x[i], scales[c], zero_points[c], plan.quant_min, plan.quant_max);
+    out[i] = math::quantize_channel<Q>(x[i], S(1) / scales[c], zero_points[c], plan.quant_min, plan.quant_max);
   }
 };
 

@@ -43,11 +43,14 @@ C10_HOST_DEVICE inline Q to_quantized(A v) {
 }
 
 // clamp(round(x * inv_scale) + zero_point, quant_min, quant_max) in A, then as
-// Q; fmax first, so NaN lands on quant_min.
+// Q; NaN lands on quant_min (as fmin(fmax(q, quant_min), quant_max), but in
+// compares and selects, which vectorize).
 template <typename Q, typename A>
 C10_HOST_DEVICE inline Q quantize_affine(A x, A inv_scale, A zero_point, A quant_min, A quant_max) {
-  const A q = std::nearbyint(x * inv_scale) + zero_point;
-  return to_quantized<Q>(std::fmin(std::fmax(q, quant_min), quant_max));
+  A q = std::nearbyint(x * inv_scale) + zero_point;
+  q = q >= quant_min ? q : quant_min;
+  q = q > quant_max ? quant_max : q;
+  return to_quantized<Q>(q);
 }
 
 // (x.to(T) - zero_point) * scale with T's rounding after each step (ATen
@@ -60,10 +63,10 @@ C10_HOST_DEVICE inline T dequantize_affine(Q x, double scale, int64_t zero_point
 }
 
 // quantized_decomposed.quantize_per_channel's element: the scales' type S
-// (float32 or float64) is the compute type, 1 / scale rounded to it.
+// (float32 or float64) is the compute type, inv_scale = S(1) / scale.
 template <typename Q, typename T, typename S, typename Z>
-C10_HOST_DEVICE inline Q quantize_channel(T x, S scale, Z zero_point, int64_t quant_min, int64_t quant_max) {
-  return quantize_affine<Q, S>(static_cast<S>(cast_to<float>(x)), S(1) / scale, static_cast<S>(zero_point),
+C10_HOST_DEVICE inline Q quantize_channel(T x, S inv_scale, Z zero_point, int64_t quant_min, int64_t quant_max) {
+  return quantize_affine<Q, S>(static_cast<S>(cast_to<float>(x)), inv_scale, static_cast<S>(zero_point),
                                static_cast<S>(quant_min), static_cast<S>(quant_max));
 }
 
