@@ -332,14 +332,15 @@ def _init_and_quantize_cases() -> list[Case]:
             lambda x: torch.fake_quantize_per_tensor_affine(x, *qargs),
             1.1,
         ),
-        *_integer_quantization_cases(),
+        *_quantization_and_pruning_cases(),
     ]
 
 
-def _integer_quantization_cases() -> list[Case]:
+def _quantization_and_pruning_cases() -> list[Case]:
     """Quantize/dequantize against quantized_decomposed (what PT2E graphs call), the observer
     against torch.aminmax, the integer products against torch._int_mm and the decomposed
-    dequantize -> linear -> quantize; no backward."""
+    dequantize -> linear -> quantize, the pruning criteria against torch.nn.utils.prune's;
+    no backward."""
     from opforge.reference import _decomposed
 
     d = _decomposed()
@@ -348,6 +349,9 @@ def _integer_quantization_cases() -> list[Case]:
     per_channel = (lambda dev: torch.full((channels,), 0.05, device=dev),
                    lambda dev: torch.zeros(channels, dtype=torch.int32, device=dev))  # fmt: skip
     int8 = lambda *shape: lambda dev: torch.randint(-128, 128, shape, device=dev, dtype=torch.int8)  # noqa: E731
+    from torch.nn.utils import prune
+
+    conv_w = (512, 512, 3, 3)
     m, k, n = 512, 1024, 1024
     linear_q = (0.05, 0, 0.01, 0, -128, 127, torch.int8)
 
@@ -382,6 +386,13 @@ def _integer_quantization_cases() -> list[Case]:
              lambda x, s, z: d.quantize_per_channel(x, s, z, 1, -128, 127, torch.int8),
              1.1, target_bwd=0),
         Case("minmax_observer_update_", str(ACT), _randn(*ACT), observe_ours, observe_torch,
+             1.1, target_bwd=0),
+        Case("channel_norm", str(conv_w), _randn(*conv_w),
+             lambda w: opforge.channel_norm(w, 1.0, 0),
+             lambda w: torch.linalg.vector_norm(w, 1.0, dim=[1, 2, 3]), 1.1, target_bwd=0),
+        Case("ln_structured_mask", str(conv_w), _randn(*conv_w),
+             lambda w: opforge.ln_structured_mask(w, 0.5, 1.0, 0),
+             lambda w: prune.LnStructured(0.5, 1.0, dim=0).compute_mask(w, torch.ones_like(w)),
              1.1, target_bwd=0),
         Case("int8_mm", f"{m}x{k}x{n}", lambda dev: [int8(m, k)(dev), int8(k, n)(dev)],
              opforge.int8_mm, torch._int_mm, 1.1, target_bwd=0),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from itertools import groupby
 from pathlib import Path
@@ -26,8 +27,26 @@ def _env() -> jinja2.Environment:
         keep_trailing_newline=True,
         autoescape=False,
     )
-    env.filters["pyrepr"] = repr
+    env.filters["pyrepr"] = python_literal
     return env
+
+
+def python_literal(value: Any) -> str:
+    """repr() that stays valid Python for YAML's non-finite floats (`.inf`, `.nan`)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f'float("{value}")'
+    if isinstance(value, dict):
+        return (
+            "{"
+            + ", ".join(f"{python_literal(k)}: {python_literal(v)}" for k, v in value.items())
+            + "}"
+        )
+    if isinstance(value, (list, tuple)):
+        items = [python_literal(v) for v in value]
+        if isinstance(value, tuple):
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        return "[" + ", ".join(items) + "]"
+    return repr(value)
 
 
 def _render(template: str, context: dict[str, Any]) -> str:

@@ -1263,6 +1263,27 @@ def quantized_linear(
     return q.to(dtype).reshape(*input.shape[:-1], weight.shape[0])
 
 
+# --- Pruning --------------------------------------------------------------------------------
+
+
+def channel_norm(weight: Tensor, p: float, dim: int) -> Tensor:
+    dim = dim % weight.dim()
+    others = [d for d in range(weight.dim()) if d != dim]
+    if not others:  # a 1-D weight: each slice is one element
+        return weight.abs()
+    return torch.linalg.vector_norm(weight, ord=p, dim=others)
+
+
+def ln_structured_mask(weight: Tensor, amount: float, n: float, dim: int) -> Tensor:
+    """torch.nn.utils.prune's mask, on the float64 weight (tie-free norms: the op ranks
+    unrounded norms)."""
+    from torch.nn.utils import prune
+
+    method = prune.LnStructured(amount, n, dim=dim)
+    wide = weight.double()
+    return method.compute_mask(wide, torch.ones_like(wide)).to(weight.dtype)  # type: ignore[no-any-return]
+
+
 # --- Optimizer steps -----------------------------------------------------------------------
 # References of the fused multi-tensor steps: torch.optim's single-tensor (foreach=False)
 # math, one tensor at a time, mutating the given lists and returning None. A fused kernel

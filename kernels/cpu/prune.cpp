@@ -1,0 +1,102 @@
+// CPU kernels of the structured pruning ops (structured ops, Note [Structured
+// ops]): each channel's Lp norm over the other dims (in parallel over the
+// channels, accumulated in double for float data), then ln_structured_mask's
+// ranking of the norms (opforge/prune_plan.h) and its 0/1 mask.
+#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/math/opmath.h>
+#include <opforge/prune_plan.h>
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <vector>
+
+#include "channel_runs.h"
+
+namespace opforge::OPFORGE_CPU_CAPABILITY {
+namespace {
+
+constexpr int64_t k_grain = 32768;
+
+// sum_i term(|x_i|) over one run, in k_lanes independent accumulators so the
+// loop vectorizes without -ffast-math (opforge/cpu/lanes.h's pattern).
+template <typename A, typename T, typename Term>
+A run_sum(const T* x, int64_t n, Term term) {
+  constexpr int64_t k_lanes = 8;
+  A lanes[k_lanes] = {};
+  int64_t i = 0;
+  for (; i + k_lanes <= n; i += k_lanes) {
+    for (int64_t j = 0; j < k_lanes; ++j) {
+      lanes[j] += term(std::abs(math::cast_to<A>(x[i + j])));
+    }
+  }
+  A total = 0;
+  for (; i < n; ++i) {
+    total += term(std::abs(math::cast_to<A>(x[i])));
+  }
+  for (int64_t j = 0; j < k_lanes; ++j) {
+    total += lanes[j];
+  }
+  return total;
+}
+
+// Channel c's norm accumulation over its outer runs, the order's branch hoisted.
+template <typename A, typename T>
+A channel_total(const T* weight, const channel_norm_plan& plan, int64_t c) {
+  A total = 0;
+  for (int64_t o = 0; o < plan.outer; ++o) {
+    const T* run = weight + (o * plan.channels + c) * plan.inner;
+    if (std::isinf(plan.p)) {
+      for (int64_t i = 0; i < plan.inner; ++i) {
+        const A m = std::abs(math::cast_to<A>(run[i]));
+        total = m > total || m != m ? m : total;
+      }
+    } else if (plan.p == 1.0) {
+      total += run_sum<A>(run, plan.inner, [](A m) { return m; });
+    } else if (plan.p == 2.0) {
+      total += run_sum<A>(run, plan.inner, [](A m) { return m * m; });
+    } else {
+      total += run_sum<A>(run, plan.inner, [&](A m) { return norm_term(m, plan.p); });
+    }
+  }
+  return total;
+}
+
+// The channels' norms, as Out (the op's dtype, or the accumulation type to rank in).
+template <typename T, typename Out>
+void channel_norms(Out* norms, const T* weight, const channel_norm_plan& plan) {
+  using A = math::sum_acc_t<T>;
+  at::parallel_for(0, plan.channels, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      norms[c] = math::cast_to<Out>(norm_finish(channel_total<A>(weight, plan, c), plan.p));
+    }
+  });
+}
+
+}  // namespace
+
+template <typename scalar_t>
+void channel_norm_cpu(scalar_t* result, const scalar_t* weight, const channel_norm_plan& plan) {
+  channel_norms(result, weight, plan);
+}
+
+template <typename scalar_t>
+void ln_structured_mask_cpu(scalar_t* result, const scalar_t* weight, const channel_norm_plan& plan) {
+  // Ranked unrounded (torch ranks the dtype-rounded norms, whose ties it orders arbitrarily).
+  std::vector<math::sum_acc_t<scalar_t>> norms(static_cast<size_t>(plan.channels));
+  channel_norms(norms.data(), weight, plan);
+  std::vector<char> kept(static_cast<size_t>(plan.channels));
+  at::parallel_for(0, plan.channels, 64, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      kept[c] = kept_channel(norms.data(), plan.channels, c, plan.keep) ? 1 : 0;
+    }
+  });
+  cpu::for_each_channel_run(plan.outer, plan.channels, plan.inner, k_grain, [&](int64_t run, int64_t c) {
+    const auto value = math::cast_to<scalar_t>(kept[c] ? 1.0f : 0.0f);
+    for (int64_t i = run * plan.inner; i < (run + 1) * plan.inner; ++i) {
+      result[i] = value;
+    }
+  });
+}
+
+}  // namespace opforge::OPFORGE_CPU_CAPABILITY

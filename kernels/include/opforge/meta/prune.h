@@ -1,0 +1,68 @@
+#pragma once
+// Meta functions of the structured pruning ops (schemas/prune.yaml; Note
+// [Structured ops] in opforge/structured.h): torch.nn.utils.prune.ln_structured's
+// checks and rounding, the outputs and the plan.
+#include <opforge/checks.h>
+#include <opforge/prune_plan.h>
+#include <opforge/structured.h>
+
+#include <c10/util/Exception.h>
+
+#include <cmath>
+
+namespace opforge {
+
+namespace detail {
+
+template <typename Int>
+channel_norm_plan channel_norm_check(const char* op, const at::Tensor& weight, double p, int64_t& dim) {
+  const int64_t dims = weight.dim();
+  TORCH_CHECK_INDEX(dims > 0 && dim >= -dims && dim < dims, op, ": expected 'dim' in [", -dims, ", ", dims,
+                    ") (a dim of the weight), got ", dim, dims == 0 ? " (the weight is 0-d)" : "");
+  dim = dim < 0 ? dim + dims : dim;
+  TORCH_CHECK(p > 0.0, op, ": expected the norm's order > 0 (or inf), got ", p);
+  channel_norm_plan plan;
+  if constexpr (structured::concrete<Int>) {
+    const c10::IntArrayRef sizes = weight.sizes();
+    plan.channels = sizes[dim];
+    for (int64_t d = 0; d < dim; ++d) {
+      plan.outer *= sizes[d];
+    }
+    for (int64_t d = dim + 1; d < dims; ++d) {
+      plan.inner *= sizes[d];
+    }
+    plan.p = p;
+    // CUDA: the norms (8 bytes each: the accumulation type), then a keep flag per channel.
+    plan.workspace_bytes = plan.channels * 9;
+  }
+  return plan;
+}
+
+}  // namespace detail
+
+template <typename Int>
+structured::result<Int, 1, channel_norm_plan> channel_norm_meta(const char* op, const at::Tensor& weight, double p,
+                                                                int64_t dim) {
+  structured::result<Int, 1, channel_norm_plan> r{};
+  r.plan = detail::channel_norm_check<Int>(op, weight, p, dim);
+  r.outputs[0] = {{structured::sizes_of<Int>(weight)[dim]}, weight.scalar_type()};
+  return r;
+}
+
+template <typename Int>
+structured::result<Int, 1, channel_norm_plan> ln_structured_mask_meta(const char* op, const at::Tensor& weight,
+                                                                      double amount, double n, int64_t dim) {
+  TORCH_CHECK(amount >= 0.0 && amount <= 1.0, op, ": expected 'amount' in [0, 1] (the fraction of channels to prune), got ",
+              amount);
+  structured::result<Int, 1, channel_norm_plan> r{{structured::like<Int>(weight)}};
+  r.plan = detail::channel_norm_check<Int>(op, weight, n, dim);
+  if constexpr (structured::concrete<Int>) {
+    // Python's round (half to even), as torch's _compute_nparams_toprune.
+    const auto pruned = static_cast<int64_t>(std::nearbyint(amount * static_cast<double>(r.plan.channels)));
+    r.plan.keep = r.plan.channels - pruned;
+  }
+  structured::follow_layout(r, structured::layout_of(weight));
+  return r;
+}
+
+}  // namespace opforge
