@@ -59,6 +59,14 @@ inline dim_split split_at_dim(c10::IntArrayRef sizes, int64_t dim) {
   return s;
 }
 
+// A per-channel op's channel dim (negative counts from the end): a dim of an
+// input of at least one dim.
+inline int64_t channel_dim(std::string_view op, std::string_view arg, int64_t dim, int64_t ndim) {
+  TORCH_CHECK_INDEX(ndim > 0 && dim >= -ndim && dim < ndim, op, ": expected '", arg, "' in [", -ndim, ", ", ndim,
+                    ") (a dim of the ", ndim, "-D input), got ", dim);
+  return dim < 0 ? dim + ndim : dim;
+}
+
 // The [outer, size, inner] split around a possibly negative `dim`, checked;
 // a 0-d tensor is one row of length 1 (softmax-style ops along one dim).
 inline dim_split split_along(std::string_view op, c10::IntArrayRef sizes, int64_t dim) {

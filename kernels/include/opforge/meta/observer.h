@@ -3,6 +3,7 @@
 // [Structured ops] in opforge/structured.h): torch.ao.quantization's checks and
 // the plans.
 #include <opforge/checks.h>
+#include <opforge/dims.h>
 #include <opforge/observer_plan.h>
 #include <opforge/structured.h>
 
@@ -68,12 +69,9 @@ structured::result<Int, 0, observer_plan> minmax_observer_update_meta(const char
   check::same_shape(op, "max_val", max_val, "min_val", min_val);
   TORCH_CHECK(!averaging_constant.has_value() || (*averaging_constant > 0.0 && *averaging_constant <= 1.0), op,
               ": expected 'averaging_constant' in (0, 1], got ", averaging_constant.value_or(0.0));
-  const int64_t dims = x.dim();
   int64_t axis = 0;
   if (ch_axis.has_value()) {
-    TORCH_CHECK_INDEX(dims > 0 && *ch_axis >= -dims && *ch_axis < dims, op, ": expected 'ch_axis' in [", -dims,
-                      ", ", dims, ") (a dim of x), got ", *ch_axis);
-    axis = *ch_axis < 0 ? *ch_axis + dims : *ch_axis;
+    axis = channel_dim(op, "ch_axis", *ch_axis, x.dim());
     TORCH_CHECK(min_val.dim() == 1 && min_val.sym_sizes()[0] == x.sym_sizes()[axis], op,
                 ": expected 'min_val' and 'max_val' of x.size(ch_axis) = ", x.sym_sizes()[axis],
                 " values (1-D), got shape ", min_val.sym_sizes());
@@ -85,15 +83,11 @@ structured::result<Int, 0, observer_plan> minmax_observer_update_meta(const char
   }
   structured::result<Int, 0, observer_plan> r{};
   if constexpr (structured::concrete<Int>) {
-    const c10::IntArrayRef sizes = x.sizes();
     if (ch_axis.has_value()) {
-      r.plan.channels = sizes[axis];
-      for (int64_t d = 0; d < axis; ++d) {
-        r.plan.outer *= sizes[d];
-      }
-      for (int64_t d = axis + 1; d < dims; ++d) {
-        r.plan.inner *= sizes[d];
-      }
+      const dim_split split = split_at_dim(x.sizes(), axis);
+      r.plan.outer = split.outer;
+      r.plan.channels = split.size;
+      r.plan.inner = split.inner;
     } else {
       r.plan.inner = x.numel();
     }

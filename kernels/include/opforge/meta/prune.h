@@ -3,6 +3,7 @@
 // [Structured ops] in opforge/structured.h): torch.nn.utils.prune.ln_structured's
 // checks and rounding, the outputs and the plan.
 #include <opforge/checks.h>
+#include <opforge/dims.h>
 #include <opforge/prune_plan.h>
 #include <opforge/structured.h>
 
@@ -16,21 +17,14 @@ namespace detail {
 
 template <typename Int>
 channel_norm_plan channel_norm_check(const char* op, const at::Tensor& weight, double p, int64_t& dim) {
-  const int64_t dims = weight.dim();
-  TORCH_CHECK_INDEX(dims > 0 && dim >= -dims && dim < dims, op, ": expected 'dim' in [", -dims, ", ", dims,
-                    ") (a dim of the weight), got ", dim, dims == 0 ? " (the weight is 0-d)" : "");
-  dim = dim < 0 ? dim + dims : dim;
+  dim = channel_dim(op, "dim", dim, weight.dim());
   TORCH_CHECK(p > 0.0, op, ": expected the norm's order > 0 (or inf), got ", p);
   channel_norm_plan plan;
   if constexpr (structured::concrete<Int>) {
-    const c10::IntArrayRef sizes = weight.sizes();
-    plan.channels = sizes[dim];
-    for (int64_t d = 0; d < dim; ++d) {
-      plan.outer *= sizes[d];
-    }
-    for (int64_t d = dim + 1; d < dims; ++d) {
-      plan.inner *= sizes[d];
-    }
+    const dim_split split = split_at_dim(weight.sizes(), dim);
+    plan.outer = split.outer;
+    plan.channels = split.size;
+    plan.inner = split.inner;
     plan.p = p;
     // CUDA: the norms (8 bytes each: the accumulation type), then a keep flag per channel.
     plan.workspace_bytes = plan.channels * 9;

@@ -3,6 +3,7 @@
 // ops] in opforge/structured.h): ATen's checks of torch.fake_quantize_per_
 // channel_affine, an output like self (its memory format kept) and the plan.
 #include <opforge/checks.h>
+#include <opforge/dims.h>
 #include <opforge/quantize_plan.h>
 #include <opforge/structured.h>
 
@@ -15,17 +16,8 @@ namespace detail {
 
 // `sizes` viewed as [outer, channels, inner] around `axis`.
 inline per_channel_plan channel_layout(c10::IntArrayRef sizes, int64_t axis, int64_t quant_min, int64_t quant_max) {
-  per_channel_plan plan;
-  plan.channels = sizes[axis];
-  for (int64_t d = 0; d < axis; ++d) {
-    plan.outer *= sizes[d];
-  }
-  for (int64_t d = axis + 1; d < static_cast<int64_t>(sizes.size()); ++d) {
-    plan.inner *= sizes[d];
-  }
-  plan.quant_min = quant_min;
-  plan.quant_max = quant_max;
-  return plan;
+  const dim_split split = split_at_dim(sizes, axis);
+  return {split.outer, split.size, split.inner, quant_min, quant_max};
 }
 
 template <typename Int>

@@ -59,10 +59,7 @@ structured::result<Int, 1, per_channel_plan> per_channel_result(const char* op, 
                                                                  const std::optional<at::Tensor>& zero_points,
                                                                  int64_t axis, int64_t quant_min, int64_t quant_max,
                                                                  at::ScalarType out_dtype) {
-  const int64_t dims = input.dim();
-  TORCH_CHECK_INDEX(dims > 0 && axis >= -dims && axis < dims, op, ": expected 'axis' in [", -dims, ", ", dims,
-                    ") (a dim of input), got ", axis, dims == 0 ? " (input is 0-d)" : "");
-  axis = axis < 0 ? axis + dims : axis;
+  axis = channel_dim(op, "axis", axis, input.dim());
   const Int channels = structured::sizes_of<Int>(input)[axis];
   const auto one_per_channel = [&](const char* arg, const at::Tensor& t) {
     TORCH_CHECK(t.dim() == 1 && structured::sizes_of<Int>(t)[0] == channels, op, ": expected '", arg,
