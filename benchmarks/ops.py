@@ -363,6 +363,31 @@ def _quantization_and_pruning_cases() -> list[Case]:
         w_f = d.dequantize_per_channel(w, ws, wz, 0, -128, 127, torch.int8)
         return d.quantize_per_tensor(F.linear(x_f, w_f, b), *linear_q[2:])
 
+    # A MobileNet-sized layer pair: a 3x3 depthwise and a 1x1 pointwise conv on 56x56.
+    conv_q = (0.05, 0, 0.01, 0, -128, 127, torch.int8)
+
+    def conv_ours(groups: int, padding: int) -> Any:
+        def run(x: Any, w: Any, ws: Any, wz: Any, b: Any) -> Any:
+            return opforge.quantized_conv2d(
+                x, 0.05, 0, w, ws, wz, b, *conv_q[2:], 1, padding, 1, groups
+            )
+
+        return run
+
+    def conv_decomposed(groups: int, padding: int) -> Any:
+        def run(x: Any, w: Any, ws: Any, wz: Any, b: Any) -> Any:
+            x_f = d.dequantize_per_tensor(x, 0.05, 0, -128, 127, torch.int8)
+            w_f = d.dequantize_per_channel(w, ws, wz, 0, -128, 127, torch.int8)
+            y = F.conv2d(x_f, w_f, b, 1, padding, 1, groups)
+            return d.quantize_per_tensor(y, *conv_q[2:])
+
+        return run
+
+    def conv_inputs(x_shape: tuple[int, ...], w_shape: tuple[int, ...]) -> Any:
+        c = w_shape[0]
+        return lambda dev: [int8(*x_shape)(dev), int8(*w_shape)(dev), torch.full((c,), 0.002, device=dev),
+                            torch.zeros(c, dtype=torch.int32, device=dev), torch.zeros(c, device=dev)]  # fmt: skip
+
     def observe_ours(x: Any) -> Any:
         lo, hi = torch.tensor(-1.0, device=x.device), torch.tensor(1.0, device=x.device)
         opforge.minmax_observer_update_(lo, hi, x)
@@ -400,6 +425,15 @@ def _quantization_and_pruning_cases() -> list[Case]:
              lambda dev: [int8(m, k)(dev), int8(n, k)(dev), torch.full((n,), 0.002, device=dev),
                           torch.zeros(n, dtype=torch.int32, device=dev), torch.zeros(n, device=dev)],
              linear_ours, linear_decomposed, 1.1, target_bwd=0),
+        Case("quantized_conv2d", "depthwise 3x3 (8, 64, 56, 56)",
+             conv_inputs((8, 64, 56, 56), (64, 1, 3, 3)), conv_ours(64, 1), conv_decomposed(64, 1),
+             1.1, target_bwd=0),
+        Case("quantized_conv2d", "pointwise (8, 64, 56, 56) -> 128",
+             conv_inputs((8, 64, 56, 56), (128, 64, 1, 1)), conv_ours(1, 0), conv_decomposed(1, 0),
+             1.1, target_bwd=0),
+        Case("quantized_conv2d", "3x3 (8, 64, 28, 28) -> 64",
+             conv_inputs((8, 64, 28, 28), (64, 64, 3, 3)), conv_ours(1, 1), conv_decomposed(1, 1),
+             1.1, target_bwd=0),
     ]  # fmt: skip
 
 

@@ -4,7 +4,9 @@
   (3x3 depthwise conv -> BN -> ReLU, 1x1 pointwise conv -> BN -> ReLU) after a
   strided stem, global average pooling and a linear classifier. `fused()` folds
   every BN into its convolution (`fold_conv_bn`) and runs each conv + bias + ReLU
-  as one `conv2d_bias_act`: the deployment form of the same network.
+  as one `conv2d_bias_act`: the deployment form of the same network; `quantized()`
+  is its post-training int8 form (`quantized_conv2d` stages, a `quantized_linear`
+  classifier; calibration with the min/max observer).
 - `SPPNet`: an SPP-Net-style classifier (conv, ReLU, local response norm, max
   pool, conv, spatial pyramid pooling, linear, dropout, log_softmax). The
   pyramid makes the classifier input size independent of the image size.
@@ -18,12 +20,13 @@ computation is opforge's. tests/models/ checks both against equivalent
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import torch
 from torch import Tensor, nn
 
 import opforge
+from opforge.quantization import ACTIVATION_RANGE, MinMaxObserver, quantize_weight
 
 
 def _conv_weight(c_out: int, c_in_per_group: int, k: int) -> nn.Parameter:
@@ -60,8 +63,9 @@ class ConvBN(nn.Module):
         )
         return opforge.relu(y)
 
-    def fused(self) -> Callable[[Tensor], Tensor]:
-        """Inference form: BN folded into the weights, conv + bias + ReLU in one op."""
+    @torch.no_grad()
+    def folded(self) -> tuple[Tensor, Tensor]:
+        """The eval-mode (weight, bias) of the convolution with BN folded in."""
         weight, bias = opforge.fold_conv_bn(
             self.weight.detach(),
             None,
@@ -71,10 +75,34 @@ class ConvBN(nn.Module):
             self.running_var,
             self.eps,
         )
+        return weight, bias
+
+    def fused(self) -> Callable[[Tensor], Tensor]:
+        """Inference form: BN folded into the weights, conv + bias + ReLU in one op."""
+        weight, bias = self.folded()
         stride, padding, groups = self.stride, self.padding, self.groups
 
         def run(x: Tensor) -> Tensor:
             return opforge.conv2d_bias_act(x, weight, bias, stride, padding, 1, groups, "relu")
+
+        return run
+
+    def quantized(
+        self, input_qparams: tuple[float, int], output_qparams: tuple[float, int]
+    ) -> Callable[[Tensor], Tensor]:
+        """int8 form: the folded weights per channel, a uint8 input and result per tensor; the
+        ReLU is the result's range (quant_min = the zero point clamps negatives to 0)."""
+        weight, bias = self.folded()
+        w = quantize_weight(weight)
+        (s_in, z_in), (s_out, z_out) = input_qparams, output_qparams
+        stride, padding, groups = self.stride, self.padding, self.groups
+        _, q_max, dtype = ACTIVATION_RANGE
+
+        def run(xq: Tensor) -> Tensor:
+            return opforge.quantized_conv2d(
+                xq, s_in, z_in, w.values, w.scales, w.zero_points, bias, s_out, z_out,
+                z_out, q_max, dtype, stride, padding, 1, groups,
+            )  # fmt: skip
 
         return run
 
@@ -120,6 +148,49 @@ class MobileNetBlocks(nn.Module):
             for stage in stages:
                 x = stage(x)
             return self._head(x)
+
+        return run
+
+    @torch.no_grad()
+    def quantized(self, calibration: Iterable[Tensor]) -> Callable[[Tensor], Tensor]:
+        """Post-training int8 quantization of the eval-mode network; returns float logits.
+
+        Calibration runs the fused float network on the `calibration` batches, observing the
+        range of the input, of every conv stage's result, of the pooled features and of the
+        logits (`MinMaxObserver`). The int8 network then quantizes the input once (uint8 per
+        tensor), runs every conv-BN-ReLU as one `quantized_conv2d` (BN folded, weights int8
+        per output channel, int32 accumulators requantized to the next stage's uint8
+        parameters), dequantizes for the global average pool and runs the classifier as a
+        `quantized_linear`.
+        """
+        convs = [layer for layer in self.layers if isinstance(layer, ConvBN)]
+        float_stages = [conv.fused() for conv in convs]
+        observers = [MinMaxObserver() for _ in range(len(convs) + 3)]
+        for x in calibration:
+            observers[0].observe(x)
+            for stage, observer in zip(float_stages, observers[1:], strict=False):
+                x = observer.observe(stage(x))
+            pooled = observers[-2].observe(opforge.adaptive_avg_pool2d(x, [1, 1]).flatten(1))
+            observers[-1].observe(opforge.linear(pooled, self.fc_weight, self.fc_bias))
+        qparams = [observer.qparams() for observer in observers]
+        stages = [conv.quantized(qparams[i], qparams[i + 1]) for i, conv in enumerate(convs)]
+        (s_in, z_in), (s_x, z_x) = qparams[0], qparams[len(convs)]
+        (s_pool, z_pool), (s_out, z_out) = qparams[-2], qparams[-1]
+        fc = quantize_weight(self.fc_weight.detach())
+        fc_bias = self.fc_bias.detach()
+
+        def run(x: Tensor) -> Tensor:
+            xq = opforge.quantize_per_tensor(x, s_in, z_in, *ACTIVATION_RANGE)
+            for stage in stages:
+                xq = stage(xq)
+            features = opforge.dequantize_per_tensor(xq, s_x, z_x, *ACTIVATION_RANGE)
+            pooled = opforge.adaptive_avg_pool2d(features, [1, 1]).flatten(1)
+            pq = opforge.quantize_per_tensor(pooled, s_pool, z_pool, *ACTIVATION_RANGE)
+            yq = opforge.quantized_linear(
+                pq, s_pool, z_pool, fc.values, fc.scales, fc.zero_points, fc_bias,
+                s_out, z_out, *ACTIVATION_RANGE,
+            )  # fmt: skip
+            return opforge.dequantize_per_tensor(yq, s_out, z_out, *ACTIVATION_RANGE)
 
         return run
 

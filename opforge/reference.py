@@ -1263,6 +1263,37 @@ def quantized_linear(
     return q.to(dtype).reshape(*input.shape[:-1], weight.shape[0])
 
 
+def quantized_conv2d(
+    input: Tensor,
+    input_scale: float,
+    input_zero_point: int,
+    weight: Tensor,
+    weight_scales: Tensor,
+    weight_zero_points: Tensor,
+    bias: Tensor | None,
+    output_scale: float,
+    output_zero_point: int,
+    quant_min: int,
+    quant_max: int,
+    dtype: torch.dtype,
+    stride: int | list[int] = 1,
+    padding: int | list[int] = 0,
+    dilation: int | list[int] = 1,
+    groups: int = 1,
+) -> Tensor:
+    """The op's definition in float64: a convolution of the zero-point-shifted integers
+    (exact: every partial sum is an integer below 2^53), one requantization."""
+    x = input.double() - input_zero_point
+    w = weight.double() - weight_zero_points.double()[:, None, None, None]
+    acc = torch.nn.functional.conv2d(x, w, None, stride, padding, dilation, groups)
+    channel = (-1, 1, 1)
+    v = acc * (input_scale * weight_scales.double()).reshape(channel)
+    if bias is not None:
+        v = v + bias.double().reshape(channel)
+    q = torch.clamp(torch.round(v / output_scale) + output_zero_point, quant_min, quant_max)
+    return q.to(dtype)
+
+
 # --- Pruning --------------------------------------------------------------------------------
 
 

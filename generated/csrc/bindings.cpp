@@ -105,6 +105,7 @@
 #include <opforge/ops/prelu_backward.h>
 #include <opforge/ops/quantize_per_channel.h>
 #include <opforge/ops/quantize_per_tensor.h>
+#include <opforge/ops/quantized_conv2d.h>
 #include <opforge/ops/quantized_linear.h>
 #include <opforge/ops/relu.h>
 #include <opforge/ops/relu_backward.h>
@@ -2159,6 +2160,36 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("quant_min"),
       pybind11::arg("quant_max"),
       pybind11::arg("dtype")
+      );
+  m.def(
+      "quantized_conv2d",
+      [](const at::Tensor& input, double input_scale, int64_t input_zero_point, const at::Tensor& weight, const at::Tensor& weight_scales, const at::Tensor& weight_zero_points, const std::optional<at::Tensor>& bias, double output_scale, int64_t output_zero_point, int64_t quant_min, int64_t quant_max, at::ScalarType dtype, pybind11::handle stride, pybind11::handle padding, pybind11::handle dilation, int64_t groups) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
+        auto stride_list = opforge::bindings::int_list(stride, 2, "opforge.quantized_conv2d", "stride");
+        auto padding_list = opforge::bindings::int_list(padding, 2, "opforge.quantized_conv2d", "padding");
+        auto dilation_list = opforge::bindings::int_list(dilation, 2, "opforge.quantized_conv2d", "dilation");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::quantized_conv2d(input, input_scale, input_zero_point, weight, weight_scales, weight_zero_points, bias, output_scale, output_zero_point, quant_min, quant_max, dtype, c10::fromIntArrayRefSlow(stride_list), c10::fromIntArrayRefSlow(padding_list), c10::fromIntArrayRefSlow(dilation_list), c10::SymInt(groups));
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      pybind11::arg("input"),
+      pybind11::arg("input_scale"),
+      pybind11::arg("input_zero_point"),
+      pybind11::arg("weight"),
+      pybind11::arg("weight_scales"),
+      pybind11::arg("weight_zero_points"),
+      pybind11::arg("bias"),
+      pybind11::arg("output_scale"),
+      pybind11::arg("output_zero_point"),
+      pybind11::arg("quant_min"),
+      pybind11::arg("quant_max"),
+      pybind11::arg("dtype"),
+      pybind11::arg("stride"),
+      pybind11::arg("padding"),
+      pybind11::arg("dilation"),
+      pybind11::arg("groups")
       );
   m.def(
       "quantized_linear",

@@ -100,6 +100,7 @@
 #include <opforge/ops/prelu_backward.h>
 #include <opforge/ops/quantize_per_channel.h>
 #include <opforge/ops/quantize_per_tensor.h>
+#include <opforge/ops/quantized_conv2d.h>
 #include <opforge/ops/quantized_linear.h>
 #include <opforge/ops/relu.h>
 #include <opforge/ops/relu_backward.h>
@@ -404,6 +405,11 @@ cudaError_t quantize_per_channel_cuda(result_t* result, const scalar_t* input, c
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t, typename result_t>
 cudaError_t quantize_per_tensor_cuda(result_t* result, const scalar_t* input, const opforge::quantize_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t, typename weight_zero_points_t, typename result_t>
+cudaError_t quantized_conv2d_cuda(result_t* result, const scalar_t* input, const int8_t* weight, const float* weight_scales, const weight_zero_points_t* weight_zero_points, const float* bias, const opforge::quantized_conv2d_plan& plan, cudaStream_t stream);
 
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
@@ -1660,6 +1666,13 @@ at::Tensor opforge::ops::quantize_per_tensor(const at::Tensor& input, double sca
   return op.call(input, scale, zero_point, quant_min, quant_max, dtype);
 }
 
+at::Tensor opforge::ops::quantized_conv2d(const at::Tensor& input, double input_scale, int64_t input_zero_point, const at::Tensor& weight, const at::Tensor& weight_scales, const at::Tensor& weight_zero_points, const std::optional<at::Tensor>& bias, double output_scale, int64_t output_zero_point, int64_t quant_min, int64_t quant_max, at::ScalarType dtype, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::quantized_conv2d", "")
+      .typed<at::Tensor(const at::Tensor&, double, int64_t, const at::Tensor&, const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, double, int64_t, int64_t, int64_t, at::ScalarType, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymIntArrayRef, c10::SymInt)>();
+  return op.call(input, input_scale, input_zero_point, weight, weight_scales, weight_zero_points, bias, output_scale, output_zero_point, quant_min, quant_max, dtype, stride, padding, dilation, groups);
+}
+
 at::Tensor opforge::ops::quantized_linear(const at::Tensor& input, double input_scale, int64_t input_zero_point, const at::Tensor& weight, const at::Tensor& weight_scales, const at::Tensor& weight_zero_points, const std::optional<at::Tensor>& bias, double output_scale, int64_t output_zero_point, int64_t quant_min, int64_t quant_max, at::ScalarType dtype) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::quantized_linear", "")
@@ -2028,6 +2041,7 @@ TORCH_LIBRARY(opforge_cuda_sim, m) {
   m.def(R"schema(prelu_backward(Tensor grad_output, Tensor self, Tensor weight) -> (Tensor, Tensor))schema");
   m.def(R"schema(quantize_per_channel(Tensor input, Tensor scales, Tensor zero_points, int axis, int quant_min, int quant_max, ScalarType dtype) -> Tensor)schema");
   m.def(R"schema(quantize_per_tensor(Tensor input, float scale, int zero_point, int quant_min, int quant_max, ScalarType dtype) -> Tensor)schema");
+  m.def(R"schema(quantized_conv2d(Tensor input, float input_scale, int input_zero_point, Tensor weight, Tensor weight_scales, Tensor weight_zero_points, Tensor? bias, float output_scale, int output_zero_point, int quant_min, int quant_max, ScalarType dtype, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor)schema");
   m.def(R"schema(quantized_linear(Tensor input, float input_scale, int input_zero_point, Tensor weight, Tensor weight_scales, Tensor weight_zero_points, Tensor? bias, float output_scale, int output_zero_point, int quant_min, int quant_max, ScalarType dtype) -> Tensor)schema");
   m.def(R"schema(relu(Tensor self) -> Tensor)schema");
   m.def(R"schema(relu_backward(Tensor grad_output, Tensor output) -> Tensor)schema");
@@ -4774,6 +4788,42 @@ at::Tensor quantize_per_tensor_cuda_simulated(const at::Tensor& input, double sc
   return result;
 }
 
+at::Tensor quantized_conv2d_cuda_simulated(const at::Tensor& input, double input_scale, int64_t input_zero_point, const at::Tensor& weight, const at::Tensor& weight_scales, const at::Tensor& weight_zero_points, const std::optional<at::Tensor>& bias, double output_scale, int64_t output_zero_point, int64_t quant_min, int64_t quant_max, at::ScalarType dtype, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.quantized_conv2d";
+  opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "weight_scales", weight_scales, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "weight_zero_points", weight_zero_points, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "bias", bias, c10::DeviceType::CPU);
+  opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Char, at::ScalarType::Byte}, "a tensor of dtype (int8, uint8)");
+  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Char}, "a tensor of dtype (int8)");
+  opforge::check::dtype(kOp, "'weight_scales'", weight_scales, {at::ScalarType::Float}, "a floating tensor (float32)");
+  opforge::check::dtype(kOp, "'weight_zero_points'", weight_zero_points, {at::ScalarType::Int, at::ScalarType::Long}, "a tensor of dtype (int32, int64)");
+  opforge::check::dtype(kOp, "'bias'", bias, {at::ScalarType::Float}, "a floating tensor (float32)");
+  auto meta = opforge::quantized_conv2d_meta<int64_t>(kOp, input, input_scale, input_zero_point, weight, weight_scales, weight_zero_points, bias, output_scale, output_zero_point, quant_min, quant_max, dtype, stride, padding, dilation, groups);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
+    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
+    const at::Tensor weight_scales_c = opforge::structured::contiguous_in(weight_scales, layout);
+    const at::Tensor weight_zero_points_c = opforge::structured::contiguous_in(weight_zero_points, layout);
+    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
+    opforge::structured::dispatch<int8_t, uint8_t>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
+      opforge::structured::dispatch<int32_t, int64_t>(weight_zero_points.scalar_type(), kOp, [&]<typename weight_zero_points_t>() {
+        opforge::structured::dispatch<int8_t, uint8_t>(result.scalar_type(), kOp, [&]<typename result_t>() {
+          OPFORGE_CUDA_CHECK(opforge::quantized_conv2d_cuda<scalar_t, weight_zero_points_t, result_t>(opforge::structured::mutable_data_or_null<result_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<int8_t>(), weight_scales_c.const_data_ptr<float>(), weight_zero_points_c.const_data_ptr<weight_zero_points_t>(), opforge::structured::data_or_null<float>(bias_c), meta.plan, opforge::cuda::current_stream()));
+        });
+      });
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+  }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
+  return result;
+}
+
 at::Tensor quantized_linear_cuda_simulated(const at::Tensor& input, double input_scale, int64_t input_zero_point, const at::Tensor& weight, const at::Tensor& weight_scales, const at::Tensor& weight_zero_points, const std::optional<at::Tensor>& bias, double output_scale, int64_t output_zero_point, int64_t quant_min, int64_t quant_max, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.quantized_linear";
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
@@ -5476,6 +5526,7 @@ TORCH_LIBRARY_IMPL(opforge_cuda_sim, CPU, m) {
   m.impl("prelu_backward", TORCH_FN(prelu_backward_cuda_simulated));
   m.impl("quantize_per_channel", TORCH_FN(quantize_per_channel_cuda_simulated));
   m.impl("quantize_per_tensor", TORCH_FN(quantize_per_tensor_cuda_simulated));
+  m.impl("quantized_conv2d", TORCH_FN(quantized_conv2d_cuda_simulated));
   m.impl("quantized_linear", TORCH_FN(quantized_linear_cuda_simulated));
   m.impl("relu", TORCH_FN(relu_cuda_simulated));
   m.impl("relu_backward", TORCH_FN(relu_backward_cuda_simulated));

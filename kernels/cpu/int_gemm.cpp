@@ -1,10 +1,14 @@
 // CPU kernels of the integer matrix products (structured ops, Note [Structured
-// ops]), parallel over the rows of the result. The inner loops run over
-// contiguous int8 data with int32 accumulators, which the compiler vectorizes
-// (widening multiplies) for the selected capability.
+// ops]): all three run on the packed int16 GEMM of kernels/cpu/int16_gemm.h.
+// B (mat2 transposed, the weights) is packed once per call with its zero points
+// subtracted; each task packs its own block of A rows (input rows, or the
+// im2col rows of a block of output pixels) and multiplies it by B. Depthwise
+// convolutions, whose GEMM would have one column, run a direct kernel instead.
 #include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/int_gemm_plan.h>
 #include <opforge/math/int_gemm.h>
+
+#include "int16_gemm.h"
 
 #include <ATen/Parallel.h>
 
@@ -15,56 +19,170 @@
 namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {
 
-// Rows per task: about this many multiply-adds each.
-int64_t row_grain(int64_t k, int64_t n) {
-  constexpr int64_t k_work = 1 << 16;
-  return std::max<int64_t>(1, k_work / std::max<int64_t>(1, k * n));
+// Rows of A per task: a multiple of the GEMM tile.
+constexpr int64_t k_block_rows = 64;
+
+// B's `cols` rows of `depth` values value(j, p), packed (int16_gemm.h's contract).
+template <typename Value>
+std::vector<int16_t> pack_b(int64_t cols, int64_t depth, Value value) {
+  const int64_t padded = cpu::round_up(depth, cpu::k_depth_step);
+  std::vector<int16_t> b(static_cast<size_t>(cpu::round_up(cols, cpu::k_tile_cols) * padded), 0);
+  at::parallel_for(0, cols, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, depth)), [&](int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j) {
+      for (int64_t p = 0; p < depth; ++p) {
+        b[j * padded + p] = static_cast<int16_t>(value(j, p));
+      }
+    }
+  });
+  return b;
+}
+
+// C = A x B^T over `rows` rows of A in parallel blocks: pack(i0, count, a)
+// writes A's rows [i0, i0 + count) into a (zeroed, `padded` values a row);
+// finish(i0, count, acc) takes the block's results, acc[r * cols + j].
+template <typename Pack, typename Finish>
+void blocked_gemm(int64_t rows, const std::vector<int16_t>& b, int64_t cols, int64_t depth, Pack pack,
+                  Finish finish) {
+  const int64_t padded = cpu::round_up(depth, cpu::k_depth_step);
+  const int64_t blocks = (rows + k_block_rows - 1) / k_block_rows;
+  at::parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<int16_t> a(static_cast<size_t>(k_block_rows * padded));
+    std::vector<int32_t> acc(static_cast<size_t>(k_block_rows * cols));
+    for (int64_t block = b0; block < b1; ++block) {
+      const int64_t i0 = block * k_block_rows;
+      const int64_t count = std::min(k_block_rows, rows - i0);
+      std::fill(a.begin(), a.end(), 0);
+      pack(i0, count, a.data(), padded);
+      cpu::int16_gemm(a.data(), count, b.data(), cols, padded,
+                      [&](int64_t i, int64_t j, int32_t v) { acc[i * cols + j] = v; });
+      finish(i0, count, acc.data());
+    }
+  });
+}
+
+// Each output channel's requantization multiplier and bias, in double, so the
+// epilogue loops over contiguous arrays (and vectorize).
+template <typename Q>
+struct channel_requantization {
+  std::vector<double> multiplier;
+  std::vector<double> bias;
+  requantization rq;
+
+  channel_requantization(const float* weight_scales, const float* bias_or_null, int64_t channels,
+                         const requantization& r)
+      : multiplier(static_cast<size_t>(channels)), bias(static_cast<size_t>(channels), 0.0), rq(r) {
+    for (int64_t j = 0; j < channels; ++j) {
+      multiplier[j] = r.input_scale * static_cast<double>(weight_scales[j]);
+      if (bias_or_null != nullptr) {
+        bias[j] = static_cast<double>(bias_or_null[j]);
+      }
+    }
+  }
+  // y[j] from acc[j] for channels [0, n): a result row of quantized_linear.
+  void row(Q* y, const int32_t* acc, int64_t n) const {
+    const double* m = multiplier.data();
+    const double* b = bias.data();
+    for (int64_t j = 0; j < n; ++j) {
+      y[j] = math::requantize_value<Q>(acc[j], m[j], b[j], rq);
+    }
+  }
+  // y[i] from acc[i], all of channel j: a run of a quantized_conv2d plane.
+  void channel(Q* y, const int32_t* acc, int64_t count, int64_t j) const {
+    const double m = multiplier[j];
+    const double b = bias[j];
+    for (int64_t i = 0; i < count; ++i) {
+      y[i] = math::requantize_value<Q>(acc[i], m, b, rq);
+    }
+  }
+};
+
+// The outputs o in [0, outputs) whose input coordinate o * stride + offset
+// lies in [0, size): padding reads as the input's zero point, which adds 0.
+struct valid_range {
+  int64_t lo;
+  int64_t hi;
+};
+
+valid_range valid_outputs(int64_t outputs, int64_t size, int64_t stride, int64_t offset) {
+  const int64_t lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  const int64_t last = size - 1 - offset;
+  const int64_t hi = last < 0 ? 0 : std::min(outputs, last / stride + 1);
+  return {lo, std::max(lo, hi)};
+}
+
+// Depthwise quantized conv: one (image, channel) plane per task, int32
+// accumulators for the plane, each tap adding its shifted input rows
+// (contiguous for stride 1, which vectorizes).
+template <typename scalar_t, typename Z, typename Q>
+void depthwise_conv(Q* result, const scalar_t* input, const int8_t* weight, const Z* weight_zero_points,
+                    const channel_requantization<Q>& rq, const quantized_conv2d_plan& plan) {
+  const math::conv2d_geometry& g = plan.g;
+  const int64_t plane = g.out_plane();
+  const int64_t multiplier = g.oc_per_group();
+  const int32_t x_zero = plan.rq.input_zero_point;
+  at::parallel_for(0, g.n * g.oc, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane * g.taps())),
+                   [&](int64_t t0, int64_t t1) {
+    std::vector<int32_t> acc(static_cast<size_t>(plane));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t oc = t % g.oc;
+      const scalar_t* x = input + (t / g.oc * g.c + oc / multiplier) * g.image_plane();
+      const auto w_zero = static_cast<int32_t>(weight_zero_points[oc]);
+      std::fill(acc.begin(), acc.end(), 0);
+      for (int64_t kh = 0; kh < g.kh; ++kh) {
+        const valid_range rows = valid_outputs(g.oh, g.h, g.sh, kh * g.dh - g.ph);
+        for (int64_t kw = 0; kw < g.kw; ++kw) {
+          const int32_t tap = static_cast<int32_t>(weight[(oc * g.kh + kh) * g.kw + kw]) - w_zero;
+          const valid_range cols = valid_outputs(g.ow, g.w, g.sw, kw * g.dw - g.pw);
+          for (int64_t oh = rows.lo; oh < rows.hi && tap != 0; ++oh) {
+            const scalar_t* in = x + (oh * g.sh + kh * g.dh - g.ph) * g.w + kw * g.dw - g.pw;
+            int32_t* out = acc.data() + oh * g.ow;
+            if (g.sw == 1) {
+              for (int64_t ow = cols.lo; ow < cols.hi; ++ow) {
+                out[ow] += tap * (static_cast<int32_t>(in[ow]) - x_zero);
+              }
+            } else {
+              for (int64_t ow = cols.lo; ow < cols.hi; ++ow) {
+                out[ow] += tap * (static_cast<int32_t>(in[ow * g.sw]) - x_zero);
+              }
+            }
+          }
+        }
+      }
+      rq.channel(result + t * plane, acc.data(), plane, oc);
+    }
+  });
 }
 
 }  // namespace
 
-// Rows [i, i + R) of self x mat2: each row of mat2 is read once for R rows of the
-// result (int32 rows of n, kept in L1), the inner loop a widening multiply-add.
-template <int R, typename scalar_t>
-void mm_rows(int32_t* result, const scalar_t* self, const scalar_t* mat2, int64_t i, const int8_mm_plan& plan) {
-  const int64_t k = plan.k;
-  const int64_t n = plan.n;
-  int32_t* out[R];
-  for (int r = 0; r < R; ++r) {
-    out[r] = result + (i + r) * n;
-    std::fill(out[r], out[r] + n, 0);
-  }
-  for (int64_t p = 0; p < k; ++p) {
-    int32_t a[R];
-    for (int r = 0; r < R; ++r) {
-      a[r] = self[(i + r) * k + p];
-    }
-    const scalar_t* b = mat2 + p * n;
-    for (int64_t j = 0; j < n; ++j) {
-      const int32_t bj = b[j];
-      for (int r = 0; r < R; ++r) {
-        out[r][j] += a[r] * bj;
-      }
-    }
-  }
-}
-
 template <typename scalar_t>
 void int8_mm_cpu(int32_t* result, const scalar_t* self, const scalar_t* mat2, const int8_mm_plan& plan) {
-  constexpr int64_t k_rows = 4;
-  const int64_t blocks = (plan.m + k_rows - 1) / k_rows;
-  at::parallel_for(0, blocks, row_grain(plan.k * k_rows, plan.n), [&](int64_t b0, int64_t b1) {
-    for (int64_t block = b0; block < b1; ++block) {
-      int64_t i = block * k_rows;
-      if (i + k_rows <= plan.m) {
-        mm_rows<k_rows>(result, self, mat2, i, plan);
-      } else {
-        for (; i < plan.m; ++i) {
-          mm_rows<1>(result, self, mat2, i, plan);
+  const int64_t k = plan.k;
+  const int64_t n = plan.n;
+  // B = mat2 transposed, in 16 x 16 tiles: rows of either matrix lie a power of
+  // two apart, and a whole row or column at a time would thrash a few L1 sets.
+  constexpr int64_t t = 16;
+  const int64_t padded = cpu::round_up(k, cpu::k_depth_step);
+  std::vector<int16_t> b(static_cast<size_t>(cpu::round_up(n, cpu::k_tile_cols) * padded), 0);
+  at::parallel_for(0, (n + t - 1) / t, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t j0 = c0 * t; j0 < std::min(n, c1 * t); j0 += t) {
+      for (int64_t p0 = 0; p0 < k; p0 += t) {
+        for (int64_t j = j0; j < std::min(n, j0 + t); ++j) {
+          for (int64_t p = p0; p < std::min(k, p0 + t); ++p) {
+            b[j * padded + p] = mat2[p * n + j];
+          }
         }
       }
     }
   });
+  blocked_gemm(
+      plan.m, b, n, k,
+      [&](int64_t i0, int64_t count, int16_t* a, int64_t padded) {
+        for (int64_t r = 0; r < count; ++r) {
+          std::copy(self + (i0 + r) * k, self + (i0 + r + 1) * k, a + r * padded);
+        }
+      },
+      [&](int64_t i0, int64_t count, const int32_t* acc) { std::copy(acc, acc + count * n, result + i0 * n); });
 }
 
 template <typename scalar_t, typename weight_zero_points_t, typename result_t>
@@ -73,20 +191,94 @@ void quantized_linear_cpu(result_t* result, const scalar_t* input, const int8_t*
                           const quantized_linear_plan& plan) {
   const int64_t k = plan.k;
   const int64_t n = plan.n;
-  at::parallel_for(0, plan.m, row_grain(k, n), [&](int64_t r0, int64_t r1) {
-    std::vector<int32_t> row(static_cast<size_t>(k));
-    for (int64_t i = r0; i < r1; ++i) {
-      for (int64_t p = 0; p < k; ++p) {
-        row[p] = static_cast<int32_t>(input[i * k + p]) - plan.input_zero_point;
-      }
-      for (int64_t j = 0; j < n; ++j) {
-        const int8_t* w = weight + j * k;
-        const auto w_zero = static_cast<int32_t>(weight_zero_points[j]);
-        int32_t acc = 0;
-        for (int64_t p = 0; p < k; ++p) {
-          acc += row[p] * (static_cast<int32_t>(w[p]) - w_zero);
+  const int32_t x_zero = plan.rq.input_zero_point;
+  const auto b = pack_b(n, k, [&](int64_t j, int64_t p) {
+    return static_cast<int32_t>(weight[j * k + p]) - static_cast<int32_t>(weight_zero_points[j]);
+  });
+  const channel_requantization<result_t> rq(weight_scales, bias, n, plan.rq);
+  blocked_gemm(
+      plan.m, b, n, k,
+      [&](int64_t i0, int64_t count, int16_t* a, int64_t padded) {
+        for (int64_t r = 0; r < count; ++r) {
+          const scalar_t* x = input + (i0 + r) * k;
+          for (int64_t p = 0; p < k; ++p) {
+            a[r * padded + p] = static_cast<int16_t>(static_cast<int32_t>(x[p]) - x_zero);
+          }
         }
-        result[i * n + j] = math::requantize<result_t>(acc, weight_scales[j], bias, j, plan);
+      },
+      [&](int64_t i0, int64_t count, const int32_t* acc) {
+        for (int64_t r = 0; r < count; ++r) {
+          rq.row(result + (i0 + r) * n, acc + r * n, n);
+        }
+      });
+}
+
+// A GEMM per (image, group): rows are output pixels, packed as im2col rows
+// (channel, kernel row, kernel column) of the shifted input, 0 in the padding;
+// columns are the group's output channels.
+template <typename scalar_t, typename weight_zero_points_t, typename result_t>
+void quantized_conv2d_cpu(result_t* result, const scalar_t* input, const int8_t* weight, const float* weight_scales,
+                          const weight_zero_points_t* weight_zero_points, const float* bias,
+                          const quantized_conv2d_plan& plan) {
+  const math::conv2d_geometry& g = plan.g;
+  const channel_requantization<result_t> rq(weight_scales, bias, g.oc, plan.rq);
+  if (g.c_per_group() == 1) {
+    depthwise_conv(result, input, weight, weight_zero_points, rq, plan);
+    return;
+  }
+  const int64_t depth = g.col_rows();
+  const int64_t plane = g.out_plane();
+  const int64_t group_cols = g.oc_per_group();
+  const int32_t x_zero = plan.rq.input_zero_point;
+  // One packed B per group, stacked: group q's columns start at row q * stride.
+  const int64_t b_rows = cpu::round_up(group_cols, cpu::k_tile_cols);
+  const auto b = pack_b(g.groups * b_rows, depth, [&](int64_t row, int64_t p) {
+    const int64_t j = row % b_rows;
+    if (j >= group_cols) {
+      return 0;
+    }
+    const int64_t oc = row / b_rows * group_cols + j;
+    return static_cast<int32_t>(weight[oc * depth + p]) - static_cast<int32_t>(weight_zero_points[oc]);
+  });
+  const int64_t padded = cpu::round_up(depth, cpu::k_depth_step);
+  const int64_t pixel_blocks = (plane + k_block_rows - 1) / k_block_rows;
+  at::parallel_for(0, g.n * g.groups * pixel_blocks, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<int16_t> a(static_cast<size_t>(k_block_rows * padded));
+    std::vector<int32_t> acc(static_cast<size_t>(k_block_rows * group_cols));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t pix0 = t % pixel_blocks * k_block_rows;
+      const int64_t group = t / pixel_blocks % g.groups;
+      const int64_t image = t / pixel_blocks / g.groups;
+      const int64_t count = std::min(k_block_rows, plane - pix0);
+      std::fill(a.begin(), a.end(), 0);
+      // im2col, one (channel, tap) column at a time, one output row's run of
+      // pixels at a time (its valid columns read a contiguous or strided input row).
+      for (int64_t ic = 0; ic < g.c_per_group(); ++ic) {
+        const scalar_t* x = input + (image * g.c + group * g.c_per_group() + ic) * g.image_plane();
+        for (int64_t kh = 0; kh < g.kh; ++kh) {
+          for (int64_t kw = 0; kw < g.kw; ++kw) {
+            const int64_t p = (ic * g.kh + kh) * g.kw + kw;
+            const valid_range cols = valid_outputs(g.ow, g.w, g.sw, kw * g.dw - g.pw);
+            for (int64_t r = 0, oh = pix0 / g.ow, ow = pix0 % g.ow; r < count; ++oh, ow = 0) {
+              const int64_t run = std::min(count - r, g.ow - ow);
+              const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+              if (ih >= 0 && ih < g.h) {
+                const scalar_t* in = x + ih * g.w + kw * g.dw - g.pw;
+                int16_t* out = a.data() + p;  // row r + (o - ow) holds output column o
+                for (int64_t o = std::max(ow, cols.lo); o < std::min(ow + run, cols.hi); ++o) {
+                  out[(r + o - ow) * padded] = static_cast<int16_t>(static_cast<int32_t>(in[o * g.sw]) - x_zero);
+                }
+              }
+              r += run;
+            }
+          }
+        }
+      }
+      cpu::int16_gemm(a.data(), count, b.data() + group * b_rows * padded, group_cols, padded,
+                      [&](int64_t r, int64_t j, int32_t v) { acc[j * count + r] = v; });
+      for (int64_t j = 0; j < group_cols; ++j) {
+        const int64_t oc = group * group_cols + j;
+        rq.channel(result + (image * g.oc + oc) * plane + pix0, acc.data() + j * count, count, oc);
       }
     }
   });

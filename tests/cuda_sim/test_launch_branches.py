@@ -345,3 +345,19 @@ def test_observer_split_reductions(
         agree("minmax_observer_update_", [*stats, x, c, ch_axis], written=pick, label=f"c={c}")
     scale_zp = agree("choose_qparams", [stats[0] - 1, stats[1] + 1, -128, 127])
     assert scale_zp[0].dtype == torch.float32
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=[f"conv{i}" for i in range(len(CONV_CASES))])
+def test_quantized_conv2d_implicit_gemm(cuda_sim: Any, case: tuple[Any, ...]) -> None:
+    # The implicit GEMM's tiles over output pixels, im2col rows and channels, one
+    # batch per group (the grid's z), against the CPU's direct convolution.
+    xs, ws, stride, padding, dilation, groups = case
+    g = torch.Generator().manual_seed(5)
+    xq = torch.randint(0, 256, xs, generator=g, dtype=torch.uint8)
+    wq = torch.randint(-128, 128, ws, generator=g, dtype=torch.int8)
+    scales = torch.rand(ws[0], generator=g) * 0.01 + 0.001
+    zps = torch.randint(-2, 3, (ws[0],), generator=g, dtype=torch.int32)
+    bias = torch.randn(ws[0], generator=g)
+    conv_args = [_pair(stride), _pair(padding), _pair(dilation), groups]
+    layer = [xq, 0.02, 128, wq, scales, zps, bias, 0.05, 0, 0, 255, torch.uint8]
+    agree("quantized_conv2d", [*layer, *conv_args])

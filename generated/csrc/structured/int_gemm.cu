@@ -2,6 +2,7 @@
 // The CUDA kernels of kernels/cuda/int_gemm.cu, instantiated for the schema's dtypes
 // (Note [Structured ops] in kernels/include/opforge/structured.h), of:
 //   opforge.int8_mm
+//   opforge.quantized_conv2d
 //   opforge.quantized_linear
 #include <kernels/cuda/int_gemm.cu>
 
@@ -14,6 +15,14 @@
 namespace opforge {
 
 template cudaError_t int8_mm_cuda<int8_t>(int32_t* result, const int8_t* self, const int8_t* mat2, const opforge::int8_mm_plan& plan, cudaStream_t stream);
+template cudaError_t quantized_conv2d_cuda<int8_t, int32_t, int8_t>(int8_t* result, const int8_t* input, const int8_t* weight, const float* weight_scales, const int32_t* weight_zero_points, const float* bias, const opforge::quantized_conv2d_plan& plan, cudaStream_t stream);
+template cudaError_t quantized_conv2d_cuda<int8_t, int32_t, uint8_t>(uint8_t* result, const int8_t* input, const int8_t* weight, const float* weight_scales, const int32_t* weight_zero_points, const float* bias, const opforge::quantized_conv2d_plan& plan, cudaStream_t stream);
+template cudaError_t quantized_conv2d_cuda<int8_t, int64_t, int8_t>(int8_t* result, const int8_t* input, const int8_t* weight, const float* weight_scales, const int64_t* weight_zero_points, const float* bias, const opforge::quantized_conv2d_plan& plan, cudaStream_t stream);
+template cudaError_t quantized_conv2d_cuda<int8_t, int64_t, uint8_t>(uint8_t* result, const int8_t* input, const int8_t* weight, const float* weight_scales, const int64_t* weight_zero_points, const float* bias, const opforge::quantized_conv2d_plan& plan, cudaStream_t stream);
+template cudaError_t quantized_conv2d_cuda<uint8_t, int32_t, int8_t>(int8_t* result, const uint8_t* input, const int8_t* weight, const float* weight_scales, const int32_t* weight_zero_points, const float* bias, const opforge::quantized_conv2d_plan& plan, cudaStream_t stream);
+template cudaError_t quantized_conv2d_cuda<uint8_t, int32_t, uint8_t>(uint8_t* result, const uint8_t* input, const int8_t* weight, const float* weight_scales, const int32_t* weight_zero_points, const float* bias, const opforge::quantized_conv2d_plan& plan, cudaStream_t stream);
+template cudaError_t quantized_conv2d_cuda<uint8_t, int64_t, int8_t>(int8_t* result, const uint8_t* input, const int8_t* weight, const float* weight_scales, const int64_t* weight_zero_points, const float* bias, const opforge::quantized_conv2d_plan& plan, cudaStream_t stream);
+template cudaError_t quantized_conv2d_cuda<uint8_t, int64_t, uint8_t>(uint8_t* result, const uint8_t* input, const int8_t* weight, const float* weight_scales, const int64_t* weight_zero_points, const float* bias, const opforge::quantized_conv2d_plan& plan, cudaStream_t stream);
 template cudaError_t quantized_linear_cuda<int8_t, int32_t, int8_t>(int8_t* result, const int8_t* input, const int8_t* weight, const float* weight_scales, const int32_t* weight_zero_points, const float* bias, const opforge::quantized_linear_plan& plan, cudaStream_t stream);
 template cudaError_t quantized_linear_cuda<int8_t, int32_t, uint8_t>(uint8_t* result, const int8_t* input, const int8_t* weight, const float* weight_scales, const int32_t* weight_zero_points, const float* bias, const opforge::quantized_linear_plan& plan, cudaStream_t stream);
 template cudaError_t quantized_linear_cuda<int8_t, int64_t, int8_t>(int8_t* result, const int8_t* input, const int8_t* weight, const float* weight_scales, const int64_t* weight_zero_points, const float* bias, const opforge::quantized_linear_plan& plan, cudaStream_t stream);

@@ -2,6 +2,7 @@
 // The CPU kernels of kernels/cpu/int_gemm.cpp, instantiated for the schema's dtypes
 // (Note [Structured ops] in kernels/include/opforge/structured.h), of:
 //   opforge.int8_mm
+//   opforge.quantized_conv2d
 //   opforge.quantized_linear
 // Compiled once per CPU capability (Note [CPU capabilities] in opforge/cpu_capability.h).
 #include <opforge/cpu_capability.h>
@@ -16,6 +17,14 @@
 namespace opforge::OPFORGE_CPU_CAPABILITY {
 
 template void int8_mm_cpu<int8_t>(int32_t* result, const int8_t* self, const int8_t* mat2, const opforge::int8_mm_plan& plan);
+template void quantized_conv2d_cpu<int8_t, int32_t, int8_t>(int8_t* result, const int8_t* input, const int8_t* weight, const float* weight_scales, const int32_t* weight_zero_points, const float* bias, const opforge::quantized_conv2d_plan& plan);
+template void quantized_conv2d_cpu<int8_t, int32_t, uint8_t>(uint8_t* result, const int8_t* input, const int8_t* weight, const float* weight_scales, const int32_t* weight_zero_points, const float* bias, const opforge::quantized_conv2d_plan& plan);
+template void quantized_conv2d_cpu<int8_t, int64_t, int8_t>(int8_t* result, const int8_t* input, const int8_t* weight, const float* weight_scales, const int64_t* weight_zero_points, const float* bias, const opforge::quantized_conv2d_plan& plan);
+template void quantized_conv2d_cpu<int8_t, int64_t, uint8_t>(uint8_t* result, const int8_t* input, const int8_t* weight, const float* weight_scales, const int64_t* weight_zero_points, const float* bias, const opforge::quantized_conv2d_plan& plan);
+template void quantized_conv2d_cpu<uint8_t, int32_t, int8_t>(int8_t* result, const uint8_t* input, const int8_t* weight, const float* weight_scales, const int32_t* weight_zero_points, const float* bias, const opforge::quantized_conv2d_plan& plan);
+template void quantized_conv2d_cpu<uint8_t, int32_t, uint8_t>(uint8_t* result, const uint8_t* input, const int8_t* weight, const float* weight_scales, const int32_t* weight_zero_points, const float* bias, const opforge::quantized_conv2d_plan& plan);
+template void quantized_conv2d_cpu<uint8_t, int64_t, int8_t>(int8_t* result, const uint8_t* input, const int8_t* weight, const float* weight_scales, const int64_t* weight_zero_points, const float* bias, const opforge::quantized_conv2d_plan& plan);
+template void quantized_conv2d_cpu<uint8_t, int64_t, uint8_t>(uint8_t* result, const uint8_t* input, const int8_t* weight, const float* weight_scales, const int64_t* weight_zero_points, const float* bias, const opforge::quantized_conv2d_plan& plan);
 template void quantized_linear_cpu<int8_t, int32_t, int8_t>(int8_t* result, const int8_t* input, const int8_t* weight, const float* weight_scales, const int32_t* weight_zero_points, const float* bias, const opforge::quantized_linear_plan& plan);
 template void quantized_linear_cpu<int8_t, int32_t, uint8_t>(uint8_t* result, const int8_t* input, const int8_t* weight, const float* weight_scales, const int32_t* weight_zero_points, const float* bias, const opforge::quantized_linear_plan& plan);
 template void quantized_linear_cpu<int8_t, int64_t, int8_t>(int8_t* result, const int8_t* input, const int8_t* weight, const float* weight_scales, const int64_t* weight_zero_points, const float* bias, const opforge::quantized_linear_plan& plan);

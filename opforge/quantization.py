@@ -1,0 +1,86 @@
+"""Post-training quantization helpers on opforge's quantization ops.
+
+- `MinMaxObserver`: running min/max of the tensors it sees (`opforge.minmax_observer_update_`)
+  and their affine parameters (`opforge.choose_qparams`), per tensor or per channel.
+- `QuantizedWeight` / `quantize_weight`: a weight quantized per output channel, symmetric int8
+  (torch.ao's default weight scheme, `per_channel_symmetric`), ready for `quantized_conv2d` /
+  `quantized_linear`.
+- `ACTIVATION_RANGE`: activations are asymmetric uint8 per tensor (torch.ao's default).
+
+`opforge.models.MobileNetBlocks.quantized` uses them to run the network in int8.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+import opforge
+
+# (quant_min, quant_max, dtype) of the activations and of the weights.
+ACTIVATION_RANGE = (0, 255, torch.uint8)
+WEIGHT_RANGE = (-128, 127, torch.int8)
+
+
+class MinMaxObserver:
+    """The running extremes of every tensor passed to `observe`: one pair, or one per
+    slice along `ch_axis`. `qparams()` turns them into (scale, zero point)."""
+
+    def __init__(
+        self,
+        quant_min: int = ACTIVATION_RANGE[0],
+        quant_max: int = ACTIVATION_RANGE[1],
+        *,
+        symmetric: bool = False,
+        ch_axis: int | None = None,
+    ) -> None:
+        self.quant_min, self.quant_max, self.symmetric, self.ch_axis = (
+            quant_min,
+            quant_max,
+            symmetric,
+            ch_axis,
+        )
+        self.min_val: Tensor | None = None
+        self.max_val: Tensor | None = None
+
+    def observe(self, x: Tensor) -> Tensor:
+        if self.min_val is None or self.max_val is None:
+            shape = () if self.ch_axis is None else (x.shape[self.ch_axis],)
+            self.min_val = torch.full(shape, float("inf"), device=x.device)
+            self.max_val = torch.full(shape, -float("inf"), device=x.device)
+        opforge.minmax_observer_update_(self.min_val, self.max_val, x, None, self.ch_axis)
+        return x
+
+    def qparams_tensors(self) -> tuple[Tensor, Tensor]:
+        """(float32 scale, int32 zero point) tensors, in the statistics' shape."""
+        if self.min_val is None or self.max_val is None:
+            raise RuntimeError("MinMaxObserver: nothing observed yet")
+        scale, zero_point = opforge.choose_qparams(
+            self.min_val, self.max_val, self.quant_min, self.quant_max, self.symmetric
+        )
+        return scale, zero_point
+
+    def qparams(self) -> tuple[float, int]:
+        """The per-tensor (scale, zero point) as Python numbers."""
+        scale, zero_point = self.qparams_tensors()
+        return float(scale), int(zero_point)
+
+
+@dataclass(frozen=True)
+class QuantizedWeight:
+    """int8 values with one scale and zero point per output channel (dim 0)."""
+
+    values: Tensor
+    scales: Tensor
+    zero_points: Tensor
+
+
+def quantize_weight(weight: Tensor) -> QuantizedWeight:
+    """Per output channel, symmetric int8: scale = max|w| / 127.5 for each channel, zero point 0."""
+    observer = MinMaxObserver(*WEIGHT_RANGE[:2], symmetric=True, ch_axis=0)
+    observer.observe(weight)
+    scales, zero_points = observer.qparams_tensors()
+    values = opforge.quantize_per_channel(weight, scales, zero_points, 0, *WEIGHT_RANGE)
+    return QuantizedWeight(values, scales, zero_points)
