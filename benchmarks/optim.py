@@ -8,7 +8,8 @@ time over torch.optim's foreach=True step and over its fused=True step (lower is
 1.00 = parity). Each ratio comes from the two timed alternately in one process
 (benchmarks/ops.py's time_pair: these machines are shared and noisy, so only ratios from
 one run mean something). Where torch has no fused step (RMSprop, Adadelta, or a device
-it does not cover) the row says so.
+it does not cover) the row says so. A last row times opforge.optim.clip_grad_norm_ (one
+fused call) against torch.nn.utils.clip_grad_norm_ with foreach=True and foreach=False.
 """
 
 from __future__ import annotations
@@ -128,7 +129,31 @@ def bench(device: torch.device, dtype: torch.dtype, only: str, budget: float) ->
         del ours, fused
         _sync(device)
         print(row, flush=True)
+    if only.lower() in "clip_grad_norm_":
+        print(_clip_row(shapes, device, dtype, budget), flush=True)
     return notes
+
+
+def _clip_row(
+    shapes: list[torch.Size], device: torch.device, dtype: torch.dtype, budget: float
+) -> str:
+    """clip_grad_norm_ with max_norm 1: opforge's against torch's foreach and per-tensor forms."""
+
+    def clipper(clip: Callable[..., Any], **kw: Any) -> Callable[[], None]:
+        params = _params(shapes, device, dtype)
+        return lambda: clip(params, 1.0, **kw)
+
+    ours = clipper(opforge.optim.clip_grad_norm_)
+    t_ours, t_foreach = time_pair(
+        ours, clipper(torch.nn.utils.clip_grad_norm_, foreach=True), device, budget
+    )
+    t_ours2, t_loop = time_pair(
+        ours, clipper(torch.nn.utils.clip_grad_norm_, foreach=False), device, budget
+    )
+    return (
+        f"{'clip_norm':10s} {t_ours * 1e3:10.3f} {t_foreach * 1e3:10.3f} {t_ours / t_foreach:8.2f} "
+        f"{t_loop * 1e3:9.3f} {t_ours2 / t_loop:7.2f}  (last columns: foreach=False, not fused)"
+    )
 
 
 def main() -> None:

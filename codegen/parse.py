@@ -401,12 +401,16 @@ class _EntryParser:
                 ok = False
         takes_lists = any(_is_tensor_list(a.type) for a in schema.arguments.flat_non_out)
         if takes_lists:
-            # Note [Tensor lists]: such an op writes into its `Tensor(a!)[]` lists and returns ().
-            if schema.returns or schema.arguments.out:
+            # Note [Tensor lists]: such an op writes into its `Tensor(a!)[]` lists and returns
+            # () or new plain tensors its meta function sizes (clip_grad_norm_'s total norm).
+            plain = BaseType(BaseTy.Tensor)
+            if schema.arguments.out or any(
+                r.type != plain or r.annotation is not None for r in schema.returns
+            ):
                 self.err(
                     "structured",
                     "a structured op with Tensor[] arguments writes into its Tensor(a!)[] lists "
-                    "and returns ()",
+                    "and returns () or new tensors ('-> Tensor', no Tensor[] or aliased results)",
                 )
                 ok = False
         elif _updates_in_place(schema):

@@ -27,6 +27,7 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/channel_norm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/channel_shuffle.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/choose_qparams.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/clip_grad_norm_.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/constant.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/conv2d.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/conv2d_backward.cpp
@@ -48,6 +49,10 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/elu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/embedding.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/embedding_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fake_quantize_learnable_per_channel_affine.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fake_quantize_learnable_per_channel_affine_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fake_quantize_learnable_per_tensor_affine.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fake_quantize_learnable_per_tensor_affine_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fake_quantize_per_channel_affine.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fake_quantize_per_channel_affine_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fake_quantize_per_tensor_affine.cpp

@@ -6,7 +6,8 @@
   every BN into its convolution (`fold_conv_bn`) and runs each conv + bias + ReLU
   as one `conv2d_bias_act`: the deployment form of the same network; `quantized()`
   is its post-training int8 form (`quantized_conv2d` stages, a `quantized_linear`
-  classifier; calibration with the min/max observer).
+  classifier; calibration with the min/max observer), and `prepare_qat()` adds
+  learnable fake quantization for quantization-aware training.
 - `SPPNet`: an SPP-Net-style classifier (conv, ReLU, local response norm, max
   pool, conv, spatial pyramid pooling, linear, dropout, log_softmax). The
   pyramid makes the classifier input size independent of the image size.
@@ -26,7 +27,13 @@ import torch
 from torch import Tensor, nn
 
 import opforge
-from opforge.quantization import ACTIVATION_RANGE, MinMaxObserver, quantize_weight
+from opforge.quantization import (
+    ACTIVATION_RANGE,
+    LearnableFakeQuantize,
+    MinMaxObserver,
+    quantize_weight,
+    weight_fake_quantize,
+)
 
 
 def _conv_weight(c_out: int, c_in_per_group: int, k: int) -> nn.Parameter:
@@ -48,9 +55,14 @@ class ConvBN(nn.Module):
         self.bn_bias = nn.Parameter(torch.zeros(c_out))
         self.register_buffer("running_mean", torch.zeros(c_out))
         self.register_buffer("running_var", torch.ones(c_out))
+        # Quantization-aware training (MobileNetBlocks.prepare_qat): the weight and the
+        # result pass through fake quantization.
+        self.weight_fake_quant: nn.Module | None = None
+        self.output_fake_quant: nn.Module | None = None
 
     def forward(self, x: Tensor) -> Tensor:
-        y = opforge.conv2d(x, self.weight, None, self.stride, self.padding, 1, self.groups)
+        w = self.weight if self.weight_fake_quant is None else self.weight_fake_quant(self.weight)
+        y = opforge.conv2d(x, w, None, self.stride, self.padding, 1, self.groups)
         y = opforge.batch_norm(
             y,
             self.bn_weight,
@@ -61,7 +73,8 @@ class ConvBN(nn.Module):
             0.1,
             self.eps,
         )
-        return opforge.relu(y)
+        y = opforge.relu(y)
+        return y if self.output_fake_quant is None else self.output_fake_quant(y)
 
     @torch.no_grad()
     def folded(self) -> tuple[Tensor, Tensor]:
@@ -129,12 +142,28 @@ class MobileNetBlocks(nn.Module):
         self.fc_bias = nn.Parameter(torch.empty(num_classes))
         nn.init.kaiming_uniform_(self.fc_weight, a=math.sqrt(5))
         nn.init.uniform_(self.fc_bias, -1 / math.sqrt(c), 1 / math.sqrt(c))
+        self.input_fake_quant: nn.Module | None = None
+
+    def prepare_qat(self) -> MobileNetBlocks:
+        """Quantization-aware training: fake-quantizes the input and every conv stage's
+        result (uint8 per tensor) and every conv weight (int8 per output channel), each with a
+        learnable scale and zero point (`LearnableFakeQuantize`), so training sees the
+        rounding the int8 network will do. Returns self; create the optimizer afterwards,
+        so it holds the new parameters."""
+        self.input_fake_quant = LearnableFakeQuantize()
+        for layer in self.layers:
+            if isinstance(layer, ConvBN):
+                layer.weight_fake_quant = weight_fake_quantize()
+                layer.output_fake_quant = LearnableFakeQuantize()
+        return self
 
     def _head(self, x: Tensor) -> Tensor:
         pooled = opforge.adaptive_avg_pool2d(x, [1, 1]).flatten(1)
         return opforge.linear(pooled, self.fc_weight, self.fc_bias)
 
     def forward(self, x: Tensor) -> Tensor:
+        if self.input_fake_quant is not None:
+            x = self.input_fake_quant(x)
         for layer in self.layers:
             x = layer(x)
         return self._head(x)

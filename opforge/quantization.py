@@ -6,16 +6,21 @@
   (torch.ao's default weight scheme, `per_channel_symmetric`), ready for `quantized_conv2d` /
   `quantized_linear`.
 - `ACTIVATION_RANGE`: activations are asymmetric uint8 per tensor (torch.ao's default).
+- `LearnableFakeQuantize`: quantization-aware training's fake quantization with a learnable
+  scale and zero point (LSQ; `opforge.fake_quantize_learnable_per_{tensor,channel}_affine`),
+  initialized from the first batch it sees, as torch.ao's `_LearnableFakeQuantize`.
 
-`opforge.models.MobileNetBlocks.quantized` uses them to run the network in int8.
+`opforge.models.MobileNetBlocks.quantized` uses them to run the network in int8, and
+`MobileNetBlocks.prepare_qat` to train it with fake quantization.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 import opforge
 
@@ -84,3 +89,58 @@ def quantize_weight(weight: Tensor) -> QuantizedWeight:
     scales, zero_points = observer.qparams_tensors()
     values = opforge.quantize_per_channel(weight, scales, zero_points, 0, *WEIGHT_RANGE)
     return QuantizedWeight(values, scales, zero_points)
+
+
+class LearnableFakeQuantize(nn.Module):
+    """Fake quantization whose scale and zero point are parameters (one pair, or one per slice
+    along `ch_axis`), set from the min/max of the first batch and then learned with the LSQ
+    gradients, scaled by 1 / sqrt(elements per scale * quant_max) (LSQ's grad_factor)."""
+
+    def __init__(
+        self,
+        quant_min: int = ACTIVATION_RANGE[0],
+        quant_max: int = ACTIVATION_RANGE[1],
+        *,
+        symmetric: bool = False,
+        ch_axis: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.quant_min, self.quant_max, self.symmetric, self.ch_axis = (
+            quant_min,
+            quant_max,
+            symmetric,
+            ch_axis,
+        )
+        self.scale = nn.Parameter(torch.ones(1))
+        self.zero_point = nn.Parameter(torch.zeros(1))
+        self.register_buffer("initialized", torch.tensor(False))
+
+    @torch.no_grad()
+    def _initialize(self, x: Tensor) -> None:
+        observer = MinMaxObserver(
+            self.quant_min, self.quant_max, symmetric=self.symmetric, ch_axis=self.ch_axis
+        )
+        observer.observe(x.detach())
+        scale, zero_point = observer.qparams_tensors()
+        self.scale.data = scale.reshape(-1).clone()
+        self.zero_point.data = zero_point.reshape(-1).float()
+        self.initialized.fill_(True)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not bool(self.initialized):
+            self._initialize(x)
+        per_scale = x.numel() // max(1, self.scale.numel())
+        grad_factor = 1.0 / math.sqrt(max(1, per_scale) * self.quant_max)
+        if self.ch_axis is None:
+            return opforge.fake_quantize_learnable_per_tensor_affine(
+                x, self.scale, self.zero_point, self.quant_min, self.quant_max, grad_factor
+            )
+        return opforge.fake_quantize_learnable_per_channel_affine(
+            x, self.scale, self.zero_point, self.ch_axis % x.dim(), self.quant_min, self.quant_max,
+            grad_factor,
+        )  # fmt: skip
+
+
+def weight_fake_quantize() -> LearnableFakeQuantize:
+    """Per output channel, symmetric int8: the weight scheme of `quantize_weight`."""
+    return LearnableFakeQuantize(*WEIGHT_RANGE[:2], symmetric=True, ch_axis=0)

@@ -1099,6 +1099,76 @@ def fake_quantize_per_channel_affine_backward(
 # observer rules; results as plain tensors in the op's layout.
 
 
+def fake_quantize_learnable_per_tensor_affine(
+    self: Tensor,
+    scale: Tensor,
+    zero_point: Tensor,
+    quant_min: int,
+    quant_max: int,
+    grad_factor: float = 1.0,
+) -> Tensor:
+    # ATen takes a scale and zero point of shape [1] only; opforge takes any one-value shape.
+    return torch._fake_quantize_learnable_per_tensor_affine(
+        self, scale.reshape(-1), zero_point.reshape(-1), quant_min, quant_max, grad_factor
+    )
+
+
+def _learnable_gradients(
+    forward: Any, grad: Tensor, self: Tensor, scale: Tensor, zero_point: Tensor, *args: Any
+) -> tuple[Tensor, Tensor, Tensor]:
+    """ATen's gradients of a learnable fake quantization (its autograd backward). For an
+    empty self ATen's backward returns scale and zero_point themselves as their gradients;
+    the sums over no elements are 0."""
+    if self.numel() == 0:
+        return torch.zeros_like(self), torch.zeros_like(scale), torch.zeros_like(zero_point)
+    with torch.enable_grad():
+        x, s, z = (t.detach().requires_grad_() for t in (self, scale, zero_point))
+        y = forward(x, s.reshape(-1), z.reshape(-1), *args)
+        gx, gs, gz = torch.autograd.grad(y, (x, s, z), grad)
+    return gx, gs.reshape(scale.shape), gz.reshape(zero_point.shape)
+
+
+def fake_quantize_learnable_per_tensor_affine_backward(
+    grad: Tensor,
+    self: Tensor,
+    scale: Tensor,
+    zero_point: Tensor,
+    quant_min: int,
+    quant_max: int,
+    grad_factor: float = 1.0,
+) -> tuple[Tensor, Tensor, Tensor]:
+    return _learnable_gradients(
+        fake_quantize_learnable_per_tensor_affine,
+        grad, self, scale, zero_point, quant_min, quant_max, grad_factor,
+    )  # fmt: skip
+
+
+def fake_quantize_learnable_per_channel_affine_backward(
+    grad: Tensor,
+    self: Tensor,
+    scale: Tensor,
+    zero_point: Tensor,
+    axis: int,
+    quant_min: int,
+    quant_max: int,
+    grad_factor: float = 1.0,
+) -> tuple[Tensor, Tensor, Tensor]:
+    return _learnable_gradients(
+        torch._fake_quantize_learnable_per_channel_affine,
+        grad, self, scale, zero_point, axis, quant_min, quant_max, grad_factor,
+    )  # fmt: skip
+
+
+def clip_grad_norm_(grads: list[Tensor], max_norm: float, norm_type: float = 2.0) -> Tensor:
+    """torch.nn.utils.clip_grad_norm_ over parameters whose .grad are `grads` (scaled in place)."""
+    params = []
+    for g in grads:
+        p = torch.nn.Parameter(torch.empty_like(g))
+        p.grad = g
+        params.append(p)
+    return torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type, foreach=False)
+
+
 def _decomposed() -> Any:
     import torch.ao.quantization.fx._decomposed  # noqa: F401  (registers the ops)
 

@@ -1,11 +1,13 @@
 """The generated code of structured ops with `Tensor[]` arguments (Note [Tensor lists] in
 kernels/include/opforge/structured_lists.h): the checks across the lists, the meta
-function, and one kernel call with the lists' dense pointers."""
+function, the outputs it sizes (if any), and one kernel call with the outputs' and the lists'
+dense pointers."""
 
 from __future__ import annotations
 
 from codegen.dest import cpp
-from codegen.opdecl import CPP_SCALAR, OpDecl, TensorLists, kernel_name
+from codegen.opdecl import CPP_SCALAR, DTYPES, OpDecl, TensorLists, kernel_name
+from codegen.parse import output_names
 
 SCALAR = "scalar_t"
 
@@ -78,24 +80,53 @@ def _meta_call(f: OpDecl, size: str) -> str:
     return f"{qualifier} meta = opforge::{f.structured.meta}<{size}>(kOp, {args});"
 
 
+def _outputs(f: OpDecl) -> list[str]:
+    return output_names(f.schema) if f.schema.returns else []
+
+
+def _allocate(f: OpDecl, like: str) -> list[str]:
+    """The outputs the meta function sized, on the device of `like` (a tensor expression)."""
+    return [
+        f"at::Tensor {o} = opforge::structured::allocate(meta.outputs[{i}], {like});"
+        for i, o in enumerate(_outputs(f))
+    ]
+
+
+def _return(f: OpDecl) -> str:
+    outs = _outputs(f)
+    if not outs:
+        return "return;"
+    return f"return {outs[0]};" if len(outs) == 1 else f"return std::make_tuple({', '.join(outs)});"
+
+
+def _lead_device_tensor(f: OpDecl) -> str:
+    """A tensor on the call's device: the lead's first (the lead is never empty in a backend
+    or Meta kernel: an all-empty call dispatches to the no-tensors kernel)."""
+    return f"{spec(f).lead}[0]"
+
+
 def meta_body(f: OpDecl) -> list[str]:
-    return [*checks(f, "Meta"), _meta_call(f, "c10::SymInt"), "return;"]
+    lines = [*checks(f, "Meta"), _meta_call(f, "c10::SymInt")]
+    return [*lines, *_allocate(f, _lead_device_tensor(f)), _return(f)]
 
 
 def no_tensors_body(f: OpDecl) -> list[str]:
     """The CompositeExplicitAutograd kernel, which the dispatcher calls when no list holds a
     tensor (all empty: nothing to dispatch on): the meta function's checks, and nothing to
-    update. Tensors of a device without a kernel land here too, and are refused."""
+    update; an op with outputs gets them from its CPU kernel over the empty lists (CPU
+    tensors, as torch's own list functions return for no tensors). Tensors of a device
+    without a kernel land here too, and are refused."""
     names = spec(f).names
     empty = " && ".join(f"{n}.empty()" for n in names)
     some = (
         " : ".join(f"!{n}.empty() ? {n}[0].device() " for n in names) + ": c10::Device(c10::kCPU)"
     )
-    return [
-        f'TORCH_CHECK({empty}, kOp, ": no kernel for tensors on ", ({some}));',
-        _meta_call(f, "c10::SymInt"),
-        "return;",
-    ]
+    lines = [f'TORCH_CHECK({empty}, kOp, ": no kernel for tensors on ", ({some}));']
+    if not _outputs(f):
+        return [*lines, _meta_call(f, "c10::SymInt"), "return;"]
+    assert "CPU" in f.keys, f"{f.qualified}: a list op with outputs needs a CPU kernel"
+    args = ", ".join(a.name for a in f.schema.arguments.flat_all)
+    return [*lines, f"return {f.cpp_id}_cpu_structured({args});"]
 
 
 def element(f: OpDecl, name: str) -> str:
@@ -108,24 +139,37 @@ def backend_body(f: OpDecl, key: str, *, simulated: bool = False) -> list[str]:
     s = spec(f)
     lead = s.lead
     written = set(_written(f))
+    outs = _outputs(f)
     lines = [*checks(f, key, simulated=simulated), _meta_call(f, "int64_t")]
-    lines.append(f"if ({lead}.empty()) {{")
-    lines.append("  return;")
-    lines.append("}")
+    # The CPU kernel also serves an all-empty call (no_tensors_body): outputs on the CPU.
+    like = f"({lead}.empty() ? at::empty({{}}, at::kFloat) : {lead}[0])"
+    lines += _allocate(f, like)
+    if not outs:
+        lines += [f"if ({lead}.empty()) {{", "  return;", "}"]
     lines += [f"const opforge::structured::kernel_list {n}_k({n});" for n in s.names]
-    pointers = [f"{n}_k.as<{'' if n in written else 'const '}{element(f, n)}>()" for n in s.names]
+    pointers = [f"{o}.mutable_data_ptr<{element(f, o)}>()" for o in outs]
+    pointers += [f"{n}_k.as<{'' if n in written else 'const '}{element(f, n)}>()" for n in s.names]
     pointers += [f"{lead}_k.sizes()", "meta.plan"]
     types = ", ".join(CPP_SCALAR[d] for d in f.dtypes)
     kernel = kernel_name(f.kernel(key) or "")
+    # The kernel's dtype: the lead's, or the first declared one for an empty call.
+    dtype = f"({lead}.empty() ? at::ScalarType::{_first_scalar_type(f)} : {lead}[0].scalar_type())"
     lines.append(
-        f"opforge::structured::dispatch<{types}>({lead}[0].scalar_type(), kOp, "
-        f"[&]<typename {SCALAR}>() {{"
+        f"opforge::structured::dispatch<{types}>({dtype}, kOp, [&]<typename {SCALAR}>() {{"
     )
     if key == "CUDA":
+        if outs:
+            lines.append(
+                f"  const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, {outs[0]});"
+            )
         call = f"opforge::{kernel}<{SCALAR}>({', '.join(pointers)}"
         lines.append(f"  OPFORGE_CUDA_CHECK({call}, opforge::cuda::current_stream()));")
     else:
         lines.append(f"  OPFORGE_CPU_KERNEL({kernel}<{SCALAR}>)({', '.join(pointers)});")
     lines.append("});")
     lines += [f"{n}_k.write_back({n});" for n in s.names if n in written]
-    return [*lines, "return;"]
+    return [*lines, _return(f)]
+
+
+def _first_scalar_type(f: OpDecl) -> str:
+    return DTYPES[f.dtypes[0]]

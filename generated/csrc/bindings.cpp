@@ -31,6 +31,7 @@
 #include <opforge/ops/channel_norm.h>
 #include <opforge/ops/channel_shuffle.h>
 #include <opforge/ops/choose_qparams.h>
+#include <opforge/ops/clip_grad_norm_.h>
 #include <opforge/ops/constant.h>
 #include <opforge/ops/conv2d.h>
 #include <opforge/ops/conv2d_backward.h>
@@ -52,6 +53,10 @@
 #include <opforge/ops/elu_backward.h>
 #include <opforge/ops/embedding.h>
 #include <opforge/ops/embedding_backward.h>
+#include <opforge/ops/fake_quantize_learnable_per_channel_affine.h>
+#include <opforge/ops/fake_quantize_learnable_per_channel_affine_backward.h>
+#include <opforge/ops/fake_quantize_learnable_per_tensor_affine.h>
+#include <opforge/ops/fake_quantize_learnable_per_tensor_affine_backward.h>
 #include <opforge/ops/fake_quantize_per_channel_affine.h>
 #include <opforge/ops/fake_quantize_per_channel_affine_backward.h>
 #include <opforge/ops/fake_quantize_per_tensor_affine.h>
@@ -654,6 +659,20 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("eps")
       );
   m.def(
+      "clip_grad_norm_",
+      [](const std::vector<at::Tensor>& grads, double max_norm, double norm_type) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::clip_grad_norm_(grads, max_norm, norm_type);
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      pybind11::arg("grads"),
+      pybind11::arg("max_norm"),
+      pybind11::arg("norm_type")
+      );
+  m.def(
       "constant",
       [](const at::Tensor& tensor, double val) -> at::Tensor {
         // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
@@ -1104,6 +1123,78 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("indices"),
       pybind11::arg("num_weights"),
       pybind11::arg("padding_idx")
+      );
+  m.def(
+      "fake_quantize_learnable_per_channel_affine",
+      [](const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max, double grad_factor) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::fake_quantize_learnable_per_channel_affine(self, scale, zero_point, axis, quant_min, quant_max, grad_factor);
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      pybind11::arg("self"),
+      pybind11::arg("scale"),
+      pybind11::arg("zero_point"),
+      pybind11::arg("axis"),
+      pybind11::arg("quant_min"),
+      pybind11::arg("quant_max"),
+      pybind11::arg("grad_factor")
+      );
+  m.def(
+      "fake_quantize_learnable_per_channel_affine_backward",
+      [](const at::Tensor& grad, const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max, double grad_factor) -> std::tuple<at::Tensor, at::Tensor, at::Tensor> {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::fake_quantize_learnable_per_channel_affine_backward(grad, self, scale, zero_point, axis, quant_min, quant_max, grad_factor);
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      pybind11::arg("grad"),
+      pybind11::arg("self"),
+      pybind11::arg("scale"),
+      pybind11::arg("zero_point"),
+      pybind11::arg("axis"),
+      pybind11::arg("quant_min"),
+      pybind11::arg("quant_max"),
+      pybind11::arg("grad_factor")
+      );
+  m.def(
+      "fake_quantize_learnable_per_tensor_affine",
+      [](const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t quant_min, int64_t quant_max, double grad_factor) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::fake_quantize_learnable_per_tensor_affine(self, scale, zero_point, quant_min, quant_max, grad_factor);
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      pybind11::arg("self"),
+      pybind11::arg("scale"),
+      pybind11::arg("zero_point"),
+      pybind11::arg("quant_min"),
+      pybind11::arg("quant_max"),
+      pybind11::arg("grad_factor")
+      );
+  m.def(
+      "fake_quantize_learnable_per_tensor_affine_backward",
+      [](const at::Tensor& grad, const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t quant_min, int64_t quant_max, double grad_factor) -> std::tuple<at::Tensor, at::Tensor, at::Tensor> {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::fake_quantize_learnable_per_tensor_affine_backward(grad, self, scale, zero_point, quant_min, quant_max, grad_factor);
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      pybind11::arg("grad"),
+      pybind11::arg("self"),
+      pybind11::arg("scale"),
+      pybind11::arg("zero_point"),
+      pybind11::arg("quant_min"),
+      pybind11::arg("quant_max"),
+      pybind11::arg("grad_factor")
       );
   m.def(
       "fake_quantize_per_channel_affine",

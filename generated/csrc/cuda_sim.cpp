@@ -26,6 +26,7 @@
 #include <opforge/ops/channel_norm.h>
 #include <opforge/ops/channel_shuffle.h>
 #include <opforge/ops/choose_qparams.h>
+#include <opforge/ops/clip_grad_norm_.h>
 #include <opforge/ops/constant.h>
 #include <opforge/ops/conv2d.h>
 #include <opforge/ops/conv2d_backward.h>
@@ -47,6 +48,10 @@
 #include <opforge/ops/elu_backward.h>
 #include <opforge/ops/embedding.h>
 #include <opforge/ops/embedding_backward.h>
+#include <opforge/ops/fake_quantize_learnable_per_channel_affine.h>
+#include <opforge/ops/fake_quantize_learnable_per_channel_affine_backward.h>
+#include <opforge/ops/fake_quantize_learnable_per_tensor_affine.h>
+#include <opforge/ops/fake_quantize_learnable_per_tensor_affine_backward.h>
 #include <opforge/ops/fake_quantize_per_channel_affine.h>
 #include <opforge/ops/fake_quantize_per_channel_affine_backward.h>
 #include <opforge/ops/fake_quantize_per_tensor_affine.h>
@@ -224,6 +229,11 @@ cudaError_t choose_qparams_cuda(scalar_t* result0, int32_t* result1, const scala
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t>
+cudaError_t clip_grad_norm_cuda(scalar_t* result, opforge::tensor_list<scalar_t> grads, const opforge::list_sizes& sizes, const opforge::clip_grad_norm_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
 cudaError_t constant_cuda(scalar_t* result, const opforge::constant_plan& plan, cudaStream_t stream);
 
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
@@ -290,6 +300,26 @@ cudaError_t embedding_cuda(scalar_t* result, const scalar_t* weight, const indic
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t, typename indices_t>
 cudaError_t embedding_backward_cuda(scalar_t* result, const scalar_t* grad_output, const indices_t* indices, const opforge::embedding_backward_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t fake_quantize_learnable_per_channel_affine_cuda(scalar_t* result, const scalar_t* self, const float* scale, const float* zero_point, const opforge::learnable_quantize_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t fake_quantize_learnable_per_channel_affine_backward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad, const scalar_t* self, const float* scale, const float* zero_point, const opforge::learnable_quantize_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t fake_quantize_learnable_per_tensor_affine_cuda(scalar_t* result, const scalar_t* self, const float* scale, const float* zero_point, const opforge::learnable_quantize_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t fake_quantize_learnable_per_tensor_affine_backward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad, const scalar_t* self, const float* scale, const float* zero_point, const opforge::learnable_quantize_plan& plan, cudaStream_t stream);
 
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
@@ -1022,6 +1052,13 @@ std::tuple<at::Tensor, at::Tensor> opforge::ops::choose_qparams(const at::Tensor
   return op.call(min_val, max_val, quant_min, quant_max, symmetric, eps);
 }
 
+at::Tensor opforge::ops::clip_grad_norm_(at::TensorList grads, double max_norm, double norm_type) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::clip_grad_norm_", "")
+      .typed<at::Tensor(at::TensorList, double, double)>();
+  return op.call(grads, max_norm, norm_type);
+}
+
 at::Tensor opforge::ops::constant(const at::Tensor& tensor, double val) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::constant", "")
@@ -1202,6 +1239,34 @@ at::Tensor opforge::ops::embedding_backward(const at::Tensor& grad_output, const
       .findSchemaOrThrow("opforge::embedding_backward", "")
       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, c10::SymInt, c10::SymInt)>();
   return op.call(grad_output, indices, num_weights, padding_idx);
+}
+
+at::Tensor opforge::ops::fake_quantize_learnable_per_channel_affine(const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max, double grad_factor) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::fake_quantize_learnable_per_channel_affine", "")
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, int64_t, int64_t, double)>();
+  return op.call(self, scale, zero_point, axis, quant_min, quant_max, grad_factor);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::fake_quantize_learnable_per_channel_affine_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max, double grad_factor) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::fake_quantize_learnable_per_channel_affine_backward", "")
+      .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, int64_t, int64_t, double)>();
+  return op.call(grad, self, scale, zero_point, axis, quant_min, quant_max, grad_factor);
+}
+
+at::Tensor opforge::ops::fake_quantize_learnable_per_tensor_affine(const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t quant_min, int64_t quant_max, double grad_factor) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::fake_quantize_learnable_per_tensor_affine", "")
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, int64_t, double)>();
+  return op.call(self, scale, zero_point, quant_min, quant_max, grad_factor);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::fake_quantize_learnable_per_tensor_affine_backward(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t quant_min, int64_t quant_max, double grad_factor) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::fake_quantize_learnable_per_tensor_affine_backward", "")
+      .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, int64_t, double)>();
+  return op.call(grad, self, scale, zero_point, quant_min, quant_max, grad_factor);
 }
 
 at::Tensor opforge::ops::fake_quantize_per_channel_affine(const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max) {
@@ -1983,6 +2048,7 @@ TORCH_LIBRARY(opforge_cuda_sim, m) {
   m.def(R"schema(channel_norm(Tensor weight, float p, int dim) -> Tensor)schema");
   m.def(R"schema(channel_shuffle(Tensor self, SymInt groups) -> Tensor)schema");
   m.def(R"schema(choose_qparams(Tensor min_val, Tensor max_val, int quant_min, int quant_max, bool symmetric=False, float eps=1.1920928955078125e-07) -> (Tensor, Tensor))schema");
+  m.def(R"schema(clip_grad_norm_(Tensor(a!)[] grads, float max_norm, float norm_type=2.0) -> Tensor)schema");
   m.def(R"schema(constant(Tensor tensor, float val) -> Tensor)schema");
   m.def(R"schema(conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor)schema");
   m.def(R"schema(conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[2] stride, SymInt[2] padding, SymInt[2] dilation, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor))schema");
@@ -1999,6 +2065,10 @@ TORCH_LIBRARY(opforge_cuda_sim, m) {
   m.def(R"schema(elu_backward(Tensor grad_output, Tensor self, Scalar alpha) -> Tensor)schema");
   m.def(R"schema(embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1) -> Tensor)schema");
   m.def(R"schema(embedding_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx=-1) -> Tensor)schema");
+  m.def(R"schema(fake_quantize_learnable_per_channel_affine(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max, float grad_factor=1.0) -> Tensor)schema");
+  m.def(R"schema(fake_quantize_learnable_per_channel_affine_backward(Tensor grad, Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max, float grad_factor=1.0) -> (Tensor, Tensor, Tensor))schema");
+  m.def(R"schema(fake_quantize_learnable_per_tensor_affine(Tensor self, Tensor scale, Tensor zero_point, int quant_min, int quant_max, float grad_factor=1.0) -> Tensor)schema");
+  m.def(R"schema(fake_quantize_learnable_per_tensor_affine_backward(Tensor grad, Tensor self, Tensor scale, Tensor zero_point, int quant_min, int quant_max, float grad_factor=1.0) -> (Tensor, Tensor, Tensor))schema");
   m.def(R"schema(fake_quantize_per_channel_affine(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor)schema");
   m.def(R"schema(fake_quantize_per_channel_affine_backward(Tensor grad_output, Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor)schema");
   m.def(R"schema(fake_quantize_per_tensor_affine(Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor)schema");
@@ -2569,7 +2639,7 @@ void adadelta_step__cuda_simulated(at::TensorList params, at::TensorList grads, 
   const opforge::structured::kernel_list grads_k(grads);
   const opforge::structured::kernel_list square_avgs_k(square_avgs);
   const opforge::structured::kernel_list acc_deltas_k(acc_deltas);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(params[0].scalar_type(), kOp, [&]<typename scalar_t>() {
+  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
     OPFORGE_CUDA_CHECK(opforge::adadelta_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), square_avgs_k.as<scalar_t>(), acc_deltas_k.as<scalar_t>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
   });
   params_k.write_back(params);
@@ -2609,7 +2679,7 @@ void adagrad_step__cuda_simulated(at::TensorList params, at::TensorList grads, a
   const opforge::structured::kernel_list grads_k(grads);
   const opforge::structured::kernel_list state_sums_k(state_sums);
   const opforge::structured::kernel_list state_steps_k(state_steps);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(params[0].scalar_type(), kOp, [&]<typename scalar_t>() {
+  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
     OPFORGE_CUDA_CHECK(opforge::adagrad_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), state_sums_k.as<scalar_t>(), state_steps_k.as<const float>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
   });
   params_k.write_back(params);
@@ -2662,7 +2732,7 @@ void adam_step__cuda_simulated(at::TensorList params, at::TensorList grads, at::
   const opforge::structured::kernel_list exp_avg_sqs_k(exp_avg_sqs);
   const opforge::structured::kernel_list max_exp_avg_sqs_k(max_exp_avg_sqs);
   const opforge::structured::kernel_list state_steps_k(state_steps);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(params[0].scalar_type(), kOp, [&]<typename scalar_t>() {
+  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
     OPFORGE_CUDA_CHECK(opforge::adam_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), exp_avgs_k.as<scalar_t>(), exp_avg_sqs_k.as<scalar_t>(), max_exp_avg_sqs_k.as<scalar_t>(), state_steps_k.as<const float>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
   });
   params_k.write_back(params);
@@ -2717,7 +2787,7 @@ void adamw_step__cuda_simulated(at::TensorList params, at::TensorList grads, at:
   const opforge::structured::kernel_list exp_avg_sqs_k(exp_avg_sqs);
   const opforge::structured::kernel_list max_exp_avg_sqs_k(max_exp_avg_sqs);
   const opforge::structured::kernel_list state_steps_k(state_steps);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(params[0].scalar_type(), kOp, [&]<typename scalar_t>() {
+  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
     OPFORGE_CUDA_CHECK(opforge::adamw_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), exp_avgs_k.as<scalar_t>(), exp_avg_sqs_k.as<scalar_t>(), max_exp_avg_sqs_k.as<scalar_t>(), state_steps_k.as<const float>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
   });
   params_k.write_back(params);
@@ -3205,6 +3275,24 @@ std::tuple<at::Tensor, at::Tensor> choose_qparams_cuda_simulated(const at::Tenso
   return std::make_tuple(result0, result1);
 }
 
+at::Tensor clip_grad_norm__cuda_simulated(at::TensorList grads, double max_norm, double norm_type) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.clip_grad_norm_";
+  opforge::check::device_type(kOp, "grads", grads, c10::DeviceType::CPU);
+  opforge::check::list_same_device(kOp, "grads", grads, "grads", grads);
+  opforge::check::dtype(kOp, "'grads'", grads, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::list_same_dtype(kOp, "grads", grads, "grads", grads);
+  opforge::check::written_once(kOp, {{"grads", grads}}, {{"grads", grads}});
+  auto meta = opforge::clip_grad_norm_meta<int64_t>(kOp, grads, max_norm, norm_type);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], (grads.empty() ? at::empty({}, at::kFloat) : grads[0]));
+  const opforge::structured::kernel_list grads_k(grads);
+  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((grads.empty() ? at::ScalarType::Float : grads[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, result);
+    OPFORGE_CUDA_CHECK(opforge::clip_grad_norm_cuda<scalar_t>(result.mutable_data_ptr<scalar_t>(), grads_k.as<scalar_t>(), grads_k.sizes(), meta.plan, opforge::cuda::current_stream()));
+  });
+  grads_k.write_back(grads);
+  return result;
+}
+
 at::Tensor constant_cuda_simulated(const at::Tensor& tensor, double val) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.constant";
   opforge::check::device_type(kOp, "tensor", tensor, c10::DeviceType::CPU);
@@ -3630,6 +3718,126 @@ at::Tensor embedding_backward_cuda_simulated(const at::Tensor& grad_output, cons
   }
   result = opforge::structured::as_declared(result, meta.outputs[0], layout);
   return result;
+}
+
+at::Tensor fake_quantize_learnable_per_channel_affine_cuda_simulated(const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max, double grad_factor) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_learnable_per_channel_affine";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "scale", scale, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "zero_point", zero_point, c10::DeviceType::CPU);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float}, "a floating tensor (float32)");
+  opforge::check::dtype(kOp, "'scale'", scale, {at::ScalarType::Float}, "a floating tensor (float32)");
+  opforge::check::dtype(kOp, "'zero_point'", zero_point, {at::ScalarType::Float}, "a floating tensor (float32)");
+  auto meta = opforge::fake_quantize_learnable_per_channel_meta<int64_t>(kOp, self, scale, zero_point, axis, quant_min, quant_max, grad_factor);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor scale_c = opforge::structured::contiguous_in(scale, layout);
+    const at::Tensor zero_point_c = opforge::structured::contiguous_in(zero_point, layout);
+    opforge::structured::dispatch<float>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::fake_quantize_learnable_per_channel_affine_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), scale_c.const_data_ptr<float>(), zero_point_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+  }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
+  return result;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> fake_quantize_learnable_per_channel_affine_backward_cuda_simulated(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max, double grad_factor) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_learnable_per_channel_affine_backward";
+  opforge::check::device_type(kOp, "grad", grad, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "scale", scale, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "zero_point", zero_point, c10::DeviceType::CPU);
+  opforge::check::dtype(kOp, "'grad'", grad, {at::ScalarType::Float}, "a floating tensor (float32)");
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float}, "a floating tensor (float32)");
+  opforge::check::dtype(kOp, "'scale'", scale, {at::ScalarType::Float}, "a floating tensor (float32)");
+  opforge::check::dtype(kOp, "'zero_point'", zero_point, {at::ScalarType::Float}, "a floating tensor (float32)");
+  opforge::check::same_dtype(kOp, "self", self, "grad", grad);
+  auto meta = opforge::fake_quantize_learnable_per_channel_backward_meta<int64_t>(kOp, grad, self, scale, zero_point, axis, quant_min, quant_max, grad_factor);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad, layout);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad, layout);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad, layout);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad, &opforge::cuda::stream_capturing);
+    const at::Tensor grad_c = opforge::structured::contiguous_in(grad, layout);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor scale_c = opforge::structured::contiguous_in(scale, layout);
+    const at::Tensor zero_point_c = opforge::structured::contiguous_in(zero_point, layout);
+    opforge::structured::dispatch<float>(grad.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::fake_quantize_learnable_per_channel_affine_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), scale_c.const_data_ptr<float>(), zero_point_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+  }
+  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
+  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
+  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
+  return std::make_tuple(result0, result1, result2);
+}
+
+at::Tensor fake_quantize_learnable_per_tensor_affine_cuda_simulated(const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t quant_min, int64_t quant_max, double grad_factor) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_learnable_per_tensor_affine";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "scale", scale, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "zero_point", zero_point, c10::DeviceType::CPU);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float}, "a floating tensor (float32)");
+  opforge::check::dtype(kOp, "'scale'", scale, {at::ScalarType::Float}, "a floating tensor (float32)");
+  opforge::check::dtype(kOp, "'zero_point'", zero_point, {at::ScalarType::Float}, "a floating tensor (float32)");
+  auto meta = opforge::fake_quantize_learnable_per_tensor_meta<int64_t>(kOp, self, scale, zero_point, quant_min, quant_max, grad_factor);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor scale_c = opforge::structured::contiguous_in(scale, layout);
+    const at::Tensor zero_point_c = opforge::structured::contiguous_in(zero_point, layout);
+    opforge::structured::dispatch<float>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::fake_quantize_learnable_per_tensor_affine_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), scale_c.const_data_ptr<float>(), zero_point_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+  }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
+  return result;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> fake_quantize_learnable_per_tensor_affine_backward_cuda_simulated(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t quant_min, int64_t quant_max, double grad_factor) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_learnable_per_tensor_affine_backward";
+  opforge::check::device_type(kOp, "grad", grad, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "scale", scale, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "zero_point", zero_point, c10::DeviceType::CPU);
+  opforge::check::dtype(kOp, "'grad'", grad, {at::ScalarType::Float}, "a floating tensor (float32)");
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float}, "a floating tensor (float32)");
+  opforge::check::dtype(kOp, "'scale'", scale, {at::ScalarType::Float}, "a floating tensor (float32)");
+  opforge::check::dtype(kOp, "'zero_point'", zero_point, {at::ScalarType::Float}, "a floating tensor (float32)");
+  opforge::check::same_dtype(kOp, "self", self, "grad", grad);
+  auto meta = opforge::fake_quantize_learnable_per_tensor_backward_meta<int64_t>(kOp, grad, self, scale, zero_point, quant_min, quant_max, grad_factor);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad, layout);
+  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad, layout);
+  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad, layout);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad, &opforge::cuda::stream_capturing);
+    const at::Tensor grad_c = opforge::structured::contiguous_in(grad, layout);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    const at::Tensor scale_c = opforge::structured::contiguous_in(scale, layout);
+    const at::Tensor zero_point_c = opforge::structured::contiguous_in(zero_point, layout);
+    opforge::structured::dispatch<float>(grad.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::fake_quantize_learnable_per_tensor_affine_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), scale_c.const_data_ptr<float>(), zero_point_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+  }
+  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
+  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
+  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
+  return std::make_tuple(result0, result1, result2);
 }
 
 at::Tensor fake_quantize_per_channel_affine_cuda_simulated(const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max) {
@@ -4949,7 +5157,7 @@ void rmsprop_step__cuda_simulated(at::TensorList params, at::TensorList grads, a
   const opforge::structured::kernel_list square_avgs_k(square_avgs);
   const opforge::structured::kernel_list grad_avgs_k(grad_avgs);
   const opforge::structured::kernel_list momentum_buffers_k(momentum_buffers);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(params[0].scalar_type(), kOp, [&]<typename scalar_t>() {
+  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
     OPFORGE_CUDA_CHECK(opforge::rmsprop_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), square_avgs_k.as<scalar_t>(), grad_avgs_k.as<scalar_t>(), momentum_buffers_k.as<scalar_t>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
   });
   params_k.write_back(params);
@@ -4985,7 +5193,7 @@ void sgd_step__cuda_simulated(at::TensorList params, at::TensorList grads, at::T
   const opforge::structured::kernel_list params_k(params);
   const opforge::structured::kernel_list grads_k(grads);
   const opforge::structured::kernel_list momentum_buffers_k(momentum_buffers);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(params[0].scalar_type(), kOp, [&]<typename scalar_t>() {
+  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
     OPFORGE_CUDA_CHECK(opforge::sgd_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), momentum_buffers_k.as<scalar_t>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
   });
   params_k.write_back(params);
@@ -5484,6 +5692,10 @@ TORCH_LIBRARY_IMPL(opforge_cuda_sim, CPU, m) {
   m.impl("elu_backward", TORCH_FN(elu_backward_cuda_simulated));
   m.impl("embedding", TORCH_FN(embedding_cuda_simulated));
   m.impl("embedding_backward", TORCH_FN(embedding_backward_cuda_simulated));
+  m.impl("fake_quantize_learnable_per_channel_affine", TORCH_FN(fake_quantize_learnable_per_channel_affine_cuda_simulated));
+  m.impl("fake_quantize_learnable_per_channel_affine_backward", TORCH_FN(fake_quantize_learnable_per_channel_affine_backward_cuda_simulated));
+  m.impl("fake_quantize_learnable_per_tensor_affine", TORCH_FN(fake_quantize_learnable_per_tensor_affine_cuda_simulated));
+  m.impl("fake_quantize_learnable_per_tensor_affine_backward", TORCH_FN(fake_quantize_learnable_per_tensor_affine_backward_cuda_simulated));
   m.impl("fake_quantize_per_channel_affine", TORCH_FN(fake_quantize_per_channel_affine_cuda_simulated));
   m.impl("fake_quantize_per_channel_affine_backward", TORCH_FN(fake_quantize_per_channel_affine_backward_cuda_simulated));
   m.impl("fake_quantize_per_tensor_affine", TORCH_FN(fake_quantize_per_tensor_affine_cuda_simulated));
@@ -5557,6 +5769,7 @@ TORCH_LIBRARY_IMPL(opforge_cuda_sim, CompositeExplicitAutograd, m) {
   m.impl("adagrad_step_", TORCH_FN(adagrad_step__cuda_simulated));
   m.impl("adam_step_", TORCH_FN(adam_step__cuda_simulated));
   m.impl("adamw_step_", TORCH_FN(adamw_step__cuda_simulated));
+  m.impl("clip_grad_norm_", TORCH_FN(clip_grad_norm__cuda_simulated));
   m.impl("rmsprop_step_", TORCH_FN(rmsprop_step__cuda_simulated));
   m.impl("sgd_step_", TORCH_FN(sgd_step__cuda_simulated));
 }

@@ -33,6 +33,7 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(channel_shuffle(Tensor self, SymInt groups) -> Tensor)schema", {});
   m.def(R"schema(channel_shuffle.out(Tensor self, SymInt groups, *, Tensor(a!) out) -> Tensor(a!))schema", {});
   m.def(R"schema(choose_qparams(Tensor min_val, Tensor max_val, int quant_min, int quant_max, bool symmetric=False, float eps=1.1920928955078125e-07) -> (Tensor, Tensor))schema", {});
+  m.def(R"schema(clip_grad_norm_(Tensor(a!)[] grads, float max_norm, float norm_type=2.0) -> Tensor)schema", {});
   m.def(R"schema(constant(Tensor tensor, float val) -> Tensor)schema", {});
   m.def(R"schema(constant_(Tensor(a!) tensor, float val) -> Tensor(a!))schema", {at::Tag::inplace});
   m.def(R"schema(conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor)schema", {});
@@ -59,6 +60,10 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1) -> Tensor)schema", {});
   m.def(R"schema(embedding.out(Tensor weight, Tensor indices, SymInt padding_idx=-1, *, Tensor(a!) out) -> Tensor(a!))schema", {});
   m.def(R"schema(embedding_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx=-1) -> Tensor)schema", {});
+  m.def(R"schema(fake_quantize_learnable_per_channel_affine(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max, float grad_factor=1.0) -> Tensor)schema", {});
+  m.def(R"schema(fake_quantize_learnable_per_channel_affine_backward(Tensor grad, Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max, float grad_factor=1.0) -> (Tensor, Tensor, Tensor))schema", {});
+  m.def(R"schema(fake_quantize_learnable_per_tensor_affine(Tensor self, Tensor scale, Tensor zero_point, int quant_min, int quant_max, float grad_factor=1.0) -> Tensor)schema", {});
+  m.def(R"schema(fake_quantize_learnable_per_tensor_affine_backward(Tensor grad, Tensor self, Tensor scale, Tensor zero_point, int quant_min, int quant_max, float grad_factor=1.0) -> (Tensor, Tensor, Tensor))schema", {});
   m.def(R"schema(fake_quantize_per_channel_affine(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor)schema", {});
   m.def(R"schema(fake_quantize_per_channel_affine.out(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max, *, Tensor(a!) out) -> Tensor(a!))schema", {});
   m.def(R"schema(fake_quantize_per_channel_affine_backward(Tensor grad_output, Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor)schema", {});

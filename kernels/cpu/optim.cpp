@@ -6,10 +6,13 @@
 #include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/math/opmath.h>
 #include <opforge/math/optim.h>
+#include <opforge/math/vector_norm.h>
 #include <opforge/optim_plan.h>
 #include <opforge/tensor_list.h>
 
 #include "list_chunks.h"
+
+#include <vector>
 
 namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {
@@ -145,6 +148,35 @@ void adadelta_step_cpu(tensor_list<scalar_t> params, tensor_list<const scalar_t>
     scalar_t* acc = acc_deltas[t];
     for (int64_t i = begin; i < end; ++i) {
       math::adadelta_element(p[i], g[i], sq[i], acc[i], plan);
+    }
+  });
+}
+
+// Each tensor's norm in double over fixed chunks (deterministic), their norm,
+// then one pass scaling every gradient by the clip coefficient (torch scales
+// even by 1).
+template <typename scalar_t>
+void clip_grad_norm_cpu(scalar_t* result, tensor_list<scalar_t> grads, const list_sizes& sizes,
+                        const clip_grad_norm_plan& plan) {
+  using A = math::opmath_t<scalar_t>;
+  const math::vector_norm_fn<double> norm{plan.norm_type};
+  const std::vector<double> norms = cpu::list_reduce_each(
+      sizes, k_grain, norm.identity(),
+      [&](int64_t t, int64_t begin, int64_t end, double acc) {
+        const scalar_t* g = grads[t];
+        for (int64_t i = begin; i < end; ++i) {
+          acc = norm.combine(acc, norm.term(static_cast<double>(math::cast_to<A>(g[i]))));
+        }
+        return acc;
+      },
+      [&](double a, double b) { return norm.combine(a, b); });
+  const scalar_t total = math::norm_of_norms<scalar_t>(norm, norms, sizes.size);
+  *result = total;
+  const A coefficient = math::cast_to<A>(math::clip_coefficient(total, plan.max_norm));
+  cpu::for_each_list_chunk(sizes, k_grain, [&](int64_t t, int64_t begin, int64_t end) {
+    scalar_t* g = grads[t];
+    for (int64_t i = begin; i < end; ++i) {
+      g[i] = math::cast_to<scalar_t>(math::cast_to<A>(g[i]) * coefficient);
     }
   });
 }

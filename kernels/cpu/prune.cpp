@@ -4,6 +4,7 @@
 // ranking of the norms (opforge/prune_plan.h) and its 0/1 mask.
 #include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/math/opmath.h>
+#include <opforge/math/vector_norm.h>
 #include <opforge/prune_plan.h>
 
 #include <ATen/Parallel.h>
@@ -56,7 +57,8 @@ A channel_total(const T* weight, const channel_norm_plan& plan, int64_t c) {
     } else if (plan.p == 2.0) {
       total += run_sum<A>(run, plan.inner, [](A m) { return m * m; });
     } else {
-      total += run_sum<A>(run, plan.inner, [&](A m) { return norm_term(m, plan.p); });
+      const math::vector_norm_fn<A> norm{plan.p};
+      total += run_sum<A>(run, plan.inner, [&](A m) { return norm.term(m); });
     }
   }
   return total;
@@ -68,7 +70,7 @@ void channel_norms(Out* norms, const T* weight, const channel_norm_plan& plan) {
   using A = math::sum_acc_t<T>;
   at::parallel_for(0, plan.channels, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
-      norms[c] = math::cast_to<Out>(norm_finish(channel_total<A>(weight, plan, c), plan.p));
+      norms[c] = math::cast_to<Out>(math::vector_norm_fn<A>{plan.p}.finish(channel_total<A>(weight, plan, c)));
     }
   });
 }

@@ -3,8 +3,9 @@
 // [Tensor lists]) cover many tensors per launch. The host splits every tensor
 // into chunks of k_list_chunk elements and fills a table passed by value as
 // the kernel's argument (so no host-to-device copy): per tensor its pointers
-// in each of Depth lists, an optional per-tensor scalar (a step count) and its
-// numel; per block the tensor and the chunk it updates. When the table's
+// in each of Depth lists, an optional per-tensor scalar (a step count), its
+// numel and its index in the lists; per block the tensor and the chunk it
+// updates. When the table's
 // tensors or blocks run out, the launch goes and a new table starts (a tensor
 // cut there continues as the next table's first entry). The table stays under
 // the 4 KiB kernel-argument limit of every architecture.
@@ -32,6 +33,7 @@ struct list_table {
   void* data[Depth][max_tensors];
   const float* scalar[max_tensors];
   int64_t numel[max_tensors];
+  int64_t index[max_tensors];  // the tensor's position in the call's lists
   unsigned char tensor[max_blocks];
   int chunk[max_blocks];
 };
@@ -71,6 +73,7 @@ cudaError_t for_each_list_table(const std::array<void* const*, Depth>& lists, co
     }
     table.scalar[tensors] = scalars == nullptr ? nullptr : scalars[t];
     table.numel[tensors] = n;
+    table.index[tensors] = t;
     const int64_t chunks = ceil_div(n, k_list_chunk);
     for (int64_t c = 0; c < chunks; ++c) {
       table.tensor[blocks] = static_cast<unsigned char>(tensors);
@@ -86,6 +89,7 @@ cudaError_t for_each_list_table(const std::array<void* const*, Depth>& lists, co
         }
         table.scalar[0] = table.scalar[tensors];
         table.numel[0] = table.numel[tensors];
+        table.index[0] = table.index[tensors];
         tensors = 0;
       }
     }

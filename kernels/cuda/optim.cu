@@ -7,11 +7,69 @@
 
 #include <opforge/math/opmath.h>
 #include <opforge/math/optim.h>
+#include <opforge/math/vector_norm.h>
 #include <opforge/optim_plan.h>
 #include <opforge/tensor_list.h>
 
 namespace opforge {
 namespace {
+
+static_assert(cuda::list_table<1>::max_blocks <= k_clip_launch_blocks, "clip_grad_norm_'s workspace");
+
+
+// clip_grad_norm_, one launch's blocks: each folds its chunk into partial[blockIdx.x].
+template <typename T>
+__global__ void __launch_bounds__(cuda::k_threads) norm_partials_kernel(cuda::list_table<1> table, double* partial,
+                                                                        math::vector_norm_fn<double> norm) {
+  __shared__ double shared[32];
+  const cuda::block_range<1> r(table);
+  const T* g = static_cast<const T*>(table.data[0][r.entry]);
+  double acc = norm.identity();
+  for (int64_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) {
+    acc = norm.combine(acc, norm.term(static_cast<double>(math::cast_to<math::opmath_t<T>>(g[i]))));
+  }
+  acc = cuda::block_reduce(acc, math::vector_norm_combine<double>{norm}, norm.identity(), shared);
+  if (threadIdx.x == 0) {
+    partial[blockIdx.x] = acc;
+  }
+}
+
+__global__ void fill_identity_kernel(double* values, int64_t n, math::vector_norm_fn<double> norm) {
+  for (int64_t i = cuda::global_thread(); i < n; i += cuda::grid_threads()) {
+    values[i] = norm.identity();
+  }
+}
+
+// One thread: the launch's partials folded, in block order, into their
+// tensors' values (a tensor's chunks may span launches).
+__global__ void norm_fold_kernel(cuda::list_table<1> table, const double* partial, int blocks, double* per_tensor,
+                                 math::vector_norm_fn<double> norm) {
+  for (int b = 0; b < blocks; ++b) {
+    double& v = per_tensor[table.index[table.tensor[b]]];
+    v = norm.combine(v, partial[b]);
+  }
+}
+
+// One thread: the norm of the tensors' norms into the result, the clip
+// coefficient into the workspace.
+template <typename T>
+__global__ void clip_coefficient_kernel(T* result, const double* per_tensor, int64_t tensors, double* coefficient,
+                                        math::vector_norm_fn<double> norm, double max_norm) {
+  const T total = math::norm_of_norms<T>(norm, per_tensor, tensors);
+  *result = total;
+  *coefficient = static_cast<double>(math::cast_to<math::opmath_t<T>>(math::clip_coefficient(total, max_norm)));
+}
+
+template <typename T>
+__global__ void scale_kernel(cuda::list_table<1> table, const double* coefficient) {
+  using A = math::opmath_t<T>;
+  const cuda::block_range<1> r(table);
+  T* g = static_cast<T*>(table.data[0][r.entry]);
+  const auto c = static_cast<A>(*coefficient);
+  for (int64_t i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) {
+    g[i] = math::cast_to<T>(math::cast_to<A>(g[i]) * c);
+  }
+}
 
 template <bool use_momentum, typename T>
 __global__ void sgd_kernel(cuda::list_table<3> table, sgd_plan plan) {
@@ -177,6 +235,41 @@ cudaError_t adadelta_step_cuda(tensor_list<scalar_t> params, tensor_list<const s
                                           cuda::untyped(acc_deltas)};
   return cuda::for_each_list_table<4>(lists, nullptr, sizes, [&](const cuda::list_table<4>& table, int blocks) {
     OPFORGE_LAUNCH(blocks, cuda::k_threads, 0, stream, adadelta_kernel<scalar_t>)(table, plan);
+    return cudaGetLastError();
+  });
+}
+
+// clip_grad_norm_: the per-tensor values reset, partials and a fold per
+// multi-tensor launch, the coefficient, then the scaling launches; the
+// workspace holds a launch's partials, the per-tensor values and the
+// coefficient (opforge/optim_plan.h).
+template <typename scalar_t>
+cudaError_t clip_grad_norm_cuda(scalar_t* result, tensor_list<scalar_t> grads, const list_sizes& sizes,
+                                const clip_grad_norm_plan& plan, cudaStream_t stream) {
+  auto* partial = static_cast<double*>(plan.workspace);
+  double* per_tensor = partial + k_clip_launch_blocks;
+  double* coefficient = per_tensor + plan.tensors;
+  const math::vector_norm_fn<double> norm{plan.norm_type};
+  if (plan.tensors > 0) {
+    OPFORGE_LAUNCH(cuda::elementwise_blocks(plan.tensors), cuda::k_threads, 0, stream, fill_identity_kernel)(
+        per_tensor, plan.tensors, norm);
+  }
+  const std::array<void* const*, 1> lists{cuda::untyped(grads)};
+  cudaError_t e = cuda::for_each_list_table<1>(lists, nullptr, sizes, [&](const cuda::list_table<1>& table, int blocks) {
+    OPFORGE_LAUNCH(blocks, cuda::k_threads, 0, stream, norm_partials_kernel<scalar_t>)(table, partial, norm);
+    OPFORGE_LAUNCH(1, 1, 0, stream, norm_fold_kernel)(table, partial, blocks, per_tensor, norm);
+    return cudaGetLastError();
+  });
+  if (e != cudaSuccess) {
+    return e;
+  }
+  OPFORGE_LAUNCH(1, 1, 0, stream, clip_coefficient_kernel<scalar_t>)(result, per_tensor, plan.tensors, coefficient,
+                                                                       norm, plan.max_norm);
+  if ((e = cudaGetLastError()) != cudaSuccess) {
+    return e;
+  }
+  return cuda::for_each_list_table<1>(lists, nullptr, sizes, [&](const cuda::list_table<1>& table, int blocks) {
+    OPFORGE_LAUNCH(blocks, cuda::k_threads, 0, stream, scale_kernel<scalar_t>)(table, coefficient);
     return cudaGetLastError();
   });
 }

@@ -6,6 +6,7 @@
 #include "for_each.cuh"
 
 #include <opforge/math/opmath.h>
+#include <opforge/math/vector_norm.h>
 #include <opforge/prune_plan.h>
 
 #include <algorithm>
@@ -14,32 +15,24 @@
 namespace opforge {
 namespace {
 
-struct nan_max_op {
-  template <typename A>
-  __device__ A operator()(A a, A b) const {
-    return (b > a || b != b) ? b : a;
-  }
-};
-
 // The channels' norms, as Out (the op's dtype, or the accumulation type to rank in).
 template <typename T, typename Out>
 __global__ void __launch_bounds__(cuda::k_threads)
     channel_norms_kernel(Out* norms, const T* weight, channel_norm_plan plan) {
   using A = math::sum_acc_t<T>;
   __shared__ A shared[32];
-  const bool largest = std::isinf(plan.p);
+  const math::vector_norm_fn<A> norm{plan.p};
   const int64_t n = plan.outer * plan.inner;
   for (int64_t c = blockIdx.x; c < plan.channels; c += gridDim.x) {
-    A total = 0;
+    A total = norm.identity();
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
       const int64_t o = j / plan.inner;
-      const A m = std::fabs(math::cast_to<A>(weight[(o * plan.channels + c) * plan.inner + (j - o * plan.inner)]));
-      total = largest ? nan_max_op{}(total, m) : total + norm_term(m, plan.p);
+      const A x = math::cast_to<A>(weight[(o * plan.channels + c) * plan.inner + (j - o * plan.inner)]);
+      total = norm.combine(total, norm.term(x));
     }
-    total = largest ? cuda::block_reduce(total, nan_max_op{}, A(0), shared)
-                    : cuda::block_reduce(total, cuda::sum_op{}, A(0), shared);
+    total = cuda::block_reduce(total, math::vector_norm_combine<A>{norm}, norm.identity(), shared);
     if (threadIdx.x == 0) {
-      norms[c] = math::cast_to<Out>(norm_finish(total, plan.p));
+      norms[c] = math::cast_to<Out>(norm.finish(total));
     }
   }
 }

@@ -19,9 +19,12 @@ torch.optim's up to rounding. Differences:
 - RMSprop takes ``eps_in_sqrt=True`` for TensorFlow's sqrt(v + eps).
 
 Use it as torch.optim: ``opt = opforge.optim.AdamW(model.parameters(), lr=1e-3)``, then
-``loss.backward(); opt.step(); opt.zero_grad()``.
+``loss.backward(); opforge.optim.clip_grad_norm_(model.parameters(), 1.0); opt.step();
+opt.zero_grad()`` (``clip_grad_norm_`` is torch.nn.utils.clip_grad_norm_'s drop-in, one
+fused ``opforge.clip_grad_norm_`` call for gradients of one device and dtype).
 """
 
+from opforge.optim._clip import clip_grad_norm_
 from opforge.optim._optimizers import SGD, Adadelta, Adagrad, Adam, AdamW, RMSprop
 
-__all__ = ["SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "RMSprop"]
+__all__ = ["SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "RMSprop", "clip_grad_norm_"]

@@ -444,16 +444,17 @@ def test_lists_field_without_lists(tmp_path: Path, capsys: pytest.CaptureFixture
     )
 
 
-def test_structured_list_op_returns_nothing(
+def test_structured_list_op_returns_nothing_or_new_tensors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert_error(
-        tmp_path,
-        capsys,
-        LIST_OP.replace("-> ()", "-> Tensor"),
-        "error: a structured op with Tensor[] arguments writes into its Tensor(a!)[] lists "
-        "and returns ()",
-    )
+    for returns in ("-> Tensor[]", "-> Tensor(a!)"):
+        assert_error(
+            tmp_path,
+            capsys,
+            LIST_OP.replace("-> ()", returns),
+            "error: a structured op with Tensor[] arguments writes into its Tensor(a!)[] lists "
+            "and returns () or new tensors ('-> Tensor', no Tensor[] or aliased results)",
+        )
 
 
 def test_arg_dtypes_must_name_a_tensor(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

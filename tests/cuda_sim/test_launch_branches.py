@@ -361,3 +361,41 @@ def test_quantized_conv2d_implicit_gemm(cuda_sim: Any, case: tuple[Any, ...]) ->
     conv_args = [_pair(stride), _pair(padding), _pair(dilation), groups]
     layer = [xq, 0.02, 128, wq, scales, zps, bias, 0.05, 0, 0, 255, torch.uint8]
     agree("quantized_conv2d", [*layer, *conv_args])
+
+
+@pytest.mark.parametrize(
+    "shape,axis", [((40_000,), None), ((3, 20_000), 0), ((2, 9000, 3), 2), ((5, 3), 1)]
+)
+def test_learnable_fake_quantize_split_sums(
+    cuda_sim: Any, shape: tuple[int, ...], axis: int | None
+) -> None:
+    # Over 16384 elements per channel the scale and zero point sums split into
+    # shares, one block each, added in a second launch.
+    x = rand(*shape)
+    grad = rand(*shape, seed=1)
+    channels = 1 if axis is None else shape[axis]
+    scale = torch.rand(channels, generator=torch.Generator().manual_seed(2)) * 0.2 + 0.1
+    zero_point = torch.full((channels,), 2.5)
+    tol = {"atol": 1e-3, "rtol": 1e-5}  # float64 sums of float32 terms, in other orders
+    if axis is None:
+        agree("fake_quantize_learnable_per_tensor_affine", [x, scale, zero_point, 0, 15, 1.0])
+        agree(
+            "fake_quantize_learnable_per_tensor_affine_backward",
+            [grad, x, scale, zero_point, 0, 15, 0.5],
+            tol=tol,
+        )
+    else:
+        args = [scale, zero_point, axis, -8, 7]
+        agree("fake_quantize_learnable_per_channel_affine", [x, *args, 1.0])
+        agree("fake_quantize_learnable_per_channel_affine_backward", [grad, x, *args, 0.5], tol=tol)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, float("inf"), 3.0])
+def test_clip_grad_norm_many_tables(cuda_sim: Any, norm_type: float) -> None:
+    # 60 tensors (more than a table holds) of up to 500 elements (many 8-element chunks
+    # in the simulated build): partials folded per launch into each tensor's value.
+    grads = [rand(1 + (7 * i) % 500, seed=i) for i in range(60)]
+    pick = lambda args, kwargs: [args[0]]  # noqa: E731
+    agree(
+        "clip_grad_norm_", [grads, 0.5, norm_type], written=pick, tol={"atol": 1e-6, "rtol": 1e-6}
+    )

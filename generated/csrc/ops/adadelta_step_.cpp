@@ -69,7 +69,7 @@ void adadelta_step__cpu_structured(at::TensorList params, at::TensorList grads, 
   const opforge::structured::kernel_list grads_k(grads);
   const opforge::structured::kernel_list square_avgs_k(square_avgs);
   const opforge::structured::kernel_list acc_deltas_k(acc_deltas);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(params[0].scalar_type(), kOp, [&]<typename scalar_t>() {
+  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
     OPFORGE_CPU_KERNEL(adadelta_step_cpu<scalar_t>)(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), square_avgs_k.as<scalar_t>(), acc_deltas_k.as<scalar_t>(), params_k.sizes(), meta.plan);
   });
   params_k.write_back(params);
@@ -113,7 +113,7 @@ void adadelta_step__cuda_structured(at::TensorList params, at::TensorList grads,
   const opforge::structured::kernel_list grads_k(grads);
   const opforge::structured::kernel_list square_avgs_k(square_avgs);
   const opforge::structured::kernel_list acc_deltas_k(acc_deltas);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(params[0].scalar_type(), kOp, [&]<typename scalar_t>() {
+  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
     OPFORGE_CUDA_CHECK(opforge::adadelta_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), square_avgs_k.as<scalar_t>(), acc_deltas_k.as<scalar_t>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
   });
   params_k.write_back(params);

@@ -67,7 +67,7 @@ void adagrad_step__cpu_structured(at::TensorList params, at::TensorList grads, a
   const opforge::structured::kernel_list grads_k(grads);
   const opforge::structured::kernel_list state_sums_k(state_sums);
   const opforge::structured::kernel_list state_steps_k(state_steps);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(params[0].scalar_type(), kOp, [&]<typename scalar_t>() {
+  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
     OPFORGE_CPU_KERNEL(adagrad_step_cpu<scalar_t>)(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), state_sums_k.as<scalar_t>(), state_steps_k.as<const float>(), params_k.sizes(), meta.plan);
   });
   params_k.write_back(params);
@@ -108,7 +108,7 @@ void adagrad_step__cuda_structured(at::TensorList params, at::TensorList grads, 
   const opforge::structured::kernel_list grads_k(grads);
   const opforge::structured::kernel_list state_sums_k(state_sums);
   const opforge::structured::kernel_list state_steps_k(state_steps);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(params[0].scalar_type(), kOp, [&]<typename scalar_t>() {
+  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
     OPFORGE_CUDA_CHECK(opforge::adagrad_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), state_sums_k.as<scalar_t>(), state_steps_k.as<const float>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
   });
   params_k.write_back(params);

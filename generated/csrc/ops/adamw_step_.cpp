@@ -81,7 +81,7 @@ void adamw_step__cpu_structured(at::TensorList params, at::TensorList grads, at:
   const opforge::structured::kernel_list exp_avg_sqs_k(exp_avg_sqs);
   const opforge::structured::kernel_list max_exp_avg_sqs_k(max_exp_avg_sqs);
   const opforge::structured::kernel_list state_steps_k(state_steps);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(params[0].scalar_type(), kOp, [&]<typename scalar_t>() {
+  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
     OPFORGE_CPU_KERNEL(adamw_step_cpu<scalar_t>)(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), exp_avgs_k.as<scalar_t>(), exp_avg_sqs_k.as<scalar_t>(), max_exp_avg_sqs_k.as<scalar_t>(), state_steps_k.as<const float>(), params_k.sizes(), meta.plan);
   });
   params_k.write_back(params);
@@ -138,7 +138,7 @@ void adamw_step__cuda_structured(at::TensorList params, at::TensorList grads, at
   const opforge::structured::kernel_list exp_avg_sqs_k(exp_avg_sqs);
   const opforge::structured::kernel_list max_exp_avg_sqs_k(max_exp_avg_sqs);
   const opforge::structured::kernel_list state_steps_k(state_steps);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(params[0].scalar_type(), kOp, [&]<typename scalar_t>() {
+  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
     OPFORGE_CUDA_CHECK(opforge::adamw_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), exp_avgs_k.as<scalar_t>(), exp_avg_sqs_k.as<scalar_t>(), max_exp_avg_sqs_k.as<scalar_t>(), state_steps_k.as<const float>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
   });
   params_k.write_back(params);

@@ -62,7 +62,7 @@ void sgd_step__cpu_structured(at::TensorList params, at::TensorList grads, at::T
   const opforge::structured::kernel_list params_k(params);
   const opforge::structured::kernel_list grads_k(grads);
   const opforge::structured::kernel_list momentum_buffers_k(momentum_buffers);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(params[0].scalar_type(), kOp, [&]<typename scalar_t>() {
+  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
     OPFORGE_CPU_KERNEL(sgd_step_cpu<scalar_t>)(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), momentum_buffers_k.as<scalar_t>(), params_k.sizes(), meta.plan);
   });
   params_k.write_back(params);
@@ -98,7 +98,7 @@ void sgd_step__cuda_structured(at::TensorList params, at::TensorList grads, at::
   const opforge::structured::kernel_list params_k(params);
   const opforge::structured::kernel_list grads_k(grads);
   const opforge::structured::kernel_list momentum_buffers_k(momentum_buffers);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(params[0].scalar_type(), kOp, [&]<typename scalar_t>() {
+  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
     OPFORGE_CUDA_CHECK(opforge::sgd_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), momentum_buffers_k.as<scalar_t>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
   });
   params_k.write_back(params);

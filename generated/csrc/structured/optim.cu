@@ -5,6 +5,7 @@
 //   opforge.adagrad_step_
 //   opforge.adam_step_
 //   opforge.adamw_step_
+//   opforge.clip_grad_norm_
 //   opforge.rmsprop_step_
 //   opforge.sgd_step_
 #include <kernels/cuda/optim.cu>
@@ -33,6 +34,10 @@ template cudaError_t adamw_step_cuda<float>(opforge::tensor_list<float> params, 
 template cudaError_t adamw_step_cuda<double>(opforge::tensor_list<double> params, opforge::tensor_list<const double> grads, opforge::tensor_list<double> exp_avgs, opforge::tensor_list<double> exp_avg_sqs, opforge::tensor_list<double> max_exp_avg_sqs, opforge::tensor_list<const float> state_steps, const opforge::list_sizes& sizes, const opforge::adam_plan& plan, cudaStream_t stream);
 template cudaError_t adamw_step_cuda<c10::Half>(opforge::tensor_list<c10::Half> params, opforge::tensor_list<const c10::Half> grads, opforge::tensor_list<c10::Half> exp_avgs, opforge::tensor_list<c10::Half> exp_avg_sqs, opforge::tensor_list<c10::Half> max_exp_avg_sqs, opforge::tensor_list<const float> state_steps, const opforge::list_sizes& sizes, const opforge::adam_plan& plan, cudaStream_t stream);
 template cudaError_t adamw_step_cuda<c10::BFloat16>(opforge::tensor_list<c10::BFloat16> params, opforge::tensor_list<const c10::BFloat16> grads, opforge::tensor_list<c10::BFloat16> exp_avgs, opforge::tensor_list<c10::BFloat16> exp_avg_sqs, opforge::tensor_list<c10::BFloat16> max_exp_avg_sqs, opforge::tensor_list<const float> state_steps, const opforge::list_sizes& sizes, const opforge::adam_plan& plan, cudaStream_t stream);
+template cudaError_t clip_grad_norm_cuda<float>(float* result, opforge::tensor_list<float> grads, const opforge::list_sizes& sizes, const opforge::clip_grad_norm_plan& plan, cudaStream_t stream);
+template cudaError_t clip_grad_norm_cuda<double>(double* result, opforge::tensor_list<double> grads, const opforge::list_sizes& sizes, const opforge::clip_grad_norm_plan& plan, cudaStream_t stream);
+template cudaError_t clip_grad_norm_cuda<c10::Half>(c10::Half* result, opforge::tensor_list<c10::Half> grads, const opforge::list_sizes& sizes, const opforge::clip_grad_norm_plan& plan, cudaStream_t stream);
+template cudaError_t clip_grad_norm_cuda<c10::BFloat16>(c10::BFloat16* result, opforge::tensor_list<c10::BFloat16> grads, const opforge::list_sizes& sizes, const opforge::clip_grad_norm_plan& plan, cudaStream_t stream);
 template cudaError_t rmsprop_step_cuda<float>(opforge::tensor_list<float> params, opforge::tensor_list<const float> grads, opforge::tensor_list<float> square_avgs, opforge::tensor_list<float> grad_avgs, opforge::tensor_list<float> momentum_buffers, const opforge::list_sizes& sizes, const opforge::rmsprop_plan& plan, cudaStream_t stream);
 template cudaError_t rmsprop_step_cuda<double>(opforge::tensor_list<double> params, opforge::tensor_list<const double> grads, opforge::tensor_list<double> square_avgs, opforge::tensor_list<double> grad_avgs, opforge::tensor_list<double> momentum_buffers, const opforge::list_sizes& sizes, const opforge::rmsprop_plan& plan, cudaStream_t stream);
 template cudaError_t rmsprop_step_cuda<c10::Half>(opforge::tensor_list<c10::Half> params, opforge::tensor_list<const c10::Half> grads, opforge::tensor_list<c10::Half> square_avgs, opforge::tensor_list<c10::Half> grad_avgs, opforge::tensor_list<c10::Half> momentum_buffers, const opforge::list_sizes& sizes, const opforge::rmsprop_plan& plan, cudaStream_t stream);

@@ -61,4 +61,20 @@ struct adadelta_plan {
   bool maximize = false;
 };
 
+// clip_grad_norm_: torch's norm_type-norm of the per-tensor norms (each in
+// float64, rounded to the gradients' dtype as torch's), then every gradient
+// times min(max_norm / (norm + 1e-6), 1). The CUDA kernels reduce in launches
+// of at most k_clip_launch_blocks blocks, folding each launch's partials into
+// the per-tensor values in order (deterministic): the workspace holds in
+// double the partials, one value per tensor and the coefficient.
+constexpr int64_t k_clip_launch_blocks = 320;
+
+struct clip_grad_norm_plan {
+  double max_norm = 0.0;
+  double norm_type = 2.0;
+  int64_t tensors = 0;
+  int64_t workspace_bytes = 0;
+  void* workspace = nullptr;
+};
+
 }  // namespace opforge

@@ -4,7 +4,6 @@
 // channels to keep. Torch-free, so the CUDA sources include it.
 #include <c10/macros/Macros.h>
 
-#include <cmath>
 #include <cstdint>
 
 namespace opforge {
@@ -13,34 +12,11 @@ struct channel_norm_plan {
   int64_t outer = 1;
   int64_t channels = 1;
   int64_t inner = 1;
-  double p = 2.0;  // > 0, or +inf (the largest magnitude)
+  double p = 2.0;  // > 0, or +inf (the largest magnitude): math::vector_norm_fn's order
   int64_t keep = 0;  // ln_structured_mask: the channels of largest norm it keeps
   int64_t workspace_bytes = 0;  // CUDA: the channels' norms and keep flags
   void* workspace = nullptr;
 };
-
-// The norm's accumulation of one |x| and its final value, in A.
-template <typename A>
-C10_HOST_DEVICE inline A norm_term(A magnitude, double p) {
-  if (p == 1.0) {
-    return magnitude;
-  }
-  if (p == 2.0) {
-    return magnitude * magnitude;
-  }
-  return static_cast<A>(std::pow(magnitude, static_cast<A>(p)));
-}
-
-template <typename A>
-C10_HOST_DEVICE inline A norm_finish(A total, double p) {
-  if (p == 1.0 || std::isinf(p)) {
-    return total;
-  }
-  if (p == 2.0) {
-    return std::sqrt(total);
-  }
-  return static_cast<A>(std::pow(total, static_cast<A>(1.0 / p)));
-}
 
 // Whether channel c is among the `keep` of largest norm; ties go to the lower
 // index (torch.topk leaves their order unspecified).

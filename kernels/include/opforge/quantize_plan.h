@@ -15,6 +15,21 @@ struct per_channel_plan {
   int64_t quant_max = 0;
 };
 
+// The learnable fake quantization ops (torch._fake_quantize_learnable_*): the
+// input as [outer, channels, inner] (one channel per tensor), the scale and
+// the float zero point read from their tensors by the kernels (no host sync).
+// The backward sums the scale and zero point gradients of each channel in
+// `splits` shares (opforge/channel_splits.h): CUDA keeps the shares' partial
+// sums, 2 x channels x splits doubles, in the workspace.
+struct learnable_quantize_plan {
+  per_channel_plan layout;
+  bool per_channel = false;
+  float grad_factor = 1.0f;
+  int64_t splits = 1;
+  int64_t workspace_bytes = 0;
+  void* workspace = nullptr;
+};
+
 // quantize_per_tensor: quantized_decomposed's float32 arithmetic,
 // clamp(round(x * inv_scale) + zero_point, quant_min, quant_max).
 struct quantize_plan {

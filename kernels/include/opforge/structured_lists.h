@@ -12,13 +12,16 @@
 //     (one template instantiation per call), the others have their own;
 //   - element i of a `same_shape` list has the shape of the lead's element i;
 //   - no tensor the op writes is passed twice (the same memory in two places).
-// Then the meta function runs (its own checks; its plan), and the kernel gets
-// each list as a tensor_list (opforge/tensor_list.h) of dense pointers, with
-// the lead's element sizes as list_sizes. Elements that are not contiguous are
+// Then the meta function runs (its own checks; its plan; the sizes of the new
+// tensors the op may return, as clip_grad_norm_'s total norm), and the kernel
+// gets those outputs' pointers, then each list as a tensor_list
+// (opforge/tensor_list.h) of dense pointers, with the lead's element sizes as
+// list_sizes. Elements that are not contiguous are
 // computed on a contiguous copy and, when written, copied back. A call whose
 // lists are all empty has no tensor to dispatch on: a generated
 // CompositeExplicitAutograd kernel takes it (the meta function's checks, no
-// update) and refuses tensors of a device without a kernel. The Autograd
+// update; an op with outputs runs its CPU kernel over the empty lists for
+// them) and refuses tensors of a device without a kernel. The Autograd
 // kernel bumps the version of every tensor of a written list, and under
 // torch.compile the op is functionalized by torch's auto_functionalize.
 #include <opforge/tensor_list.h>
@@ -52,10 +55,11 @@ inline void device_type(const char* op, const char* arg, at::TensorList list, c1
 // Every tensor of `list` on the device of the lead's first tensor.
 inline void list_same_device(const char* op, const char* arg, at::TensorList list, const char* lead_arg,
                              at::TensorList lead) {
+  const bool self = std::string_view(arg) == lead_arg;
   for (size_t i = 0; i < list.size(); ++i) {
-    TORCH_CHECK(list[i].device() == lead[0].device(), op, ": expected '", arg, "' on ", lead[0].device(),
-                " like '", lead_arg, "', got ", list[i].device(), " (element ", i,
-                "; one call takes tensors of one device)");
+    TORCH_CHECK(list[i].device() == lead[0].device(), op, ": expected ", self ? "every tensor of '" : "'", arg,
+                "' on ", lead[0].device(), self ? " like its first" : " like '", self ? "" : lead_arg,
+                self ? "" : "'", ", got ", list[i].device(), " (element ", i, "; one call takes tensors of one device)");
   }
 }
 
@@ -75,9 +79,11 @@ inline void dtype(const char* op, const char* args, at::TensorList list, std::in
 // Every tensor of `list` with the dtype of the lead's first tensor.
 inline void list_same_dtype(const char* op, const char* arg, at::TensorList list, const char* lead_arg,
                             at::TensorList lead) {
+  const bool self = std::string_view(arg) == lead_arg;
   for (size_t i = 0; i < list.size(); ++i) {
-    TORCH_CHECK_TYPE(list[i].scalar_type() == lead[0].scalar_type(), op, ": expected '", arg,
-                     "' to have the dtype of '", lead_arg, "' (", c10::getDtypeNames(lead[0].scalar_type()).first,
+    TORCH_CHECK_TYPE(list[i].scalar_type() == lead[0].scalar_type(), op, ": expected ",
+                     self ? "every tensor of '" : "'", arg, self ? "' to have the dtype of its first" : "' to have the dtype of '",
+                     self ? "" : lead_arg, self ? "" : "'", " (", c10::getDtypeNames(lead[0].scalar_type()).first,
                      "), got ", c10::getDtypeNames(list[i].scalar_type()).first, " (element ", i,
                      "; one call takes tensors of one dtype)");
   }

@@ -56,4 +56,41 @@ struct fake_quantize_backward_fn {
   }
 };
 
+// The integer zero point the learnable ops use, from the float one, as ATen:
+// the forward rounds half to even, the per-tensor backward adds 0.5 and
+// truncates (so x.5 rounds up there), then both clamp to [quant_min, quant_max].
+C10_HOST_DEVICE inline float learnable_zero_point(float zero_point, int64_t quant_min, int64_t quant_max,
+                                                  bool half_up) {
+  const float z = half_up ? zero_point + 0.5f : std::nearbyint(zero_point);
+  return std::trunc(std::fmin(std::fmax(z, static_cast<float>(quant_min)), static_cast<float>(quant_max)));
+}
+
+// One element's gradients of the learnable fake quantization, in float32 as
+// ATen's kernels: x's straight-through gradient (returned) and the
+// contributions to the scale's and the zero point's (the LSQ estimator: inside
+// the range d/dscale = (fake_quantized - x) / scale, outside it the clamped
+// bound's distance from the zero point; d/dzero_point = -scale outside, 0
+// inside), each times grad_factor.
+struct learnable_fake_quantize_grad_fn {
+  float scale;
+  float inv_scale;  // 1 / scale in float
+  float zero_point;  // learnable_zero_point(..., backward)
+  float quant_min;
+  float quant_max;
+  float grad_factor;
+  C10_HOST_DEVICE float operator()(float dy, float x, float& d_scale, float& d_zero_point) const {
+    const float q = std::nearbyint(zero_point + x * inv_scale);
+    const bool inside = q >= quant_min && q <= quant_max;
+    if (inside) {
+      const float fake_quantized = (q - zero_point) * scale;
+      d_scale = (fake_quantized - x) * inv_scale * grad_factor * dy;
+      d_zero_point = 0.0f;
+    } else {
+      d_scale = ((q < quant_min ? quant_min : quant_max) - zero_point) * grad_factor * dy;
+      d_zero_point = -scale * grad_factor * dy;
+    }
+    return dy * (inside ? 1.0f : 0.0f);
+  }
+};
+
 }  // namespace opforge::math

@@ -159,4 +159,18 @@ structured::result<Int, 0, adadelta_plan> adadelta_step_meta(const char* op, at:
   return r;
 }
 
+// A 0-d total norm in the gradients' dtype (float32 for no gradients, as
+// torch's tensor(0.)).
+template <typename Int>
+structured::result<Int, 1, clip_grad_norm_plan> clip_grad_norm_meta(const char* /*op*/, at::TensorList grads,
+                                                                     double max_norm, double norm_type) {
+  const at::ScalarType dtype = grads.empty() ? at::kFloat : grads[0].scalar_type();
+  structured::result<Int, 1, clip_grad_norm_plan> r{{structured::output<Int>{{}, dtype}}};
+  r.plan.max_norm = max_norm;
+  r.plan.norm_type = norm_type;
+  r.plan.tensors = static_cast<int64_t>(grads.size());
+  r.plan.workspace_bytes = (k_clip_launch_blocks + r.plan.tensors + 1) * static_cast<int64_t>(sizeof(double));
+  return r;
+}
+
 }  // namespace opforge

@@ -3,12 +3,15 @@
 // ops] in opforge/structured.h): ATen's checks of torch.fake_quantize_per_
 // channel_affine, an output like self (its memory format kept) and the plan.
 #include <opforge/checks.h>
+#include <opforge/channel_splits.h>
 #include <opforge/dims.h>
 #include <opforge/quantize_plan.h>
 #include <opforge/structured.h>
 
 #include <ATen/ops/aminmax.h>
 #include <c10/util/Exception.h>
+
+#include <optional>
 
 namespace opforge {
 
@@ -49,6 +52,67 @@ per_channel_plan per_channel_check(const char* op, const at::Tensor& self, const
   return plan;
 }
 
+// The learnable ops' checks: `scale` and `zero_point` float32 with one value
+// (per tensor) or one per slice of self along `axis`; their layout plan.
+template <typename Int>
+learnable_quantize_plan learnable_check(const char* op, const at::Tensor& self, const at::Tensor& scale,
+                                        const at::Tensor& zero_point, std::optional<int64_t> axis, int64_t quant_min,
+                                        int64_t quant_max, double grad_factor) {
+  TORCH_CHECK(quant_min <= quant_max, op, ": expected quant_min <= quant_max, got quant_min = ", quant_min,
+              ", quant_max = ", quant_max);
+  learnable_quantize_plan plan;
+  if (!axis.has_value()) {
+    TORCH_CHECK(scale.dim() <= 1 && zero_point.dim() <= 1 && scale.sym_numel() == 1 && zero_point.sym_numel() == 1,
+                op, ": expected 'scale' and 'zero_point' of one value each, got shapes ", scale.sym_sizes(), " and ",
+                zero_point.sym_sizes());
+    if constexpr (structured::concrete<Int>) {
+      plan.layout = {1, 1, self.numel(), quant_min, quant_max};
+    }
+  } else {
+    TORCH_CHECK_INDEX(*axis >= 0 && *axis < self.dim(), op, ": expected 'axis' in [0, ", self.dim(),
+                      ") (a dim of self), got ", *axis);
+    const Int channels = structured::sizes_of<Int>(self)[*axis];
+    TORCH_CHECK(scale.dim() == 1 && zero_point.dim() == 1 && structured::sizes_of<Int>(scale)[0] == channels &&
+                    structured::sizes_of<Int>(zero_point)[0] == channels,
+                op, ": expected 'scale' and 'zero_point' of self.size(axis) = ", channels, " values (1-D), got shapes ",
+                scale.sym_sizes(), " and ", zero_point.sym_sizes());
+    plan.per_channel = true;
+    if constexpr (structured::concrete<Int>) {
+      plan.layout = channel_layout(self.sizes(), *axis, quant_min, quant_max);
+    }
+  }
+  plan.grad_factor = static_cast<float>(grad_factor);
+  plan.splits = channel_sum_splits(plan.layout.outer, plan.layout.inner);
+  return plan;
+}
+
+template <typename Int>
+structured::result<Int, 1, learnable_quantize_plan> learnable_forward(const char* op, const at::Tensor& self,
+                                                                      const at::Tensor& scale,
+                                                                      const at::Tensor& zero_point,
+                                                                      std::optional<int64_t> axis, int64_t quant_min,
+                                                                      int64_t quant_max, double grad_factor) {
+  structured::result<Int, 1, learnable_quantize_plan> r{{structured::like<Int>(self)}};
+  r.plan = learnable_check<Int>(op, self, scale, zero_point, axis, quant_min, quant_max, grad_factor);
+  structured::follow_layout(r, structured::layout_of(self));
+  return r;
+}
+
+// The gradients of self, scale and zero_point, each like its tensor.
+template <typename Int>
+structured::result<Int, 3, learnable_quantize_plan> learnable_backward(
+    const char* op, const at::Tensor& grad, const at::Tensor& self, const at::Tensor& scale,
+    const at::Tensor& zero_point, std::optional<int64_t> axis, int64_t quant_min, int64_t quant_max,
+    double grad_factor) {
+  check::same_shape(op, "grad", grad, "self", self);
+  structured::result<Int, 3, learnable_quantize_plan> r{
+      {structured::like<Int>(self), structured::like<Int>(scale), structured::like<Int>(zero_point)}};
+  r.plan = learnable_check<Int>(op, self, scale, zero_point, axis, quant_min, quant_max, grad_factor);
+  r.plan.workspace_bytes = 2 * r.plan.layout.channels * r.plan.splits * static_cast<int64_t>(sizeof(double));
+  structured::follow_layout(r, structured::layout_of(self));
+  return r;
+}
+
 }  // namespace detail
 
 template <typename Int>
@@ -70,6 +134,35 @@ structured::result<Int, 1, per_channel_plan> fake_quantize_per_channel_backward_
   r.plan = detail::per_channel_check<Int>(op, self, scale, zero_point, axis, quant_min, quant_max);
   structured::follow_layout(r, structured::layout_of(self));
   return r;
+}
+
+template <typename Int>
+structured::result<Int, 1, learnable_quantize_plan> fake_quantize_learnable_per_tensor_meta(
+    const char* op, const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t quant_min,
+    int64_t quant_max, double grad_factor) {
+  return detail::learnable_forward<Int>(op, self, scale, zero_point, std::nullopt, quant_min, quant_max, grad_factor);
+}
+
+template <typename Int>
+structured::result<Int, 1, learnable_quantize_plan> fake_quantize_learnable_per_channel_meta(
+    const char* op, const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis,
+    int64_t quant_min, int64_t quant_max, double grad_factor) {
+  return detail::learnable_forward<Int>(op, self, scale, zero_point, axis, quant_min, quant_max, grad_factor);
+}
+
+template <typename Int>
+structured::result<Int, 3, learnable_quantize_plan> fake_quantize_learnable_per_tensor_backward_meta(
+    const char* op, const at::Tensor& grad, const at::Tensor& self, const at::Tensor& scale,
+    const at::Tensor& zero_point, int64_t quant_min, int64_t quant_max, double grad_factor) {
+  return detail::learnable_backward<Int>(op, grad, self, scale, zero_point, std::nullopt, quant_min, quant_max,
+                                         grad_factor);
+}
+
+template <typename Int>
+structured::result<Int, 3, learnable_quantize_plan> fake_quantize_learnable_per_channel_backward_meta(
+    const char* op, const at::Tensor& grad, const at::Tensor& self, const at::Tensor& scale,
+    const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max, double grad_factor) {
+  return detail::learnable_backward<Int>(op, grad, self, scale, zero_point, axis, quant_min, quant_max, grad_factor);
 }
 
 }  // namespace opforge
