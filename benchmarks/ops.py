@@ -332,6 +332,32 @@ def _init_and_quantize_cases() -> list[Case]:
             lambda x: torch.fake_quantize_per_tensor_affine(x, *qargs),
             1.1,
         ),
+        Case(
+            "fake_quantize_learnable_per_tensor_affine",
+            str(ACT),
+            lambda d: [
+                torch.randn(*ACT, device=d),
+                torch.full((1,), 0.05, device=d),
+                torch.full((1,), 3.0, device=d),
+            ],
+            lambda x, s, z: opforge.fake_quantize_learnable_per_tensor_affine(x, s, z, 0, 255),
+            lambda x, s, z: torch._fake_quantize_learnable_per_tensor_affine(x, s, z, 0, 255),
+            1.1,
+            grad_inputs=3,
+        ),
+        Case(
+            "fake_quantize_learnable_per_channel_affine",
+            str(ACT),
+            lambda d: [
+                torch.randn(*ACT, device=d),
+                torch.full((ACT[1],), 0.05, device=d),
+                torch.full((ACT[1],), 3.0, device=d),
+            ],
+            lambda x, s, z: opforge.fake_quantize_learnable_per_channel_affine(x, s, z, 1, 0, 255),
+            lambda x, s, z: torch._fake_quantize_learnable_per_channel_affine(x, s, z, 1, 0, 255),
+            1.1,
+            grad_inputs=3,
+        ),
         *_quantization_and_pruning_cases(),
     ]
 
@@ -418,6 +444,10 @@ def _quantization_and_pruning_cases() -> list[Case]:
         Case("ln_structured_mask", str(conv_w), _randn(*conv_w),
              lambda w: opforge.ln_structured_mask(w, 0.5, 1.0, 0),
              lambda w: prune.LnStructured(0.5, 1.0, dim=0).compute_mask(w, torch.ones_like(w)),
+             1.1, target_bwd=0),
+        Case("magnitude_prune_mask", str(conv_w), _randn(*conv_w),
+             lambda w: opforge.magnitude_prune_mask(w, 0.5),
+             lambda w: prune.L1Unstructured(0.5).compute_mask(w, torch.ones_like(w)),
              1.1, target_bwd=0),
         Case("int8_mm", f"{m}x{k}x{n}", lambda dev: [int8(m, k)(dev), int8(k, n)(dev)],
              opforge.int8_mm, torch._int_mm, 1.1, target_bwd=0),

@@ -60,6 +60,7 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fold_conv_bn.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gelu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gelu_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/global_magnitude_prune_masks.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/group_norm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/group_norm_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/group_norm_double_backward.cpp
@@ -92,6 +93,7 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/local_response_norm_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/log_softmax.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/log_softmax_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/magnitude_prune_mask.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/max_pool2d.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/max_pool2d_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/max_pool2d_with_indices.cpp

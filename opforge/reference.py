@@ -1367,6 +1367,31 @@ def quantized_conv2d(
 # --- Pruning --------------------------------------------------------------------------------
 
 
+def magnitude_prune_mask(weight: Tensor, amount: float | int) -> Tensor:
+    """torch.nn.utils.prune.L1Unstructured's mask (the battery's samples have no ties), on a
+    contiguous copy (it views the weight as 1-D)."""
+    from torch.nn.utils import prune
+
+    w = weight.contiguous()
+    return prune.L1Unstructured(amount).compute_mask(w, torch.ones_like(w))
+
+
+def global_magnitude_prune_masks(weights: list[Tensor], amount: float | int) -> list[Tensor]:
+    """torch.nn.utils.prune.global_unstructured(L1Unstructured)'s masks, on modules holding
+    copies of the weights."""
+    from torch.nn.utils import prune
+
+    modules = []
+    for w in weights:
+        m = torch.nn.Module()
+        m.weight = torch.nn.Parameter(w.detach().contiguous().clone())
+        modules.append(m)
+    prune.global_unstructured(
+        [(m, "weight") for m in modules], pruning_method=prune.L1Unstructured, amount=amount
+    )
+    return [m.weight_mask for m in modules]
+
+
 def channel_norm(weight: Tensor, p: float, dim: int) -> Tensor:
     dim = dim % weight.dim()
     others = [d for d in range(weight.dim()) if d != dim]

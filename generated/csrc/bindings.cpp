@@ -64,6 +64,7 @@
 #include <opforge/ops/fold_conv_bn.h>
 #include <opforge/ops/gelu.h>
 #include <opforge/ops/gelu_backward.h>
+#include <opforge/ops/global_magnitude_prune_masks.h>
 #include <opforge/ops/group_norm.h>
 #include <opforge/ops/group_norm_backward.h>
 #include <opforge/ops/group_norm_double_backward.h>
@@ -96,6 +97,7 @@
 #include <opforge/ops/local_response_norm_backward.h>
 #include <opforge/ops/log_softmax.h>
 #include <opforge/ops/log_softmax_backward.h>
+#include <opforge/ops/magnitude_prune_mask.h>
 #include <opforge/ops/max_pool2d.h>
 #include <opforge/ops/max_pool2d_backward.h>
 #include <opforge/ops/max_pool2d_with_indices.h>
@@ -1345,6 +1347,20 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("approximate")
       );
   m.def(
+      "global_magnitude_prune_masks",
+      [](const std::vector<at::Tensor>& weights, pybind11::handle amount) -> std::vector<at::Tensor> {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
+        const auto amount_scalar = opforge::bindings::scalar(amount, "opforge.global_magnitude_prune_masks", "amount");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::global_magnitude_prune_masks(weights, amount_scalar);
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      pybind11::arg("weights"),
+      pybind11::arg("amount")
+      );
+  m.def(
       "group_norm",
       [](const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) -> at::Tensor {
         // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
@@ -1977,6 +1993,20 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("grad_output"),
       pybind11::arg("output"),
       pybind11::arg("dim")
+      );
+  m.def(
+      "magnitude_prune_mask",
+      [](const at::Tensor& weight, pybind11::handle amount) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
+        const auto amount_scalar = opforge::bindings::scalar(amount, "opforge.magnitude_prune_mask", "amount");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::magnitude_prune_mask(weight, amount_scalar);
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      pybind11::arg("weight"),
+      pybind11::arg("amount")
       );
   m.def(
       "max_pool2d",

@@ -59,6 +59,7 @@
 #include <opforge/ops/fold_conv_bn.h>
 #include <opforge/ops/gelu.h>
 #include <opforge/ops/gelu_backward.h>
+#include <opforge/ops/global_magnitude_prune_masks.h>
 #include <opforge/ops/group_norm.h>
 #include <opforge/ops/group_norm_backward.h>
 #include <opforge/ops/group_norm_double_backward.h>
@@ -91,6 +92,7 @@
 #include <opforge/ops/local_response_norm_backward.h>
 #include <opforge/ops/log_softmax.h>
 #include <opforge/ops/log_softmax_backward.h>
+#include <opforge/ops/magnitude_prune_mask.h>
 #include <opforge/ops/max_pool2d.h>
 #include <opforge/ops/max_pool2d_backward.h>
 #include <opforge/ops/max_pool2d_with_indices.h>
@@ -385,6 +387,11 @@ cudaError_t log_softmax_cuda(scalar_t* result, const scalar_t* self, const opfor
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t>
 cudaError_t log_softmax_backward_cuda(scalar_t* result, const scalar_t* grad_output, const scalar_t* output, const opforge::dim_split& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t magnitude_prune_mask_cuda(scalar_t* result, const scalar_t* weight, const opforge::magnitude_prune_plan& plan, cudaStream_t stream);
 
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
@@ -1332,6 +1339,13 @@ at::Tensor opforge::ops::gelu_backward(const at::Tensor& grad_output, const at::
   return op.call(grad_output, self, approximate);
 }
 
+std::vector<at::Tensor> opforge::ops::global_magnitude_prune_masks(at::TensorList weights, const at::Scalar& amount) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::global_magnitude_prune_masks", "")
+      .typed<std::vector<at::Tensor>(at::TensorList, const at::Scalar&)>();
+  return op.call(weights, amount);
+}
+
 at::Tensor opforge::ops::group_norm(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::group_norm", "")
@@ -1617,6 +1631,13 @@ at::Tensor opforge::ops::log_softmax_backward(const at::Tensor& grad_output, con
       .findSchemaOrThrow("opforge::log_softmax_backward", "")
       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, int64_t)>();
   return op.call(grad_output, output, dim);
+}
+
+at::Tensor opforge::ops::magnitude_prune_mask(const at::Tensor& weight, const at::Scalar& amount) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::magnitude_prune_mask", "")
+      .typed<at::Tensor(const at::Tensor&, const at::Scalar&)>();
+  return op.call(weight, amount);
 }
 
 at::Tensor opforge::ops::max_pool2d(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
@@ -2099,6 +2120,7 @@ TORCH_LIBRARY(opforge_cuda_sim, m) {
   m.def(R"schema(local_response_norm_backward(Tensor grad_output, Tensor input, int size, float alpha, float beta, float k) -> Tensor)schema");
   m.def(R"schema(log_softmax(Tensor self, int dim) -> Tensor)schema");
   m.def(R"schema(log_softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor)schema");
+  m.def(R"schema(magnitude_prune_mask(Tensor weight, Scalar amount) -> Tensor)schema");
   m.def(R"schema(max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor)schema");
   m.def(R"schema(max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor))schema");
   m.def(R"schema(minmax_observer_update_(Tensor(a!) min_val, Tensor(b!) max_val, Tensor x, float? averaging_constant=None, int? ch_axis=None) -> ())schema");
@@ -4674,6 +4696,26 @@ at::Tensor log_softmax_backward_cuda_simulated(const at::Tensor& grad_output, co
   return result;
 }
 
+at::Tensor magnitude_prune_mask_cuda_simulated(const at::Tensor& weight, const at::Scalar& amount) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.magnitude_prune_mask";
+  opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
+  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  auto meta = opforge::magnitude_prune_mask_meta<int64_t>(kOp, weight, amount);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], weight, layout);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, weight);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, weight, &opforge::cuda::stream_capturing);
+    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::magnitude_prune_mask_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+  }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
+  return result;
+}
+
 at::Tensor max_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.max_pool2d_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
@@ -5726,6 +5768,7 @@ TORCH_LIBRARY_IMPL(opforge_cuda_sim, CPU, m) {
   m.impl("local_response_norm_backward", TORCH_FN(local_response_norm_backward_cuda_simulated));
   m.impl("log_softmax", TORCH_FN(log_softmax_cuda_simulated));
   m.impl("log_softmax_backward", TORCH_FN(log_softmax_backward_cuda_simulated));
+  m.impl("magnitude_prune_mask", TORCH_FN(magnitude_prune_mask_cuda_simulated));
   m.impl("max_pool2d_backward", TORCH_FN(max_pool2d_backward_cuda_simulated));
   m.impl("max_pool2d_with_indices", TORCH_FN(max_pool2d_with_indices_cuda_simulated));
   m.impl("minmax_observer_update_", TORCH_FN(minmax_observer_update__cuda_simulated));

@@ -73,6 +73,7 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(fold_conv_bn(Tensor conv_weight, Tensor? conv_bias, Tensor bn_weight, Tensor bn_bias, Tensor running_mean, Tensor running_var, float eps) -> (Tensor, Tensor))schema", {});
   m.def(R"schema(gelu(Tensor self, *, str approximate='none') -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor)schema", {at::Tag::pointwise});
+  m.def(R"schema(global_magnitude_prune_masks(Tensor[] weights, Scalar amount) -> Tensor[])schema", {});
   m.def(R"schema(group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor)schema", {});
   m.def(R"schema(group_norm_backward(Tensor grad_out, Tensor input, int num_groups, Tensor mean, Tensor rstd, bool[3] output_mask, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_rstd=None) -> (Tensor, Tensor, Tensor))schema", {});
   m.def(R"schema(group_norm_double_backward(Tensor grad_grad_input, Tensor grad_out, Tensor input, int num_groups, Tensor mean, Tensor rstd, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_rstd=None, Tensor? grad_grad_weight=None, Tensor? grad_grad_bias=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor))schema", {});
@@ -114,6 +115,7 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(log_softmax(Tensor self, int dim) -> Tensor)schema", {});
   m.def(R"schema(log_softmax.out(Tensor self, int dim, *, Tensor(a!) out) -> Tensor(a!))schema", {});
   m.def(R"schema(log_softmax_backward(Tensor grad_output, Tensor output, int dim) -> Tensor)schema", {});
+  m.def(R"schema(magnitude_prune_mask(Tensor weight, Scalar amount) -> Tensor)schema", {});
   m.def(R"schema(max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor)schema", {});
   m.def(R"schema(max_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor)schema", {});
   m.def(R"schema(max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor))schema", {});

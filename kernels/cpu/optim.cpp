@@ -10,7 +10,10 @@
 #include <opforge/optim_plan.h>
 #include <opforge/tensor_list.h>
 
+#include "lanes.h"
 #include "list_chunks.h"
+
+#include <cmath>
 
 #include <vector>
 
@@ -163,9 +166,17 @@ void clip_grad_norm_cpu(scalar_t* result, tensor_list<scalar_t> grads, const lis
   const std::vector<double> norms = cpu::list_reduce_each(
       sizes, k_grain, norm.identity(),
       [&](int64_t t, int64_t begin, int64_t end, double acc) {
-        const scalar_t* g = grads[t];
-        for (int64_t i = begin; i < end; ++i) {
-          acc = norm.combine(acc, norm.term(static_cast<double>(math::cast_to<A>(g[i]))));
+        const scalar_t* g = grads[t] + begin;
+        const auto x = [&](int64_t i) { return static_cast<double>(math::cast_to<A>(g[i])); };
+        // The sums of the common orders in independent lanes (vectorized); the rest as is.
+        if (plan.norm_type == 2.0) {
+          return acc + cpu::lane_sum<double>(end - begin, [&](int64_t i) { return x(i) * x(i); });
+        }
+        if (plan.norm_type == 1.0) {
+          return acc + cpu::lane_sum<double>(end - begin, [&](int64_t i) { return std::fabs(x(i)); });
+        }
+        for (int64_t i = 0; i < end - begin; ++i) {
+          acc = norm.combine(acc, norm.term(x(i)));
         }
         return acc;
       },

@@ -1,7 +1,8 @@
-// CPU kernels of the structured pruning ops (structured ops, Note [Structured
-// ops]): each channel's Lp norm over the other dims (in parallel over the
-// channels, accumulated in double for float data), then ln_structured_mask's
-// ranking of the norms (opforge/prune_plan.h) and its 0/1 mask.
+// CPU kernels of the pruning ops (structured ops, Note [Structured ops]):
+// each channel's Lp norm over the other dims (in parallel over the channels,
+// accumulated in double for float data), then ln_structured_mask's ranking of
+// the norms (opforge/prune_plan.h) and its 0/1 mask; magnitude_prune_mask's
+// exact selection of the smallest magnitudes (nth_element on their bits).
 #include <opforge/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/math/opmath.h>
 #include <opforge/math/vector_norm.h>
@@ -9,6 +10,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -97,6 +99,49 @@ void ln_structured_mask_cpu(scalar_t* result, const scalar_t* weight, const chan
     const auto value = math::cast_to<scalar_t>(kept[c] ? 1.0f : 0.0f);
     for (int64_t i = run * plan.inner; i < (run + 1) * plan.inner; ++i) {
       result[i] = value;
+    }
+  });
+}
+
+// The prune-th smallest magnitude (by its bits: exact, NaN the largest) by
+// nth_element; the elements below it and, of those equal to it, the ones of
+// highest index make up the `prune` pruned.
+template <typename scalar_t>
+void magnitude_prune_mask_cpu(scalar_t* result, const scalar_t* weight, const magnitude_prune_plan& plan) {
+  const int64_t n = plan.numel;
+  const auto one = math::cast_to<scalar_t>(1.0f);
+  const auto zero = math::cast_to<scalar_t>(0.0f);
+  if (plan.prune == 0 || plan.prune == n) {
+    const scalar_t fill = plan.prune == 0 ? one : zero;
+    at::parallel_for(0, n, k_grain, [&](int64_t b, int64_t e) { std::fill(result + b, result + e, fill); });
+    return;
+  }
+  std::vector<unsigned long long> keys(static_cast<size_t>(n));
+  at::parallel_for(0, n, k_grain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      keys[i] = magnitude_bits(weight[i]);
+    }
+  });
+  std::vector<unsigned long long> order(keys);
+  std::nth_element(order.begin(), order.begin() + (plan.prune - 1), order.end());
+  const unsigned long long kth = order[plan.prune - 1];
+  int64_t below = 0;
+  for (const unsigned long long k : keys) {
+    below += k < kth ? 1 : 0;
+  }
+  // The ties to prune are the last (prune - below) elements equal to kth.
+  int64_t ties = plan.prune - below;
+  int64_t first_pruned_tie = n;
+  for (int64_t i = n - 1; i >= 0 && ties > 0; --i) {
+    if (keys[i] == kth) {
+      first_pruned_tie = i;
+      --ties;
+    }
+  }
+  at::parallel_for(0, n, k_grain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const bool pruned = keys[i] < kth || (keys[i] == kth && i >= first_pruned_tie);
+      result[i] = pruned ? zero : one;
     }
   });
 }

@@ -1,7 +1,10 @@
-// CUDA kernels of the structured pruning ops (structured ops, Note [Structured
-// ops]): one block per channel reduces its Lp norm (in double for float data),
-// then ln_structured_mask ranks the norms, one thread per channel
+// CUDA kernels of the pruning ops (structured ops, Note [Structured ops]): one
+// block per channel reduces its Lp norm (in double for float data), then
+// ln_structured_mask ranks the norms, one thread per channel
 // (opforge/prune_plan.h), and writes its 0/1 mask, one thread per element.
+// magnitude_prune_mask radix-selects, 8 bits a pass (a shared-memory
+// histogram per block, a one-thread pick of the bin), the prune-th smallest
+// magnitude, then among its ties the index from which they are pruned.
 #include "common.cuh"
 #include "for_each.cuh"
 
@@ -62,6 +65,120 @@ struct fill_mask {
   }
 };
 
+// The keys of the magnitude selection: element i's magnitude bits.
+template <typename T>
+struct magnitude_key {
+  const T* x;
+  __device__ bool counted(int64_t) const { return true; }
+  __device__ unsigned long long operator()(int64_t i) const { return magnitude_bits(x[i]); }
+};
+
+// The keys of the tie selection: the index of each element whose magnitude is
+// the one the first selection found.
+template <typename T>
+struct tie_index_key {
+  const T* x;
+  const magnitude_select_state* magnitude;
+  __device__ bool counted(int64_t i) const { return magnitude_bits(x[i]) == magnitude->prefix; }
+  __device__ unsigned long long operator()(int64_t i) const { return static_cast<unsigned long long>(i); }
+};
+
+// The histogram of bits [shift, shift + 8) of the counted keys that match the
+// state's prefix.
+template <typename Key>
+__global__ void __launch_bounds__(cuda::k_threads)
+    radix_histogram_kernel(Key key, int64_t n, int shift, const magnitude_select_state* state,
+                           unsigned long long* histogram) {
+  __shared__ unsigned long long bins[256];
+  for (int b = threadIdx.x; b < 256; b += blockDim.x) {
+    bins[b] = 0;
+  }
+  __syncthreads();
+  const unsigned long long prefix = state->prefix;
+  const unsigned long long mask = state->mask;
+  for (int64_t i = cuda::global_thread(); i < n; i += cuda::grid_threads()) {
+    if (key.counted(i)) {
+      const unsigned long long k = key(i);
+      if ((k & mask) == prefix) {
+        atomicAdd(&bins[(k >> shift) & 255u], 1ull);
+      }
+    }
+  }
+  __syncthreads();
+  for (int b = threadIdx.x; b < 256; b += blockDim.x) {
+    if (bins[b] != 0) {
+      atomicAdd(&histogram[b], bins[b]);
+    }
+  }
+}
+
+// One thread: the bin holding the sought rank (from the smallest, or from the
+// largest), appended to the prefix; the histogram zeroed for the next pass.
+__global__ void radix_pick_kernel(unsigned long long* histogram, magnitude_select_state* state, int shift,
+                                  bool largest) {
+  long long below = 0;
+  for (int j = 0; j < 256; ++j) {
+    const int b = largest ? 255 - j : j;
+    const auto count = static_cast<long long>(histogram[b]);
+    if (below + count >= state->remaining && state->remaining > below) {
+      state->remaining -= below;
+      state->prefix |= static_cast<unsigned long long>(b) << shift;
+      state->mask |= 255ull << shift;
+      below = -1;  // found
+      break;
+    }
+    below += count;
+  }
+  for (int b = 0; b < 256; ++b) {
+    histogram[b] = 0;
+  }
+}
+
+// A selection's start: the rank sought, from the host or (rank_of non-null)
+// the ties another selection left over.
+__global__ void radix_start_kernel(magnitude_select_state* state, unsigned long long* histogram, long long rank,
+                                   const magnitude_select_state* rank_of) {
+  *state = {0, 0, rank_of != nullptr ? rank_of->remaining : rank};
+  for (int b = 0; b < 256; ++b) {
+    histogram[b] = 0;
+  }
+}
+
+// The key of the sought rank among the counted ones (bits wide), into *state.
+template <typename Key>
+cudaError_t radix_select(Key key, int64_t n, int bits, long long rank, const magnitude_select_state* rank_of,
+                         bool largest, magnitude_select_state* state, unsigned long long* histogram,
+                         cudaStream_t stream) {
+  OPFORGE_LAUNCH(1, 1, 0, stream, radix_start_kernel)(state, histogram, rank, rank_of);
+  for (int shift = (bits + 7) / 8 * 8 - 8; shift >= 0; shift -= 8) {
+    OPFORGE_LAUNCH(cuda::elementwise_blocks(n), cuda::k_threads, 0, stream, radix_histogram_kernel<Key>)(
+        key, n, shift, state, histogram);
+    OPFORGE_LAUNCH(1, 1, 0, stream, radix_pick_kernel)(histogram, state, shift, largest);
+  }
+  return cudaGetLastError();
+}
+
+// 0 below the selected magnitude, and at or after the tie index among equals.
+template <typename T>
+struct magnitude_mask {
+  T* out;
+  const T* x;
+  const magnitude_select_state* magnitude;
+  const magnitude_select_state* tie;
+  __device__ void operator()(int64_t i) const {
+    const unsigned long long k = magnitude_bits(x[i]);
+    const bool pruned = k < magnitude->prefix || (k == magnitude->prefix && static_cast<unsigned long long>(i) >= tie->prefix);
+    out[i] = math::cast_to<T>(pruned ? 0.0f : 1.0f);
+  }
+};
+
+template <typename T>
+struct constant_mask {
+  T* out;
+  float value;
+  __device__ void operator()(int64_t i) const { out[i] = math::cast_to<T>(value); }
+};
+
 }  // namespace
 
 template <typename scalar_t>
@@ -83,6 +200,30 @@ cudaError_t ln_structured_mask_cuda(scalar_t* result, const scalar_t* weight, co
   if (err == cudaSuccess) {
     err = cuda::for_each_index(plan.outer * plan.channels * plan.inner, fill_mask<scalar_t>{result, kept, plan},
                                stream);
+  }
+  return err;
+}
+
+template <typename scalar_t>
+cudaError_t magnitude_prune_mask_cuda(scalar_t* result, const scalar_t* weight, const magnitude_prune_plan& plan,
+                                      cudaStream_t stream) {
+  const int64_t n = plan.numel;
+  if (plan.prune == 0 || plan.prune == n) {
+    return cuda::for_each_index(n, constant_mask<scalar_t>{result, plan.prune == 0 ? 1.0f : 0.0f}, stream);
+  }
+  auto* histogram = static_cast<unsigned long long*>(plan.workspace);
+  auto* states = reinterpret_cast<magnitude_select_state*>(histogram + 256);
+  // The prune-th smallest magnitude, then (the ties' count being unknown to the
+  // host) the tie index: the ties left to prune are states[0].remaining, the
+  // highest indices first.
+  cudaError_t err = radix_select(magnitude_key<scalar_t>{weight}, n, 8 * static_cast<int>(sizeof(scalar_t)),
+                                 plan.prune, nullptr, false, &states[0], histogram, stream);
+  if (err == cudaSuccess) {
+    err = radix_select(tie_index_key<scalar_t>{weight, &states[0]}, n, plan.index_bits, 0, &states[0], true,
+                       &states[1], histogram, stream);
+  }
+  if (err == cudaSuccess) {
+    err = cuda::for_each_index(n, magnitude_mask<scalar_t>{result, weight, &states[0], &states[1]}, stream);
   }
   return err;
 }

@@ -399,3 +399,19 @@ def test_clip_grad_norm_many_tables(cuda_sim: Any, norm_type: float) -> None:
     agree(
         "clip_grad_norm_", [grads, 0.5, norm_type], written=pick, tol={"atol": 1e-6, "rtol": 1e-6}
     )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+@pytest.mark.parametrize("case", ["random", "ties", "zeros"])
+def test_magnitude_prune_mask_radix_select(cuda_sim: Any, dtype: torch.dtype, case: str) -> None:
+    # 70000 elements (index bits over three bytes); heavy ties select the tie index too.
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(70_000, generator=g, dtype=torch.float64)
+    if case == "ties":
+        x = torch.randint(-3, 4, (70_000,), generator=g).double() * 0.25
+    elif case == "zeros":
+        x[::3] = 0.0
+        x[5] = -0.0
+        x[7] = float("nan")
+    for amount in (0.3, 0.5, 12345):
+        agree("magnitude_prune_mask", [x.to(dtype), amount], label=f"{case}-{amount}")

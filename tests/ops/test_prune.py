@@ -1,6 +1,8 @@
-"""Structured pruning (schemas/prune.yaml) against torch.nn.utils.prune: channel norms, the
-masks of ln_structured for filters and channels, Python's rounding of the pruned count,
-ties, and an example that prunes a conv net's filters and folds it into a smaller dense one."""
+"""Pruning (schemas/prune.yaml) against torch.nn.utils.prune: channel norms, the masks of
+ln_structured for filters and channels, Python's rounding of the pruned count, ties, an
+example that prunes a conv net's filters and folds it into a smaller dense one, and the
+unstructured magnitude masks of l1_unstructured and global_unstructured (fractions and
+counts, ties, -0.0 and NaN, layouts, errors)."""
 
 from __future__ import annotations
 
@@ -74,3 +76,87 @@ def test_bad_arguments_name_op_and_argument() -> None:
         opforge.ln_structured_mask(w, 1.5, 2.0, 0)
     with pytest.raises(TypeError, match=r"ln_structured_mask.*'weight'"):
         opforge.ln_structured_mask(w.int(), 0.5, 2.0, 0)
+
+
+def _tie_free(
+    shape: tuple[int, ...], dtype: torch.dtype = torch.float32, seed: int = 0
+) -> torch.Tensor:
+    """Distinct magnitudes (a permutation of 1..n, signs random), so torch.topk's tie order
+    does not matter."""
+    gen = torch.Generator().manual_seed(seed)
+    n = 1
+    for s in shape:
+        n *= s
+    mags = (torch.randperm(n, generator=gen) + 1).double() / n
+    signs = torch.randint(0, 2, (n,), generator=gen) * 2 - 1
+    return (mags * signs).reshape(shape).to(dtype)
+
+
+@pytest.mark.parametrize("amount", [0.0, 0.3, 0.5, 0.99, 1.0, 7, 0])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_magnitude_mask_matches_l1_unstructured(amount: float, dtype: torch.dtype) -> None:
+    w = _tie_free((16, 8, 3, 3), dtype if dtype != torch.bfloat16 else torch.float32)
+    if dtype == torch.bfloat16:  # 1152 magnitudes do not stay distinct in bfloat16
+        w = _tie_free((6, 20), torch.bfloat16)
+    mask = opforge.magnitude_prune_mask(w, amount)
+    expected = prune.L1Unstructured(amount).compute_mask(w, torch.ones_like(w))
+    assert mask.dtype == w.dtype and mask.shape == w.shape
+    torch.testing.assert_close(mask, expected, atol=0, rtol=0)
+
+
+def test_magnitude_mask_ties_specials_and_layouts() -> None:
+    # Ties keep the lower index; -0.0 equals 0.0; NaN is the largest magnitude.
+    w = torch.tensor([0.5, -0.0, 0.0, 0.5, float("nan"), -0.5, 2.0, 0.0])
+    mask = opforge.magnitude_prune_mask(w, 4)
+    assert mask.tolist() == [1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0]
+    assert opforge.magnitude_prune_mask(w, 7).tolist() == [0.0] * 4 + [1.0] + [0.0] * 3
+    # A non-contiguous weight ranks its logical order; the mask is contiguous.
+    t = _tie_free((12, 10)).t()
+    got = opforge.magnitude_prune_mask(t, 0.4)
+    assert got.is_contiguous()
+    torch.testing.assert_close(got, opforge.magnitude_prune_mask(t.contiguous(), 0.4))
+    # Python's round, half to even: 0.5 * 5 = 2.5 prunes 2.
+    assert opforge.magnitude_prune_mask(_tie_free((5,)), 0.5).sum() == 3
+
+
+def test_global_masks_match_global_unstructured() -> None:
+    weights = [
+        _tie_free((8, 3, 3, 3), seed=1),
+        _tie_free((20, 10), seed=2),
+        _tie_free((7,), seed=3),
+    ]
+    # Scale the second so the global ranking differs from pruning each alone.
+    weights[1] = weights[1] * 0.3
+    for amount in (0.25, 0.6, 50):
+        masks = opforge.global_magnitude_prune_masks(weights, amount)
+        modules = []
+        for w in weights:
+            m = torch.nn.Module()
+            m.weight = torch.nn.Parameter(w.clone())
+            modules.append(m)
+        prune.global_unstructured(
+            [(m, "weight") for m in modules], pruning_method=prune.L1Unstructured, amount=amount
+        )
+        for got, m in zip(masks, modules, strict=True):
+            torch.testing.assert_close(got, m.weight_mask, atol=0, rtol=0)
+    assert opforge.global_magnitude_prune_masks([], 0.5) == []
+
+
+def test_magnitude_mask_bad_arguments() -> None:
+    w = torch.randn(4, 5)
+    with pytest.raises(
+        RuntimeError, match=r"magnitude_prune_mask: expected 'amount' to be a float in \[0, 1\]"
+    ):
+        opforge.magnitude_prune_mask(w, 1.5)
+    with pytest.raises(
+        RuntimeError, match=r"magnitude_prune_mask: expected 'amount' to be a non-negative integer"
+    ):
+        opforge.magnitude_prune_mask(w, -2)
+    with pytest.raises(
+        RuntimeError, match=r"magnitude_prune_mask: 'amount' = 21 should be smaller than"
+    ):
+        opforge.magnitude_prune_mask(w, 21)
+    with pytest.raises(
+        TypeError, match=r"global_magnitude_prune_masks: expected every tensor of 'weights'"
+    ):
+        opforge.global_magnitude_prune_masks([w, w.double()], 0.5)

@@ -3,6 +3,7 @@
 // (Note [Structured ops] in kernels/include/opforge/structured.h), of:
 //   opforge.channel_norm
 //   opforge.ln_structured_mask
+//   opforge.magnitude_prune_mask
 #include <kernels/cuda/prune.cu>
 
 // The scalar types the instantiations name.
@@ -21,5 +22,9 @@ template cudaError_t ln_structured_mask_cuda<float>(float* result, const float* 
 template cudaError_t ln_structured_mask_cuda<double>(double* result, const double* weight, const opforge::channel_norm_plan& plan, cudaStream_t stream);
 template cudaError_t ln_structured_mask_cuda<c10::Half>(c10::Half* result, const c10::Half* weight, const opforge::channel_norm_plan& plan, cudaStream_t stream);
 template cudaError_t ln_structured_mask_cuda<c10::BFloat16>(c10::BFloat16* result, const c10::BFloat16* weight, const opforge::channel_norm_plan& plan, cudaStream_t stream);
+template cudaError_t magnitude_prune_mask_cuda<float>(float* result, const float* weight, const opforge::magnitude_prune_plan& plan, cudaStream_t stream);
+template cudaError_t magnitude_prune_mask_cuda<double>(double* result, const double* weight, const opforge::magnitude_prune_plan& plan, cudaStream_t stream);
+template cudaError_t magnitude_prune_mask_cuda<c10::Half>(c10::Half* result, const c10::Half* weight, const opforge::magnitude_prune_plan& plan, cudaStream_t stream);
+template cudaError_t magnitude_prune_mask_cuda<c10::BFloat16>(c10::BFloat16* result, const c10::BFloat16* weight, const opforge::magnitude_prune_plan& plan, cudaStream_t stream);
 
 }  // namespace opforge

@@ -5,6 +5,7 @@
 #include <c10/macros/Macros.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace opforge {
 
@@ -17,6 +18,47 @@ struct channel_norm_plan {
   int64_t workspace_bytes = 0;  // CUDA: the channels' norms and keep flags
   void* workspace = nullptr;
 };
+
+// magnitude_prune_mask: the `prune` elements of smallest magnitude among
+// `numel` (equal magnitudes prune the higher index first). The CUDA kernels
+// radix-select the prune-th smallest magnitude's bits (key_bits wide), then
+// among the elements of that magnitude the index below which the ties are kept
+// (index_bits wide); the workspace holds a 256-bin histogram and both
+// selections' states (magnitude_select_state).
+struct magnitude_prune_plan {
+  int64_t numel = 0;
+  int64_t prune = 0;
+  int index_bits = 0;
+  int64_t workspace_bytes = 0;
+  void* workspace = nullptr;
+};
+
+// One radix selection: the key bits found so far (`prefix`, under `mask`) and
+// the rank still sought among the keys that match them.
+struct magnitude_select_state {
+  unsigned long long prefix = 0;
+  unsigned long long mask = 0;
+  long long remaining = 0;
+};
+
+// The sortable magnitude of x: the bits of |x| (the sign cleared) as an
+// unsigned integer, ordered as the magnitudes are, NaN above +inf.
+template <typename T>
+C10_HOST_DEVICE inline unsigned long long magnitude_bits(T x) {
+  if constexpr (sizeof(T) == 8) {
+    unsigned long long b = 0;
+    memcpy(&b, &x, 8);
+    return b & 0x7fffffffffffffffull;
+  } else if constexpr (sizeof(T) == 4) {
+    unsigned int b = 0;
+    memcpy(&b, &x, 4);
+    return b & 0x7fffffffu;
+  } else {
+    unsigned short b = 0;
+    memcpy(&b, &x, 2);
+    return b & 0x7fffu;
+  }
+}
 
 // Whether channel c is among the `keep` of largest norm; ties go to the lower
 // index (torch.topk leaves their order unspecified).

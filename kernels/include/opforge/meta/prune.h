@@ -59,4 +59,38 @@ structured::result<Int, 1, channel_norm_plan> ln_structured_mask_meta(const char
   return r;
 }
 
+// torch.nn.utils.prune's amount: a float is the fraction of the elements
+// (Python's round, half to even), an integer their count.
+template <typename Int>
+structured::result<Int, 1, magnitude_prune_plan> magnitude_prune_mask_meta(const char* op, const at::Tensor& weight,
+                                                                            const c10::Scalar& amount) {
+  if (amount.isIntegral(false)) {
+    TORCH_CHECK(amount.toLong() >= 0, op, ": expected 'amount' to be a non-negative integer (a count) or a float in "
+                "[0, 1] (a fraction), got ", amount.toLong());
+  } else {
+    TORCH_CHECK(amount.isFloatingPoint() && amount.toDouble() >= 0.0 && amount.toDouble() <= 1.0, op,
+                ": expected 'amount' to be a float in [0, 1] (a fraction) or a non-negative integer (a count), got ",
+                amount);
+  }
+  structured::result<Int, 1, magnitude_prune_plan> r{{structured::like<Int>(weight)}};
+  // (contiguous: ties are ranked in the logical order of the elements)
+  if constexpr (structured::concrete<Int>) {
+    const int64_t n = weight.numel();
+    const int64_t prune = amount.isIntegral(false)
+                              ? amount.toLong()
+                              : static_cast<int64_t>(std::nearbyint(amount.toDouble() * static_cast<double>(n)));
+    TORCH_CHECK(prune <= n, op, ": 'amount' = ", prune, " should be smaller than the number of elements to prune (",
+                n, ")");
+    r.plan.numel = n;
+    r.plan.prune = prune;
+    int bits = 0;
+    while (bits < 63 && (int64_t{1} << bits) < n) {
+      ++bits;
+    }
+    r.plan.index_bits = bits;
+    r.plan.workspace_bytes = 256 * 8 + 2 * static_cast<int64_t>(sizeof(magnitude_select_state));
+  }
+  return r;
+}
+
 }  // namespace opforge
