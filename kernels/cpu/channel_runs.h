@@ -53,7 +53,7 @@ void for_each_channel_span(int64_t outer, int64_t channels, int64_t inner, int64
 template <int K, typename F>
 std::vector<double> channel_sums(int64_t outer, int64_t channels, int64_t inner, F f) {
   const int64_t count = outer * inner;  // elements per channel
-  const int64_t splits = channel_sum_splits(outer, inner);
+  const int64_t splits = channel_sum_splits(outer * inner);
   const int64_t chunk = (count + splits - 1) / splits;
   std::vector<std::array<double, K>> partial(static_cast<size_t>(channels * splits));
   at::parallel_for(0, channels * splits, 1, [&](int64_t t0, int64_t t1) {

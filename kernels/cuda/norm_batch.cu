@@ -214,7 +214,7 @@ cudaError_t batch_norm_forward(const batch_norm_args<T>& a, const T* bias, T* ru
   if (a.channels == 0) {
     return cudaSuccess;
   }
-  const int64_t splits = batch_norm_splits(a.n, a.hw);
+  const int64_t splits = batch_norm_splits(a.n * a.hw);
   const int64_t chunk = ceil_div(a.n * a.hw, splits);
   norm_acc_t<T>* stats = workspace + 3 * a.channels * splits;
   if (training) {
@@ -238,7 +238,7 @@ cudaError_t batch_norm_backward(const batch_norm_args<T>& a, const T* grad, cons
   if (a.channels == 0) {
     return cudaSuccess;
   }
-  const int64_t splits = batch_norm_splits(a.n, a.hw);
+  const int64_t splits = batch_norm_splits(a.n * a.hw);
   const int64_t chunk = ceil_div(a.n * a.hw, splits);
   norm_acc_t<T>* sums = workspace + 2 * a.channels * splits;
   if ((dx && training) || dw || db) {

@@ -102,7 +102,7 @@ cudaError_t prelu_backward_cuda(T* grad_self, T* grad_weight, const T* grad, con
   auto* partial = static_cast<acc_t<T>*>(l.workspace);
   // Every channel gets its blocks even when it has no elements, so grad_weight
   // is always written (zero for an empty channel).
-  const int64_t splits = channel_sum_splits(l.outer, l.inner);
+  const int64_t splits = channel_sum_splits(l.outer * l.inner);
   const int64_t chunk = ceil_div(l.outer * l.inner, splits);
   const dim3 grid(static_cast<unsigned>(l.channels < k_max_blocks ? l.channels : k_max_blocks),
                   static_cast<unsigned>(splits));

@@ -2,6 +2,8 @@
 // The plans of the structured norm ops (Note [Structured ops]): the layouts
 // and parameters their kernels loop over. Torch-free, so the CUDA sources
 // include it.
+#include <opforge/channel_splits.h>
+
 #include <cstdint>
 
 namespace opforge {
@@ -52,7 +54,7 @@ struct group_norm_plan {
 
 // batch_norm of a contiguous [n, channels, hw] input: each channel's
 // statistics reduce over n and hw. The CUDA kernels reduce a channel in
-// batch_norm_splits(n, hw) blocks and keep their partial sums (math::opmath_t)
+// batch_norm_splits(n * hw) blocks and keep their partial sums (math::opmath_t)
 // in `workspace`: forward (3 * splits + 2) * channels, backward
 // (2 * splits + 2) * channels values.
 struct batch_norm_plan {
@@ -77,11 +79,7 @@ struct batch_norm_plan {
   }
 };
 
-inline int64_t batch_norm_splits(int64_t n, int64_t hw) {
-  constexpr int64_t k_elements_per_split = 4096;
-  constexpr int64_t k_max_splits = 64;
-  const int64_t splits = (n * hw + k_elements_per_split - 1) / k_elements_per_split;
-  return splits < 1 ? 1 : (splits > k_max_splits ? k_max_splits : splits);
-}
+// Shares of 4096 elements (opforge/channel_splits.h).
+inline int64_t batch_norm_splits(int64_t elements) { return channel_sum_splits(elements, 4096); }
 
 } // namespace opforge

@@ -32,7 +32,7 @@ structured::result<Int, 2, prelu_plan> prelu_backward_meta(const char* op,
   if constexpr (structured::concrete<Int>) {
     r.plan = prelu_plan_of(self, weight);
     r.plan.workspace_bytes = r.plan.channels *
-                             channel_sum_splits(r.plan.outer, r.plan.inner) *
+                             channel_sum_splits(r.plan.outer * r.plan.inner) *
                              structured::opmath_bytes(self.scalar_type());
   }
   structured::follow_layout(r, structured::layout_of(self));

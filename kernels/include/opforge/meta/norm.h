@@ -168,7 +168,7 @@ inline batch_norm_plan batch_norm_plan_of(const at::Tensor& input, bool training
                                           double momentum, double eps, int64_t splits_factor) {
   const group_layout l = batch_norm_layout(input);
   batch_norm_plan p{l.n, l.channels, l.hw, training, momentum, eps};
-  p.workspace_bytes = (splits_factor * batch_norm_splits(p.n, p.hw) + 2) * p.channels *
+  p.workspace_bytes = (splits_factor * batch_norm_splits(p.n * p.hw) + 2) * p.channels *
                       structured::opmath_bytes(input.scalar_type());
   return p;
 }

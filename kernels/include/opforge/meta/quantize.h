@@ -82,7 +82,7 @@ learnable_quantize_plan learnable_check(const char* op, const at::Tensor& self, 
     }
   }
   plan.grad_factor = static_cast<float>(grad_factor);
-  plan.splits = channel_sum_splits(plan.layout.outer, plan.layout.inner);
+  plan.splits = channel_sum_splits(plan.layout.outer * plan.layout.inner);
   return plan;
 }
 
