@@ -110,6 +110,7 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/quantize_per_tensor.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/quantized_conv2d.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/quantized_linear.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/random_prune_mask.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/relu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/relu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/rmsprop_step_.cpp

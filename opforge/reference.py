@@ -1376,6 +1376,16 @@ def magnitude_prune_mask(weight: Tensor, amount: float | int) -> Tensor:
     return prune.L1Unstructured(amount).compute_mask(w, torch.ones_like(w))
 
 
+def random_prune_mask(
+    weight: Tensor, amount: float | int, *, generator: torch.Generator | None = None
+) -> Tensor:
+    """The deterministic amounts of random_unstructured (none or all pruned)."""
+    from torch.nn.utils import prune
+
+    w = weight.contiguous()
+    return prune.RandomUnstructured(amount).compute_mask(w, torch.ones_like(w))
+
+
 def global_magnitude_prune_masks(weights: list[Tensor], amount: float | int) -> list[Tensor]:
     """torch.nn.utils.prune.global_unstructured(L1Unstructured)'s masks, on modules holding
     copies of the weights."""

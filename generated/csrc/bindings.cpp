@@ -114,6 +114,7 @@
 #include <opforge/ops/quantize_per_tensor.h>
 #include <opforge/ops/quantized_conv2d.h>
 #include <opforge/ops/quantized_linear.h>
+#include <opforge/ops/random_prune_mask.h>
 #include <opforge/ops/relu.h>
 #include <opforge/ops/relu_backward.h>
 #include <opforge/ops/rmsprop_step_.h>
@@ -2334,6 +2335,22 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("quant_min"),
       pybind11::arg("quant_max"),
       pybind11::arg("dtype")
+      );
+  m.def(
+      "random_prune_mask",
+      [](const at::Tensor& weight, pybind11::handle amount, pybind11::handle generator) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
+        const auto amount_scalar = opforge::bindings::scalar(amount, "opforge.random_prune_mask", "amount");
+        auto generator_gen = opforge::bindings::optional_generator(generator, "opforge.random_prune_mask", "generator");
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::random_prune_mask(weight, amount_scalar, generator_gen);
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      pybind11::arg("weight"),
+      pybind11::arg("amount"),
+      pybind11::arg("generator")
       );
   m.def(
       "relu",

@@ -109,6 +109,7 @@
 #include <opforge/ops/quantize_per_tensor.h>
 #include <opforge/ops/quantized_conv2d.h>
 #include <opforge/ops/quantized_linear.h>
+#include <opforge/ops/random_prune_mask.h>
 #include <opforge/ops/relu.h>
 #include <opforge/ops/relu_backward.h>
 #include <opforge/ops/rmsprop_step_.h>
@@ -452,6 +453,11 @@ cudaError_t quantized_conv2d_cuda(result_t* result, const scalar_t* input, const
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t, typename weight_zero_points_t, typename result_t>
 cudaError_t quantized_linear_cuda(result_t* result, const scalar_t* input, const int8_t* weight, const float* weight_scales, const weight_zero_points_t* weight_zero_points, const float* bias, const opforge::quantized_linear_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t random_prune_mask_cuda(scalar_t* result, const opforge::magnitude_prune_plan& plan, cudaStream_t stream);
 
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
@@ -1766,6 +1772,13 @@ at::Tensor opforge::ops::quantized_linear(const at::Tensor& input, double input_
   return op.call(input, input_scale, input_zero_point, weight, weight_scales, weight_zero_points, bias, output_scale, output_zero_point, quant_min, quant_max, dtype);
 }
 
+at::Tensor opforge::ops::random_prune_mask(const at::Tensor& weight, const at::Scalar& amount, std::optional<at::Generator> generator) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::random_prune_mask", "")
+      .typed<at::Tensor(const at::Tensor&, const at::Scalar&, std::optional<at::Generator>)>();
+  return op.call(weight, amount, generator);
+}
+
 at::Tensor opforge::ops::relu(const at::Tensor& self) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::relu", "")
@@ -2135,6 +2148,7 @@ TORCH_LIBRARY(opforge_cuda_sim, m) {
   m.def(R"schema(quantize_per_tensor(Tensor input, float scale, int zero_point, int quant_min, int quant_max, ScalarType dtype) -> Tensor)schema");
   m.def(R"schema(quantized_conv2d(Tensor input, float input_scale, int input_zero_point, Tensor weight, Tensor weight_scales, Tensor weight_zero_points, Tensor? bias, float output_scale, int output_zero_point, int quant_min, int quant_max, ScalarType dtype, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor)schema");
   m.def(R"schema(quantized_linear(Tensor input, float input_scale, int input_zero_point, Tensor weight, Tensor weight_scales, Tensor weight_zero_points, Tensor? bias, float output_scale, int output_zero_point, int quant_min, int quant_max, ScalarType dtype) -> Tensor)schema");
+  m.def(R"schema(random_prune_mask(Tensor weight, Scalar amount, *, Generator? generator=None) -> Tensor)schema");
   m.def(R"schema(relu(Tensor self) -> Tensor)schema");
   m.def(R"schema(relu_backward(Tensor grad_output, Tensor output) -> Tensor)schema");
   m.def(R"schema(rmsprop_step_(Tensor(a!)[] params, Tensor[] grads, Tensor(b!)[] square_avgs, Tensor(c!)[] grad_avgs, Tensor(d!)[] momentum_buffers, *, float lr, float alpha, float eps, float weight_decay, float momentum, bool centered, bool maximize, bool eps_in_sqrt=False) -> ())schema");
@@ -5110,6 +5124,26 @@ at::Tensor quantized_linear_cuda_simulated(const at::Tensor& input, double input
   return result;
 }
 
+at::Tensor random_prune_mask_cuda_simulated(const at::Tensor& weight, const at::Scalar& amount, std::optional<at::Generator> generator) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.random_prune_mask";
+  opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
+  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  auto meta = opforge::random_prune_mask_meta<int64_t>(kOp, weight, amount, generator);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], weight, layout);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, weight);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, weight, &opforge::cuda::stream_capturing);
+    opforge::cuda::draw_philox(meta.plan, generator, weight);
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::random_prune_mask_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+  }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
+  return result;
+}
+
 void relu_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
   if (out.numel() == 0) {
@@ -5783,6 +5817,7 @@ TORCH_LIBRARY_IMPL(opforge_cuda_sim, CPU, m) {
   m.impl("quantize_per_tensor", TORCH_FN(quantize_per_tensor_cuda_simulated));
   m.impl("quantized_conv2d", TORCH_FN(quantized_conv2d_cuda_simulated));
   m.impl("quantized_linear", TORCH_FN(quantized_linear_cuda_simulated));
+  m.impl("random_prune_mask", TORCH_FN(random_prune_mask_cuda_simulated));
   m.impl("relu", TORCH_FN(relu_cuda_simulated));
   m.impl("relu_backward", TORCH_FN(relu_backward_cuda_simulated));
   m.impl("sigmoid", TORCH_FN(sigmoid_cuda_simulated));

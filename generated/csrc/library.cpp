@@ -134,6 +134,7 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(quantize_per_tensor(Tensor input, float scale, int zero_point, int quant_min, int quant_max, ScalarType dtype) -> Tensor)schema", {});
   m.def(R"schema(quantized_conv2d(Tensor input, float input_scale, int input_zero_point, Tensor weight, Tensor weight_scales, Tensor weight_zero_points, Tensor? bias, float output_scale, int output_zero_point, int quant_min, int quant_max, ScalarType dtype, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor)schema", {});
   m.def(R"schema(quantized_linear(Tensor input, float input_scale, int input_zero_point, Tensor weight, Tensor weight_scales, Tensor weight_zero_points, Tensor? bias, float output_scale, int output_zero_point, int quant_min, int quant_max, ScalarType dtype) -> Tensor)schema", {});
+  m.def(R"schema(random_prune_mask(Tensor weight, Scalar amount, *, Generator? generator=None) -> Tensor)schema", {});
   m.def(R"schema(relu(Tensor self) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(relu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!))schema", {});
   m.def(R"schema(relu_(Tensor(a!) self) -> Tensor(a!))schema", {at::Tag::inplace});

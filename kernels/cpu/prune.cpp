@@ -103,11 +103,13 @@ void ln_structured_mask_cpu(scalar_t* result, const scalar_t* weight, const chan
   });
 }
 
-// The prune-th smallest magnitude (by its bits: exact, NaN the largest) by
-// nth_element; the elements below it and, of those equal to it, the ones of
-// highest index make up the `prune` pruned.
-template <typename scalar_t>
-void magnitude_prune_mask_cpu(scalar_t* result, const scalar_t* weight, const magnitude_prune_plan& plan) {
+namespace {
+
+// The `prune` elements of smallest key(i) get 0, the others 1: the prune-th
+// smallest key by nth_element, then the elements below it and, of those equal
+// to it, the ones of highest index.
+template <typename scalar_t, typename Key>
+void smallest_keys_mask(scalar_t* result, const magnitude_prune_plan& plan, Key key) {
   const int64_t n = plan.numel;
   const auto one = math::cast_to<scalar_t>(1.0f);
   const auto zero = math::cast_to<scalar_t>(0.0f);
@@ -119,7 +121,7 @@ void magnitude_prune_mask_cpu(scalar_t* result, const scalar_t* weight, const ma
   std::vector<unsigned long long> keys(static_cast<size_t>(n));
   at::parallel_for(0, n, k_grain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
-      keys[i] = magnitude_bits(weight[i]);
+      keys[i] = key(i);
     }
   });
   std::vector<unsigned long long> order(keys);
@@ -144,6 +146,22 @@ void magnitude_prune_mask_cpu(scalar_t* result, const scalar_t* weight, const ma
       result[i] = pruned ? zero : one;
     }
   });
+}
+
+}  // namespace
+
+// Keys: the magnitudes' bits (exact, NaN the largest).
+template <typename scalar_t>
+void magnitude_prune_mask_cpu(scalar_t* result, const scalar_t* weight, const magnitude_prune_plan& plan) {
+  smallest_keys_mask(result, plan, [&](int64_t i) { return magnitude_bits(weight[i]); });
+}
+
+// Keys: one Philox word per element, so `prune` uniformly random elements.
+template <typename scalar_t>
+void random_prune_mask_cpu(scalar_t* result, const magnitude_prune_plan& plan) {
+  const uint64_t seed = plan.random.state.seed;
+  const uint64_t offset = plan.random.state.offset;
+  smallest_keys_mask(result, plan, [&](int64_t i) { return random_prune_key(seed, offset, i); });
 }
 
 }  // namespace opforge::OPFORGE_CPU_CAPABILITY

@@ -73,13 +73,26 @@ struct magnitude_key {
   __device__ unsigned long long operator()(int64_t i) const { return magnitude_bits(x[i]); }
 };
 
-// The keys of the tie selection: the index of each element whose magnitude is
-// the one the first selection found.
-template <typename T>
+// The keys of random_prune_mask: one Philox word per element (the generator's
+// graph-safe state read on the device).
+struct random_key {
+  philox_state state;
+  __device__ bool counted(int64_t) const { return true; }
+  __device__ unsigned long long operator()(int64_t i) const {
+    uint64_t seed = 0;
+    uint64_t offset = 0;
+    cuda::philox_seed_and_offset(state, seed, offset);
+    return random_prune_key(seed, offset, i);
+  }
+};
+
+// The keys of the tie selection: the index of each element whose key is the
+// one the first selection found.
+template <typename Key>
 struct tie_index_key {
-  const T* x;
-  const magnitude_select_state* magnitude;
-  __device__ bool counted(int64_t i) const { return magnitude_bits(x[i]) == magnitude->prefix; }
+  Key key;
+  const magnitude_select_state* first;
+  __device__ bool counted(int64_t i) const { return key(i) == first->prefix; }
   __device__ unsigned long long operator()(int64_t i) const { return static_cast<unsigned long long>(i); }
 };
 
@@ -158,16 +171,16 @@ cudaError_t radix_select(Key key, int64_t n, int bits, long long rank, const mag
   return cudaGetLastError();
 }
 
-// 0 below the selected magnitude, and at or after the tie index among equals.
-template <typename T>
-struct magnitude_mask {
+// 0 below the selected key, and at or after the tie index among equals.
+template <typename T, typename Key>
+struct smallest_keys_mask {
   T* out;
-  const T* x;
-  const magnitude_select_state* magnitude;
+  Key key;
+  const magnitude_select_state* first;
   const magnitude_select_state* tie;
   __device__ void operator()(int64_t i) const {
-    const unsigned long long k = magnitude_bits(x[i]);
-    const bool pruned = k < magnitude->prefix || (k == magnitude->prefix && static_cast<unsigned long long>(i) >= tie->prefix);
+    const unsigned long long k = key(i);
+    const bool pruned = k < first->prefix || (k == first->prefix && static_cast<unsigned long long>(i) >= tie->prefix);
     out[i] = math::cast_to<T>(pruned ? 0.0f : 1.0f);
   }
 };
@@ -178,6 +191,29 @@ struct constant_mask {
   float value;
   __device__ void operator()(int64_t i) const { out[i] = math::cast_to<T>(value); }
 };
+
+template <typename T, typename Key>
+cudaError_t launch_smallest_keys_mask(T* result, Key key, int key_bits, const magnitude_prune_plan& plan,
+                                      cudaStream_t stream) {
+  const int64_t n = plan.numel;
+  if (plan.prune == 0 || plan.prune == n) {
+    return cuda::for_each_index(n, constant_mask<T>{result, plan.prune == 0 ? 1.0f : 0.0f}, stream);
+  }
+  auto* histogram = static_cast<unsigned long long*>(plan.workspace);
+  auto* states = reinterpret_cast<magnitude_select_state*>(histogram + 256);
+  // The prune-th smallest key, then (the ties' count being unknown to the host)
+  // the tie index: the ties left to prune are states[0].remaining, the highest
+  // indices first.
+  cudaError_t err = radix_select(key, n, key_bits, plan.prune, nullptr, false, &states[0], histogram, stream);
+  if (err == cudaSuccess) {
+    err = radix_select(tie_index_key<Key>{key, &states[0]}, n, plan.index_bits, 0, &states[0], true, &states[1],
+                       histogram, stream);
+  }
+  if (err == cudaSuccess) {
+    err = cuda::for_each_index(n, smallest_keys_mask<T, Key>{result, key, &states[0], &states[1]}, stream);
+  }
+  return err;
+}
 
 }  // namespace
 
@@ -207,25 +243,13 @@ cudaError_t ln_structured_mask_cuda(scalar_t* result, const scalar_t* weight, co
 template <typename scalar_t>
 cudaError_t magnitude_prune_mask_cuda(scalar_t* result, const scalar_t* weight, const magnitude_prune_plan& plan,
                                       cudaStream_t stream) {
-  const int64_t n = plan.numel;
-  if (plan.prune == 0 || plan.prune == n) {
-    return cuda::for_each_index(n, constant_mask<scalar_t>{result, plan.prune == 0 ? 1.0f : 0.0f}, stream);
-  }
-  auto* histogram = static_cast<unsigned long long*>(plan.workspace);
-  auto* states = reinterpret_cast<magnitude_select_state*>(histogram + 256);
-  // The prune-th smallest magnitude, then (the ties' count being unknown to the
-  // host) the tie index: the ties left to prune are states[0].remaining, the
-  // highest indices first.
-  cudaError_t err = radix_select(magnitude_key<scalar_t>{weight}, n, 8 * static_cast<int>(sizeof(scalar_t)),
-                                 plan.prune, nullptr, false, &states[0], histogram, stream);
-  if (err == cudaSuccess) {
-    err = radix_select(tie_index_key<scalar_t>{weight, &states[0]}, n, plan.index_bits, 0, &states[0], true,
-                       &states[1], histogram, stream);
-  }
-  if (err == cudaSuccess) {
-    err = cuda::for_each_index(n, magnitude_mask<scalar_t>{result, weight, &states[0], &states[1]}, stream);
-  }
-  return err;
+  return launch_smallest_keys_mask(result, magnitude_key<scalar_t>{weight}, 8 * static_cast<int>(sizeof(scalar_t)),
+                                   plan, stream);
+}
+
+template <typename scalar_t>
+cudaError_t random_prune_mask_cuda(scalar_t* result, const magnitude_prune_plan& plan, cudaStream_t stream) {
+  return launch_smallest_keys_mask(result, random_key{plan.random.state}, 32, plan, stream);
 }
 
 }  // namespace opforge

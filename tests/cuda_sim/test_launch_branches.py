@@ -415,3 +415,17 @@ def test_magnitude_prune_mask_radix_select(cuda_sim: Any, dtype: torch.dtype, ca
         x[7] = float("nan")
     for amount in (0.3, 0.5, 12345):
         agree("magnitude_prune_mask", [x.to(dtype), amount], label=f"{case}-{amount}")
+
+
+@pytest.mark.parametrize("amount", [0.3, 777])
+def test_random_prune_mask_same_as_cpu(cuda_sim: Any, amount: float) -> None:
+    # One Philox word per element on both: the same seed, the same mask.
+    w = rand(300, 40)
+    cpu, sim = (
+        torch.ops.opforge.random_prune_mask,
+        torch.ops.opforge_cuda_sim.random_prune_mask,
+    )
+    a = cpu(w, amount, generator=torch.Generator().manual_seed(5))
+    b = sim(w, amount, generator=torch.Generator().manual_seed(5))
+    assert torch.equal(a, b)
+    assert int((a == 0).sum()) == (777 if amount == 777 else round(0.3 * w.numel()))

@@ -160,3 +160,40 @@ def test_magnitude_mask_bad_arguments() -> None:
         TypeError, match=r"global_magnitude_prune_masks: expected every tensor of 'weights'"
     ):
         opforge.global_magnitude_prune_masks([w, w.double()], 0.5)
+
+
+def test_random_mask_prunes_exactly_the_amount_reproducibly() -> None:
+    w = torch.randn(40, 30)
+    for amount, count in ((0.25, 300), (0.5, 600), (17, 17), (0.999, 1199)):
+        mask = opforge.random_prune_mask(w, amount, generator=torch.Generator().manual_seed(1))
+        assert mask.dtype == w.dtype and mask.shape == w.shape
+        assert int((mask == 0).sum()) == count
+        assert set(mask.unique().tolist()) <= {0.0, 1.0}
+    # The same seed gives the same mask whatever the thread count; another seed another one.
+    threads = torch.get_num_threads()
+    masks = []
+    for n in (1, 2):
+        torch.set_num_threads(n)
+        masks.append(opforge.random_prune_mask(w, 0.3, generator=torch.Generator().manual_seed(7)))
+    torch.set_num_threads(threads)
+    assert torch.equal(masks[0], masks[1])
+    other = opforge.random_prune_mask(w, 0.3, generator=torch.Generator().manual_seed(8))
+    assert not torch.equal(masks[0], other)
+    # The default generator: torch.manual_seed fixes it.
+    torch.manual_seed(3)
+    a = opforge.random_prune_mask(w, 0.3)
+    torch.manual_seed(3)
+    assert torch.equal(a, opforge.random_prune_mask(w, 0.3))
+
+
+def test_random_mask_is_uniform() -> None:
+    # Each of 50 positions pruned with probability 0.2 over 2000 masks: a chi-square test
+    # of the per-position counts (49 degrees of freedom; 99.9% quantile 85.4).
+    gen = torch.Generator().manual_seed(11)
+    counts = torch.zeros(50)
+    trials = 2000
+    for _ in range(trials):
+        counts += 1 - opforge.random_prune_mask(torch.ones(50), 10, generator=gen)
+    expected = trials * 10 / 50
+    chi2 = float(((counts - expected) ** 2 / expected).sum())
+    assert chi2 < 85.4, chi2

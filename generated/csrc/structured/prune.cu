@@ -4,6 +4,7 @@
 //   opforge.channel_norm
 //   opforge.ln_structured_mask
 //   opforge.magnitude_prune_mask
+//   opforge.random_prune_mask
 #include <kernels/cuda/prune.cu>
 
 // The scalar types the instantiations name.
@@ -26,5 +27,9 @@ template cudaError_t magnitude_prune_mask_cuda<float>(float* result, const float
 template cudaError_t magnitude_prune_mask_cuda<double>(double* result, const double* weight, const opforge::magnitude_prune_plan& plan, cudaStream_t stream);
 template cudaError_t magnitude_prune_mask_cuda<c10::Half>(c10::Half* result, const c10::Half* weight, const opforge::magnitude_prune_plan& plan, cudaStream_t stream);
 template cudaError_t magnitude_prune_mask_cuda<c10::BFloat16>(c10::BFloat16* result, const c10::BFloat16* weight, const opforge::magnitude_prune_plan& plan, cudaStream_t stream);
+template cudaError_t random_prune_mask_cuda<float>(float* result, const opforge::magnitude_prune_plan& plan, cudaStream_t stream);
+template cudaError_t random_prune_mask_cuda<double>(double* result, const opforge::magnitude_prune_plan& plan, cudaStream_t stream);
+template cudaError_t random_prune_mask_cuda<c10::Half>(c10::Half* result, const opforge::magnitude_prune_plan& plan, cudaStream_t stream);
+template cudaError_t random_prune_mask_cuda<c10::BFloat16>(c10::BFloat16* result, const opforge::magnitude_prune_plan& plan, cudaStream_t stream);
 
 }  // namespace opforge

@@ -4,6 +4,7 @@
 //   opforge.channel_norm
 //   opforge.ln_structured_mask
 //   opforge.magnitude_prune_mask
+//   opforge.random_prune_mask
 // Compiled once per CPU capability (Note [CPU capabilities] in opforge/cpu_capability.h).
 #include <opforge/cpu_capability.h>
 #include <kernels/cpu/prune.cpp>
@@ -28,5 +29,9 @@ template void magnitude_prune_mask_cpu<float>(float* result, const float* weight
 template void magnitude_prune_mask_cpu<double>(double* result, const double* weight, const opforge::magnitude_prune_plan& plan);
 template void magnitude_prune_mask_cpu<c10::Half>(c10::Half* result, const c10::Half* weight, const opforge::magnitude_prune_plan& plan);
 template void magnitude_prune_mask_cpu<c10::BFloat16>(c10::BFloat16* result, const c10::BFloat16* weight, const opforge::magnitude_prune_plan& plan);
+template void random_prune_mask_cpu<float>(float* result, const opforge::magnitude_prune_plan& plan);
+template void random_prune_mask_cpu<double>(double* result, const opforge::magnitude_prune_plan& plan);
+template void random_prune_mask_cpu<c10::Half>(c10::Half* result, const opforge::magnitude_prune_plan& plan);
+template void random_prune_mask_cpu<c10::BFloat16>(c10::BFloat16* result, const opforge::magnitude_prune_plan& plan);
 
 }  // namespace opforge::OPFORGE_CPU_CAPABILITY

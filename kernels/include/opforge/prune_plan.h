@@ -2,6 +2,9 @@
 // The plan of the structured pruning ops (schemas/prune.yaml): the weight viewed
 // as [outer, channels, inner] around `dim`, the norm's order and how many
 // channels to keep. Torch-free, so the CUDA sources include it.
+#include <opforge/math/philox.h>
+#include <opforge/plan_services.h>
+
 #include <c10/macros/Macros.h>
 
 #include <cstdint>
@@ -19,16 +22,18 @@ struct channel_norm_plan {
   void* workspace = nullptr;
 };
 
-// magnitude_prune_mask: the `prune` elements of smallest magnitude among
-// `numel` (equal magnitudes prune the higher index first). The CUDA kernels
-// radix-select the prune-th smallest magnitude's bits (key_bits wide), then
-// among the elements of that magnitude the index below which the ties are kept
-// (index_bits wide); the workspace holds a 256-bin histogram and both
-// selections' states (magnitude_select_state).
+// magnitude_prune_mask and random_prune_mask: the `prune` elements of
+// smallest key among `numel` (equal keys prune the higher index first); the
+// key is the magnitude's bits (magnitude_bits), or a 32-bit Philox word per
+// element (`random`, random_prune_mask only). The CUDA kernels radix-select the
+// prune-th smallest key, then among the elements of that key the index from
+// which the ties are pruned (index_bits wide); the workspace holds a 256-bin
+// histogram and both selections' states (magnitude_select_state).
 struct magnitude_prune_plan {
   int64_t numel = 0;
   int64_t prune = 0;
   int index_bits = 0;
+  philox_request random;  // word i is element i's key (math::random_prune_key)
   int64_t workspace_bytes = 0;
   void* workspace = nullptr;
 };
@@ -58,6 +63,12 @@ C10_HOST_DEVICE inline unsigned long long magnitude_bits(T x) {
     memcpy(&b, &x, 2);
     return b & 0x7fffu;
   }
+}
+
+// random_prune_mask's key of element i: word i % 4 of philox4x32_10(seed,
+// offset / 4 + i / 4) (the generator's offset counts 32-bit words).
+C10_HOST_DEVICE inline unsigned long long random_prune_key(uint64_t seed, uint64_t offset, int64_t i) {
+  return math::philox4x32_10(seed, offset / 4 + static_cast<uint64_t>(i / 4)).w[i % 4];
 }
 
 // Whether channel c is among the `keep` of largest norm; ties go to the lower

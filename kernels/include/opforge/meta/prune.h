@@ -93,4 +93,18 @@ structured::result<Int, 1, magnitude_prune_plan> magnitude_prune_mask_meta(const
   return r;
 }
 
+// magnitude_prune_mask's checks and plan, with one random word per element
+// (none when the amount prunes nothing or everything).
+template <typename Int>
+structured::result<Int, 1, magnitude_prune_plan> random_prune_mask_meta(
+    const char* op, const at::Tensor& weight, const c10::Scalar& amount,
+    const std::optional<at::Generator>& /*generator*/) {
+  auto r = magnitude_prune_mask_meta<Int>(op, weight, amount);
+  if constexpr (structured::concrete<Int>) {
+    const bool random = r.plan.prune > 0 && r.plan.prune < r.plan.numel;
+    r.plan.random.words = random ? static_cast<uint64_t>(r.plan.numel) : 0;
+  }
+  return r;
+}
+
 }  // namespace opforge
