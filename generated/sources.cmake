@@ -20,6 +20,7 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/batch_norm_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/batch_norm_double_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/batch_norm_forward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/bfloat16_truncate.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/binary_cross_entropy.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/binary_cross_entropy_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/binary_cross_entropy_with_logits.cpp

@@ -1304,6 +1304,12 @@ def minmax_observer_update_(
     max_val.copy_(obs.max_val.reshape(max_val.shape))
 
 
+def bfloat16_truncate(self: Tensor) -> Tensor:
+    """The upper 16 bits of each float32 (a bit mask, exactly representable in bfloat16)."""
+    truncated = (self.view(torch.int32) & -65536).view(torch.float32)
+    return torch.where(self.isnan(), float("nan"), truncated).to(torch.bfloat16)
+
+
 def int8_mm(self: Tensor, mat2: Tensor) -> Tensor:
     # Exact in float64 (|sums| < 2^53), on any device.
     return (self.double() @ mat2.double()).to(torch.int32)

@@ -24,6 +24,7 @@
 #include <opforge/ops/batch_norm_backward.h>
 #include <opforge/ops/batch_norm_double_backward.h>
 #include <opforge/ops/batch_norm_forward.h>
+#include <opforge/ops/bfloat16_truncate.h>
 #include <opforge/ops/binary_cross_entropy.h>
 #include <opforge/ops/binary_cross_entropy_backward.h>
 #include <opforge/ops/binary_cross_entropy_with_logits.h>
@@ -538,6 +539,18 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("training"),
       pybind11::arg("momentum"),
       pybind11::arg("eps")
+      );
+  m.def(
+      "bfloat16_truncate",
+      [](const at::Tensor& self) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::bfloat16_truncate(self);
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      pybind11::arg("self")
       );
   m.def(
       "binary_cross_entropy",

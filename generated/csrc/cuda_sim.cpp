@@ -19,6 +19,7 @@
 #include <opforge/ops/batch_norm_backward.h>
 #include <opforge/ops/batch_norm_double_backward.h>
 #include <opforge/ops/batch_norm_forward.h>
+#include <opforge/ops/bfloat16_truncate.h>
 #include <opforge/ops/binary_cross_entropy.h>
 #include <opforge/ops/binary_cross_entropy_backward.h>
 #include <opforge/ops/binary_cross_entropy_with_logits.h>
@@ -213,6 +214,11 @@ cudaError_t batch_norm_backward_cuda(scalar_t* result0, scalar_t* result1, scala
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t>
 cudaError_t batch_norm_forward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, scalar_t* running_mean, scalar_t* running_var, const opforge::batch_norm_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t bfloat16_truncate_cuda(c10::BFloat16* result, const scalar_t* self, const opforge::dequantize_plan& plan, cudaStream_t stream);
 
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
@@ -1007,6 +1013,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::batch_norm_forward(
       .findSchemaOrThrow("opforge::batch_norm_forward", "")
       .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, bool, double, double)>();
   return op.call(input, weight, bias, running_mean, running_var, training, momentum, eps);
+}
+
+at::Tensor opforge::ops::bfloat16_truncate(const at::Tensor& self) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::bfloat16_truncate", "")
+      .typed<at::Tensor(const at::Tensor&)>();
+  return op.call(self);
 }
 
 at::Tensor opforge::ops::binary_cross_entropy(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::string_view reduction) {
@@ -2075,6 +2088,7 @@ TORCH_LIBRARY(opforge_cuda_sim, m) {
   m.def(R"schema(avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override=None) -> Tensor)schema");
   m.def(R"schema(batch_norm_backward(Tensor grad_out, Tensor input, Tensor save_mean, Tensor save_invstd, bool training, bool[3] output_mask, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_invstd=None) -> (Tensor, Tensor, Tensor))schema");
   m.def(R"schema(batch_norm_forward(Tensor input, Tensor? weight=None, Tensor? bias=None, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, bool training=False, float momentum=0.1, float eps=1e-05) -> (Tensor, Tensor, Tensor))schema");
+  m.def(R"schema(bfloat16_truncate(Tensor self) -> Tensor)schema");
   m.def(R"schema(binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean') -> Tensor)schema");
   m.def(R"schema(binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, str reduction='mean') -> Tensor)schema");
   m.def(R"schema(binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction='mean') -> Tensor)schema");
@@ -3113,6 +3127,26 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cuda_simulated
   result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
   result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
   return std::make_tuple(result0, result1, result2);
+}
+
+at::Tensor bfloat16_truncate_cuda_simulated(const at::Tensor& self) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.bfloat16_truncate";
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float}, "a floating tensor (float32)");
+  auto meta = opforge::bfloat16_truncate_meta<int64_t>(kOp, self);
+  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
+  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
+  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
+    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
+    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
+    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+    opforge::structured::dispatch<float>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::bfloat16_truncate_cuda<scalar_t>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+    });
+    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
+  }
+  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
+  return result;
 }
 
 void binary_cross_entropy_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, c10::string_view reduction, at::ScalarType dtype) {
@@ -5745,6 +5779,7 @@ TORCH_LIBRARY_IMPL(opforge_cuda_sim, CPU, m) {
   m.impl("avg_pool2d_backward", TORCH_FN(avg_pool2d_backward_cuda_simulated));
   m.impl("batch_norm_backward", TORCH_FN(batch_norm_backward_cuda_simulated));
   m.impl("batch_norm_forward", TORCH_FN(batch_norm_forward_cuda_simulated));
+  m.impl("bfloat16_truncate", TORCH_FN(bfloat16_truncate_cuda_simulated));
   m.impl("binary_cross_entropy", TORCH_FN(binary_cross_entropy_cuda_simulated));
   m.impl("binary_cross_entropy_backward", TORCH_FN(binary_cross_entropy_backward_cuda_simulated));
   m.impl("binary_cross_entropy_with_logits", TORCH_FN(binary_cross_entropy_with_logits_cuda_simulated));

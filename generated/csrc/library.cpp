@@ -25,6 +25,7 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(batch_norm_backward(Tensor grad_out, Tensor input, Tensor save_mean, Tensor save_invstd, bool training, bool[3] output_mask, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_invstd=None) -> (Tensor, Tensor, Tensor))schema", {});
   m.def(R"schema(batch_norm_double_backward(Tensor grad_grad_input, Tensor grad_out, Tensor input, Tensor save_mean, Tensor save_invstd, bool training, Tensor? weight=None, Tensor? grad_mean=None, Tensor? grad_invstd=None, Tensor? grad_grad_weight=None, Tensor? grad_grad_bias=None) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor))schema", {});
   m.def(R"schema(batch_norm_forward(Tensor input, Tensor? weight=None, Tensor? bias=None, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, bool training=False, float momentum=0.1, float eps=1e-05) -> (Tensor, Tensor, Tensor))schema", {});
+  m.def(R"schema(bfloat16_truncate(Tensor self) -> Tensor)schema", {});
   m.def(R"schema(binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean') -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, str reduction='mean') -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction='mean') -> Tensor)schema", {at::Tag::pointwise});

@@ -60,4 +60,13 @@ void dequantize_per_channel_cpu(result_t* result, const scalar_t* input, const s
   });
 }
 
+template <typename scalar_t>
+void bfloat16_truncate_cpu(c10::BFloat16* result, const scalar_t* self, const dequantize_plan& plan) {
+  at::parallel_for(0, plan.numel, k_grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      result[i] = math::truncate_to_bfloat16(self[i]);
+    }
+  });
+}
+
 }  // namespace opforge::OPFORGE_CPU_CAPABILITY

@@ -91,4 +91,20 @@ cudaError_t dequantize_per_channel_cuda(result_t* result, const scalar_t* input,
   return cuda::for_each_index(plan.outer * plan.channels * plan.inner, f, stream);
 }
 
+namespace {
+
+struct truncate_element {
+  c10::BFloat16* out;
+  const float* x;
+  __device__ void operator()(int64_t i) const { out[i] = math::truncate_to_bfloat16(x[i]); }
+};
+
+}  // namespace
+
+template <typename scalar_t>
+cudaError_t bfloat16_truncate_cuda(c10::BFloat16* result, const scalar_t* self, const dequantize_plan& plan,
+                                   cudaStream_t stream) {
+  return cuda::for_each_index(plan.numel, truncate_element{result, self}, stream);
+}
+
 }  // namespace opforge

@@ -440,3 +440,29 @@ def test_bad_arguments_name_op_and_argument() -> None:
         None,
         1,
     )
+
+
+def test_bfloat16_truncate_is_the_upper_half_of_each_float() -> None:
+    gen = torch.Generator().manual_seed(0)
+    x = torch.cat(
+        [
+            torch.randn(5000, generator=gen)
+            * 10.0 ** torch.randint(-30, 30, (5000,), generator=gen),
+            torch.tensor([0.0, -0.0, float("inf"), -float("inf"), 3.4e38, -3.4e38, 1e-45, 1e-40]),
+        ]
+    )
+    got = opforge.bfloat16_truncate(x)
+    assert got.dtype == torch.bfloat16
+    expected = (x.view(torch.int32) & -65536).view(torch.float32).to(torch.bfloat16)
+    assert torch.equal(
+        got.view(torch.int16), expected.view(torch.int16)
+    )  # bit for bit, signs of 0 too
+    # Toward zero, by less than one bfloat16 step (rounding would overflow 3.4e38 to inf).
+    finite = x.isfinite()
+    assert (got.float()[finite].abs() <= x[finite].abs()).all()
+    assert got[x == 3.4e38].isfinite().all()
+    # A NaN stays NaN, even one whose payload lies only in the low 16 bits.
+    nan_low_payload = torch.tensor([0x7F800001], dtype=torch.int32).view(torch.float32)
+    assert opforge.bfloat16_truncate(nan_low_payload).isnan().all()
+    with pytest.raises(TypeError, match=r"bfloat16_truncate.*'self'"):
+        opforge.bfloat16_truncate(x.double())

@@ -5,9 +5,11 @@
 #include <opforge/math/opmath.h>
 
 #include <c10/macros/Macros.h>
+#include <c10/util/BFloat16.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 namespace opforge::math {
 
@@ -75,6 +77,14 @@ C10_HOST_DEVICE inline Q quantize_channel(T x, S inv_scale, Z zero_point, int64_
 template <typename T, typename Q, typename S>
 C10_HOST_DEVICE inline T dequantize_channel(Q x, S scale, int64_t zero_point) {
   return cast_to<T>(static_cast<S>(static_cast<int64_t>(x) - zero_point) * scale);
+}
+
+// bfloat16_truncate: the upper 16 bits of x, NaN kept a (quiet) NaN.
+C10_HOST_DEVICE inline c10::BFloat16 truncate_to_bfloat16(float x) {
+  uint32_t bits = 0;
+  memcpy(&bits, &x, sizeof(bits));
+  const auto upper = static_cast<uint16_t>(x != x ? 0x7fc0u : bits >> 16);
+  return c10::BFloat16(upper, c10::BFloat16::from_bits());
 }
 
 }  // namespace opforge::math

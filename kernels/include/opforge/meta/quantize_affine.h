@@ -137,4 +137,16 @@ structured::result<Int, 1, per_channel_plan> dequantize_per_channel_meta(
                                          detail::dequantized_dtype(op, out_dtype));
 }
 
+// bfloat16_truncate: a bfloat16 tensor like self (its plan only counts).
+template <typename Int>
+structured::result<Int, 1, dequantize_plan> bfloat16_truncate_meta(const char* /*op*/, const at::Tensor& self) {
+  structured::result<Int, 1, dequantize_plan> r{{structured::like<Int>(self)}};
+  r.outputs[0].dtype = at::kBFloat16;
+  if constexpr (structured::concrete<Int>) {
+    r.plan.numel = self.numel();
+  }
+  structured::follow_layout(r, structured::layout_of(self));
+  return r;
+}
+
 }  // namespace opforge
