@@ -765,8 +765,26 @@ class _EntryParser:
                         f"sample gives no value for required argument '{a.name}' ({a.type})",
                         f"add e.g. {a.name}: <value>",
                     )
+            for name, value in item.items():
+                self._check_tensor_spec(loc, str(name), value)
             out.append(Sample(tuple((k, _plain(v)) for k, v in item.items()), loc))
         return tuple(out)
+
+    def _check_tensor_spec(self, loc: Location, name: str, value: Any) -> None:
+        """A `{shape, low, high}` spec's bounds are numbers (YAML reads `1.0e30`, without
+        the exponent's sign, as a string), in this spec or in a list's."""
+        specs = value if isinstance(value, list) else [value]
+        for spec in specs:
+            if not isinstance(spec, dict):
+                continue
+            for bound in ("low", "high"):
+                v = spec.get(bound)
+                if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                    self.diags.error(
+                        loc,
+                        f"sample '{name}': '{bound}' must be a number, got {v!r}",
+                        "YAML reads 1.0e30 as a string: write 1.0e+30",
+                    )
 
 
 def _updates_in_place(schema: FunctionSchema) -> bool:

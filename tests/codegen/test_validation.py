@@ -680,3 +680,13 @@ def test_reduced_loss_has_no_variants(tmp_path: Path, capsys: pytest.CaptureFixt
         "  pointwise: sq_loss_fn()\n  reduction: reduction\n  variants: [out]\n"
     )
     assert_error(tmp_path, capsys, text, "a reduced pointwise loss has no variants")
+
+
+def test_sample_bounds_must_be_numbers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert_error(
+        tmp_path,
+        capsys,
+        GOOD + "  samples:\n    - {self: {shape: [3], low: -1.0e30, high: 1.0e+30}}\n",
+        "ops.yaml:7: error: sample 'self': 'low' must be a number, got '-1.0e30'\n"
+        "  hint: YAML reads 1.0e30 as a string: write 1.0e+30",
+    )
