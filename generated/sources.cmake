@@ -23,8 +23,10 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/bfloat16_truncate.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/binary_cross_entropy.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/binary_cross_entropy_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/binary_cross_entropy_target_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/binary_cross_entropy_with_logits.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/binary_cross_entropy_with_logits_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/binary_cross_entropy_with_logits_target_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/channel_norm.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/channel_shuffle.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/choose_qparams.cpp
@@ -120,6 +122,7 @@ set(OPFORGE_GENERATED_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sigmoid_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sigmoid_focal_loss.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sigmoid_focal_loss_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sigmoid_focal_loss_target_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/silu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/silu_backward.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/smooth_l1_loss.cpp
@@ -145,8 +148,10 @@ set(OPFORGE_CPU_KERNEL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/add_relu_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_target_backward_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_with_logits_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_with_logits_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_with_logits_target_backward_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/elu_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/elu_backward_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/fake_quantize_per_tensor_affine_cpu.cpp
@@ -174,6 +179,7 @@ set(OPFORGE_CPU_KERNEL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_backward_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_focal_loss_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_focal_loss_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_focal_loss_target_backward_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/silu_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/silu_backward_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/smooth_l1_loss_cpu.cpp
@@ -214,8 +220,10 @@ set(OPFORGE_GENERATED_CUDA_DEVICE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/add_relu.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_backward.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_target_backward.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_with_logits.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_with_logits_backward.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_with_logits_target_backward.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/elu.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/elu_backward.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/fake_quantize_per_tensor_affine.cu
@@ -243,6 +251,7 @@ set(OPFORGE_GENERATED_CUDA_DEVICE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_backward.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_focal_loss.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_focal_loss_backward.cu
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_focal_loss_target_backward.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/silu.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/silu_backward.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/smooth_l1_loss.cu

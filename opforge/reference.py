@@ -857,6 +857,33 @@ def binary_cross_entropy_with_logits_backward(
     return _loss_grad(forward, grad_output, [self], 0)
 
 
+def binary_cross_entropy_target_backward(
+    grad_output: Tensor,
+    self: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    def forward(t: Tensor) -> Tensor:
+        return torch.nn.functional.binary_cross_entropy(self, t, weight, reduction=reduction)
+
+    return _loss_grad(forward, grad_output, [target], 0)
+
+
+def binary_cross_entropy_with_logits_target_backward(
+    grad_output: Tensor,
+    self: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    pos_weight: Tensor | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    def forward(t: Tensor) -> Tensor:
+        return binary_cross_entropy_with_logits(self, t, weight, pos_weight, reduction)
+
+    return _loss_grad(forward, grad_output, [target], 0)
+
+
 def kl_div_backward(
     grad_output: Tensor, self: Tensor, target: Tensor, reduction: str, log_target: bool
 ) -> Tensor:
@@ -874,6 +901,12 @@ def sigmoid_focal_loss_backward(
     grad_output: Tensor, self: Tensor, target: Tensor, alpha: float, gamma: float, reduction: str
 ) -> Tensor:
     return _loss_grad(sigmoid_focal_loss, grad_output, [self, target], 0, alpha, gamma, reduction)
+
+
+def sigmoid_focal_loss_target_backward(
+    grad_output: Tensor, self: Tensor, target: Tensor, alpha: float, gamma: float, reduction: str
+) -> Tensor:
+    return _loss_grad(sigmoid_focal_loss, grad_output, [self, target], 1, alpha, gamma, reduction)
 
 
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}

@@ -27,8 +27,10 @@
 #include <opforge/ops/bfloat16_truncate.h>
 #include <opforge/ops/binary_cross_entropy.h>
 #include <opforge/ops/binary_cross_entropy_backward.h>
+#include <opforge/ops/binary_cross_entropy_target_backward.h>
 #include <opforge/ops/binary_cross_entropy_with_logits.h>
 #include <opforge/ops/binary_cross_entropy_with_logits_backward.h>
+#include <opforge/ops/binary_cross_entropy_with_logits_target_backward.h>
 #include <opforge/ops/channel_norm.h>
 #include <opforge/ops/channel_shuffle.h>
 #include <opforge/ops/choose_qparams.h>
@@ -124,6 +126,7 @@
 #include <opforge/ops/sigmoid_backward.h>
 #include <opforge/ops/sigmoid_focal_loss.h>
 #include <opforge/ops/sigmoid_focal_loss_backward.h>
+#include <opforge/ops/sigmoid_focal_loss_target_backward.h>
 #include <opforge/ops/silu.h>
 #include <opforge/ops/silu_backward.h>
 #include <opforge/ops/smooth_l1_loss.h>
@@ -584,6 +587,22 @@ void register_ops(pybind11::module_& m) {
       pybind11::arg("reduction")
       );
   m.def(
+      "binary_cross_entropy_target_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, const std::string& reduction) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::binary_cross_entropy_target_backward(grad_output, self, target, weight, c10::string_view(reduction));
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("self"),
+      pybind11::arg("target"),
+      pybind11::arg("weight"),
+      pybind11::arg("reduction")
+      );
+  m.def(
       "binary_cross_entropy_with_logits",
       [](const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& pos_weight, const std::string& reduction) -> at::Tensor {
         // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
@@ -607,6 +626,23 @@ void register_ops(pybind11::module_& m) {
         HANDLE_TH_ERRORS
         pybind11::gil_scoped_release no_gil;
         return opforge::ops::binary_cross_entropy_with_logits_backward(grad_output, self, target, weight, pos_weight, c10::string_view(reduction));
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("self"),
+      pybind11::arg("target"),
+      pybind11::arg("weight"),
+      pybind11::arg("pos_weight"),
+      pybind11::arg("reduction")
+      );
+  m.def(
+      "binary_cross_entropy_with_logits_target_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& pos_weight, const std::string& reduction) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::binary_cross_entropy_with_logits_target_backward(grad_output, self, target, weight, pos_weight, c10::string_view(reduction));
         END_HANDLE_TH_ERRORS_PYBIND
       },
       pybind11::arg("grad_output"),
@@ -2534,6 +2570,23 @@ void register_ops(pybind11::module_& m) {
         HANDLE_TH_ERRORS
         pybind11::gil_scoped_release no_gil;
         return opforge::ops::sigmoid_focal_loss_backward(grad_output, self, target, alpha, gamma, c10::string_view(reduction));
+        END_HANDLE_TH_ERRORS_PYBIND
+      },
+      pybind11::arg("grad_output"),
+      pybind11::arg("self"),
+      pybind11::arg("target"),
+      pybind11::arg("alpha"),
+      pybind11::arg("gamma"),
+      pybind11::arg("reduction")
+      );
+  m.def(
+      "sigmoid_focal_loss_target_backward",
+      [](const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, const std::string& reduction) -> at::Tensor {
+        // PyWarningHandler (in HANDLE_TH_ERRORS): the op's TORCH_WARNs reach Python's
+        // warnings module once the GIL is back, and c10 errors become Python's types.
+        HANDLE_TH_ERRORS
+        pybind11::gil_scoped_release no_gil;
+        return opforge::ops::sigmoid_focal_loss_target_backward(grad_output, self, target, alpha, gamma, c10::string_view(reduction));
         END_HANDLE_TH_ERRORS_PYBIND
       },
       pybind11::arg("grad_output"),

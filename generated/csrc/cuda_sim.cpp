@@ -22,8 +22,10 @@
 #include <opforge/ops/bfloat16_truncate.h>
 #include <opforge/ops/binary_cross_entropy.h>
 #include <opforge/ops/binary_cross_entropy_backward.h>
+#include <opforge/ops/binary_cross_entropy_target_backward.h>
 #include <opforge/ops/binary_cross_entropy_with_logits.h>
 #include <opforge/ops/binary_cross_entropy_with_logits_backward.h>
+#include <opforge/ops/binary_cross_entropy_with_logits_target_backward.h>
 #include <opforge/ops/channel_norm.h>
 #include <opforge/ops/channel_shuffle.h>
 #include <opforge/ops/choose_qparams.h>
@@ -119,6 +121,7 @@
 #include <opforge/ops/sigmoid_backward.h>
 #include <opforge/ops/sigmoid_focal_loss.h>
 #include <opforge/ops/sigmoid_focal_loss_backward.h>
+#include <opforge/ops/sigmoid_focal_loss_target_backward.h>
 #include <opforge/ops/silu.h>
 #include <opforge/ops/silu_backward.h>
 #include <opforge/ops/smooth_l1_loss.h>
@@ -543,6 +546,14 @@ void binary_cross_entropy_backward_cuda(const at::Tensor& out, const at::Tensor&
   OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::binary_cross_entropy_backward_fn<scalar_t>{}, cuda::current_stream()));
 }
 
+// The CUDA host code of binary_cross_entropy_target_backward: the plan of opforge::math::binary_cross_entropy_target_backward_fn, launched
+// on the current stream (generated/csrc/kernels/binary_cross_entropy_target_backward.cu instantiates the launch).
+template <typename scalar_t>
+void binary_cross_entropy_target_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, c10::string_view reduction) {
+  const auto plan = opforge::pointwise::make_plan<4>(out, {&grad_output, &self, &target, &weight});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::binary_cross_entropy_target_backward_fn<scalar_t>{}, cuda::current_stream()));
+}
+
 // The CUDA host code of binary_cross_entropy_with_logits: the plan of opforge::math::binary_cross_entropy_with_logits_fn, launched
 // on the current stream (generated/csrc/kernels/binary_cross_entropy_with_logits.cu instantiates the launch).
 template <typename scalar_t>
@@ -557,6 +568,14 @@ template <typename scalar_t>
 void binary_cross_entropy_with_logits_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, const at::Tensor& pos_weight, c10::string_view reduction) {
   const auto plan = opforge::pointwise::make_plan<5>(out, {&grad_output, &self, &target, &weight, &pos_weight});
   OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::binary_cross_entropy_with_logits_backward_fn<scalar_t>{}, cuda::current_stream()));
+}
+
+// The CUDA host code of binary_cross_entropy_with_logits_target_backward: the plan of opforge::math::binary_cross_entropy_with_logits_target_backward_fn, launched
+// on the current stream (generated/csrc/kernels/binary_cross_entropy_with_logits_target_backward.cu instantiates the launch).
+template <typename scalar_t>
+void binary_cross_entropy_with_logits_target_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, const at::Tensor& pos_weight, c10::string_view reduction) {
+  const auto plan = opforge::pointwise::make_plan<5>(out, {&grad_output, &self, &target, &weight, &pos_weight});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::binary_cross_entropy_with_logits_target_backward_fn<scalar_t>{}, cuda::current_stream()));
 }
 
 // The CUDA host code of elu: the plan of opforge::math::elu_fn, launched
@@ -793,6 +812,14 @@ template <typename scalar_t>
 void sigmoid_focal_loss_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, c10::string_view reduction) {
   const auto plan = opforge::pointwise::make_plan<3>(out, {&grad_output, &self, &target});
   OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::sigmoid_focal_loss_backward_fn<scalar_t>{static_cast<opforge::math::opmath_t<scalar_t>>(alpha), static_cast<opforge::math::opmath_t<scalar_t>>(gamma)}, cuda::current_stream()));
+}
+
+// The CUDA host code of sigmoid_focal_loss_target_backward: the plan of opforge::math::sigmoid_focal_loss_target_backward_fn, launched
+// on the current stream (generated/csrc/kernels/sigmoid_focal_loss_target_backward.cu instantiates the launch).
+template <typename scalar_t>
+void sigmoid_focal_loss_target_backward_cuda(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, c10::string_view reduction) {
+  const auto plan = opforge::pointwise::make_plan<3>(out, {&grad_output, &self, &target});
+  OPFORGE_CUDA_CHECK(cuda::launch_pointwise<scalar_t>(plan, opforge::math::sigmoid_focal_loss_target_backward_fn<scalar_t>{static_cast<opforge::math::opmath_t<scalar_t>>(alpha), static_cast<opforge::math::opmath_t<scalar_t>>(gamma)}, cuda::current_stream()));
 }
 
 // The CUDA host code of silu: the plan of opforge::math::silu_fn, launched
@@ -1036,6 +1063,13 @@ at::Tensor opforge::ops::binary_cross_entropy_backward(const at::Tensor& grad_ou
   return op.call(grad_output, self, target, weight, reduction);
 }
 
+at::Tensor opforge::ops::binary_cross_entropy_target_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::string_view reduction) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::binary_cross_entropy_target_backward", "")
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, c10::string_view)>();
+  return op.call(grad_output, self, target, weight, reduction);
+}
+
 at::Tensor opforge::ops::binary_cross_entropy_with_logits(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& pos_weight, c10::string_view reduction) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::binary_cross_entropy_with_logits", "")
@@ -1046,6 +1080,13 @@ at::Tensor opforge::ops::binary_cross_entropy_with_logits(const at::Tensor& self
 at::Tensor opforge::ops::binary_cross_entropy_with_logits_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& pos_weight, c10::string_view reduction) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::binary_cross_entropy_with_logits_backward", "")
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, c10::string_view)>();
+  return op.call(grad_output, self, target, weight, pos_weight, reduction);
+}
+
+at::Tensor opforge::ops::binary_cross_entropy_with_logits_target_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& pos_weight, c10::string_view reduction) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::binary_cross_entropy_with_logits_target_backward", "")
       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, c10::string_view)>();
   return op.call(grad_output, self, target, weight, pos_weight, reduction);
 }
@@ -1876,6 +1917,13 @@ at::Tensor opforge::ops::sigmoid_focal_loss_backward(const at::Tensor& grad_outp
   return op.call(grad_output, self, target, alpha, gamma, reduction);
 }
 
+at::Tensor opforge::ops::sigmoid_focal_loss_target_backward(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, c10::string_view reduction) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::sigmoid_focal_loss_target_backward", "")
+      .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, double, double, c10::string_view)>();
+  return op.call(grad_output, self, target, alpha, gamma, reduction);
+}
+
 at::Tensor opforge::ops::silu(const at::Tensor& self) {
   static const auto op = c10::Dispatcher::singleton()
       .findSchemaOrThrow("opforge::silu", "")
@@ -2091,8 +2139,10 @@ TORCH_LIBRARY(opforge_cuda_sim, m) {
   m.def(R"schema(bfloat16_truncate(Tensor self) -> Tensor)schema");
   m.def(R"schema(binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean') -> Tensor)schema");
   m.def(R"schema(binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, str reduction='mean') -> Tensor)schema");
+  m.def(R"schema(binary_cross_entropy_target_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, str reduction='mean') -> Tensor)schema");
   m.def(R"schema(binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction='mean') -> Tensor)schema");
   m.def(R"schema(binary_cross_entropy_with_logits_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction='mean') -> Tensor)schema");
+  m.def(R"schema(binary_cross_entropy_with_logits_target_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction='mean') -> Tensor)schema");
   m.def(R"schema(channel_norm(Tensor weight, float p, int dim) -> Tensor)schema");
   m.def(R"schema(channel_shuffle(Tensor self, SymInt groups) -> Tensor)schema");
   m.def(R"schema(choose_qparams(Tensor min_val, Tensor max_val, int quant_min, int quant_max, bool symmetric=False, float eps=1.1920928955078125e-07) -> (Tensor, Tensor))schema");
@@ -2171,6 +2221,7 @@ TORCH_LIBRARY(opforge_cuda_sim, m) {
   m.def(R"schema(sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor)schema");
   m.def(R"schema(sigmoid_focal_loss(Tensor self, Tensor target, float alpha=0.25, float gamma=2.0, str reduction='none') -> Tensor)schema");
   m.def(R"schema(sigmoid_focal_loss_backward(Tensor grad_output, Tensor self, Tensor target, float alpha, float gamma, str reduction) -> Tensor)schema");
+  m.def(R"schema(sigmoid_focal_loss_target_backward(Tensor grad_output, Tensor self, Tensor target, float alpha, float gamma, str reduction) -> Tensor)schema");
   m.def(R"schema(silu(Tensor self) -> Tensor)schema");
   m.def(R"schema(silu_backward(Tensor grad_output, Tensor self) -> Tensor)schema");
   m.def(R"schema(smooth_l1_loss(Tensor self, Tensor target, str reduction='mean', float beta=1.0) -> Tensor)schema");
@@ -2238,6 +2289,18 @@ opforge::pointwise::geometry<Int> binary_cross_entropy_backward_meta_step(const 
   return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"grad_output", grad_output}, opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"target", target}, opforge::pointwise::named_tensor{"weight", weight}});
 }
 
+// The meta step of opforge.binary_cross_entropy_target_backward, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> binary_cross_entropy_target_backward_meta_step(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, c10::string_view reduction, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_target_backward";
+  dtype = opforge::check::promote({grad_output, self, target});
+  opforge::check::dtype(kOp, "'grad_output'/'self'/'target'", dtype, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::pointwise::check_reduction(kOp, "reduction", reduction, {"none", "mean", "sum"});
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"grad_output", grad_output}, opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"target", target}, opforge::pointwise::named_tensor{"weight", weight}});
+}
+
 // The meta step of opforge.binary_cross_entropy_with_logits, run by every key: the checks, the result
 // dtype and the output's sizes and strides (Note [Pointwise engine]).
 template <typename Int>
@@ -2256,6 +2319,19 @@ opforge::pointwise::geometry<Int> binary_cross_entropy_with_logits_meta_step(con
 template <typename Int>
 opforge::pointwise::geometry<Int> binary_cross_entropy_with_logits_backward_meta_step(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, const at::Tensor& pos_weight, c10::string_view reduction, at::ScalarType& dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_with_logits_backward";
+  dtype = opforge::check::promote({grad_output, self, target});
+  opforge::check::dtype(kOp, "'grad_output'/'self'/'target'", dtype, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'pos_weight'", pos_weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::pointwise::check_reduction(kOp, "reduction", reduction, {"none", "mean", "sum"});
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"grad_output", grad_output}, opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"target", target}, opforge::pointwise::named_tensor{"weight", weight}, opforge::pointwise::named_tensor{"pos_weight", pos_weight}});
+}
+
+// The meta step of opforge.binary_cross_entropy_with_logits_target_backward, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> binary_cross_entropy_with_logits_target_backward_meta_step(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, const at::Tensor& pos_weight, c10::string_view reduction, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_with_logits_target_backward";
   dtype = opforge::check::promote({grad_output, self, target});
   opforge::check::dtype(kOp, "'grad_output'/'self'/'target'", dtype, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
@@ -2560,6 +2636,17 @@ opforge::pointwise::geometry<Int> sigmoid_focal_loss_meta_step(const at::Tensor&
 template <typename Int>
 opforge::pointwise::geometry<Int> sigmoid_focal_loss_backward_meta_step(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, c10::string_view reduction, at::ScalarType& dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_focal_loss_backward";
+  dtype = opforge::check::promote({grad_output, self, target});
+  opforge::check::dtype(kOp, "'grad_output'/'self'/'target'", dtype, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::pointwise::check_reduction(kOp, "reduction", reduction, {"none", "mean", "sum"});
+  return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"grad_output", grad_output}, opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"target", target}});
+}
+
+// The meta step of opforge.sigmoid_focal_loss_target_backward, run by every key: the checks, the result
+// dtype and the output's sizes and strides (Note [Pointwise engine]).
+template <typename Int>
+opforge::pointwise::geometry<Int> sigmoid_focal_loss_target_backward_meta_step(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, c10::string_view reduction, at::ScalarType& dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_focal_loss_target_backward";
   dtype = opforge::check::promote({grad_output, self, target});
   opforge::check::dtype(kOp, "'grad_output'/'self'/'target'", dtype, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::pointwise::check_reduction(kOp, "reduction", reduction, {"none", "mean", "sum"});
@@ -3211,6 +3298,38 @@ at::Tensor binary_cross_entropy_backward_cuda_simulated(const at::Tensor& grad_o
   return out;
 }
 
+void binary_cross_entropy_target_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, c10::string_view reduction, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_target_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor self_p = self.to(dtype);
+  const at::Tensor target_p = target.to(dtype);
+  const at::Tensor weight_p = weight.to(dtype);
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::binary_cross_entropy_target_backward_cuda<float>(out, grad_output_p, self_p, target_p, weight_p, reduction); break;
+    case at::ScalarType::Double: opforge::binary_cross_entropy_target_backward_cuda<double>(out, grad_output_p, self_p, target_p, weight_p, reduction); break;
+    case at::ScalarType::Half: opforge::binary_cross_entropy_target_backward_cuda<c10::Half>(out, grad_output_p, self_p, target_p, weight_p, reduction); break;
+    case at::ScalarType::BFloat16: opforge::binary_cross_entropy_target_backward_cuda<c10::BFloat16>(out, grad_output_p, self_p, target_p, weight_p, reduction); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+
+at::Tensor binary_cross_entropy_target_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::string_view reduction) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_target_backward";
+  opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
+  const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, grad_output);
+  at::ScalarType dtype;
+  const auto geometry = binary_cross_entropy_target_backward_meta_step<int64_t>(grad_output, self, target, weight_or, reduction, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  binary_cross_entropy_target_backward_cuda_run(out, grad_output, self, target, weight_or, reduction, dtype);
+  return out;
+}
+
 void binary_cross_entropy_with_logits_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, const at::Tensor& pos_weight, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_with_logits";
   if (out.numel() == 0) {
@@ -3276,6 +3395,41 @@ at::Tensor binary_cross_entropy_with_logits_backward_cuda_simulated(const at::Te
   const auto geometry = binary_cross_entropy_with_logits_backward_meta_step<int64_t>(grad_output, self, target, weight_or, pos_weight_or, reduction, dtype);
   at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
   binary_cross_entropy_with_logits_backward_cuda_run(out, grad_output, self, target, weight_or, pos_weight_or, reduction, dtype);
+  return out;
+}
+
+void binary_cross_entropy_with_logits_target_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, const at::Tensor& pos_weight, c10::string_view reduction, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_with_logits_target_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor self_p = self.to(dtype);
+  const at::Tensor target_p = target.to(dtype);
+  const at::Tensor weight_p = weight.to(dtype);
+  const at::Tensor pos_weight_p = pos_weight.to(dtype);
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::binary_cross_entropy_with_logits_target_backward_cuda<float>(out, grad_output_p, self_p, target_p, weight_p, pos_weight_p, reduction); break;
+    case at::ScalarType::Double: opforge::binary_cross_entropy_with_logits_target_backward_cuda<double>(out, grad_output_p, self_p, target_p, weight_p, pos_weight_p, reduction); break;
+    case at::ScalarType::Half: opforge::binary_cross_entropy_with_logits_target_backward_cuda<c10::Half>(out, grad_output_p, self_p, target_p, weight_p, pos_weight_p, reduction); break;
+    case at::ScalarType::BFloat16: opforge::binary_cross_entropy_with_logits_target_backward_cuda<c10::BFloat16>(out, grad_output_p, self_p, target_p, weight_p, pos_weight_p, reduction); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+
+at::Tensor binary_cross_entropy_with_logits_target_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& pos_weight, c10::string_view reduction) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_with_logits_target_backward";
+  opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "pos_weight", pos_weight, c10::DeviceType::CPU);
+  const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, grad_output);
+  const at::Tensor pos_weight_or = opforge::pointwise::value_or(pos_weight, 1.0, grad_output);
+  at::ScalarType dtype;
+  const auto geometry = binary_cross_entropy_with_logits_target_backward_meta_step<int64_t>(grad_output, self, target, weight_or, pos_weight_or, reduction, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  binary_cross_entropy_with_logits_target_backward_cuda_run(out, grad_output, self, target, weight_or, pos_weight_or, reduction, dtype);
   return out;
 }
 
@@ -5416,6 +5570,35 @@ at::Tensor sigmoid_focal_loss_backward_cuda_simulated(const at::Tensor& grad_out
   return out;
 }
 
+void sigmoid_focal_loss_target_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, c10::string_view reduction, at::ScalarType dtype) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_focal_loss_target_backward";
+  if (out.numel() == 0) {
+    return;
+  }
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor self_p = self.to(dtype);
+  const at::Tensor target_p = target.to(dtype);
+  switch (dtype) {
+    case at::ScalarType::Float: opforge::sigmoid_focal_loss_target_backward_cuda<float>(out, grad_output_p, self_p, target_p, alpha, gamma, reduction); break;
+    case at::ScalarType::Double: opforge::sigmoid_focal_loss_target_backward_cuda<double>(out, grad_output_p, self_p, target_p, alpha, gamma, reduction); break;
+    case at::ScalarType::Half: opforge::sigmoid_focal_loss_target_backward_cuda<c10::Half>(out, grad_output_p, self_p, target_p, alpha, gamma, reduction); break;
+    case at::ScalarType::BFloat16: opforge::sigmoid_focal_loss_target_backward_cuda<c10::BFloat16>(out, grad_output_p, self_p, target_p, alpha, gamma, reduction); break;
+    default: TORCH_CHECK(false, kOp, ": unreachable dtype");
+  }
+}
+
+at::Tensor sigmoid_focal_loss_target_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, c10::string_view reduction) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_focal_loss_target_backward";
+  opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
+  at::ScalarType dtype;
+  const auto geometry = sigmoid_focal_loss_target_backward_meta_step<int64_t>(grad_output, self, target, alpha, gamma, reduction, dtype);
+  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
+  sigmoid_focal_loss_target_backward_cuda_run(out, grad_output, self, target, alpha, gamma, reduction, dtype);
+  return out;
+}
+
 void silu_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.silu";
   if (out.numel() == 0) {
@@ -5782,8 +5965,10 @@ TORCH_LIBRARY_IMPL(opforge_cuda_sim, CPU, m) {
   m.impl("bfloat16_truncate", TORCH_FN(bfloat16_truncate_cuda_simulated));
   m.impl("binary_cross_entropy", TORCH_FN(binary_cross_entropy_cuda_simulated));
   m.impl("binary_cross_entropy_backward", TORCH_FN(binary_cross_entropy_backward_cuda_simulated));
+  m.impl("binary_cross_entropy_target_backward", TORCH_FN(binary_cross_entropy_target_backward_cuda_simulated));
   m.impl("binary_cross_entropy_with_logits", TORCH_FN(binary_cross_entropy_with_logits_cuda_simulated));
   m.impl("binary_cross_entropy_with_logits_backward", TORCH_FN(binary_cross_entropy_with_logits_backward_cuda_simulated));
+  m.impl("binary_cross_entropy_with_logits_target_backward", TORCH_FN(binary_cross_entropy_with_logits_target_backward_cuda_simulated));
   m.impl("channel_norm", TORCH_FN(channel_norm_cuda_simulated));
   m.impl("channel_shuffle", TORCH_FN(channel_shuffle_cuda_simulated));
   m.impl("choose_qparams", TORCH_FN(choose_qparams_cuda_simulated));
@@ -5859,6 +6044,7 @@ TORCH_LIBRARY_IMPL(opforge_cuda_sim, CPU, m) {
   m.impl("sigmoid_backward", TORCH_FN(sigmoid_backward_cuda_simulated));
   m.impl("sigmoid_focal_loss", TORCH_FN(sigmoid_focal_loss_cuda_simulated));
   m.impl("sigmoid_focal_loss_backward", TORCH_FN(sigmoid_focal_loss_backward_cuda_simulated));
+  m.impl("sigmoid_focal_loss_target_backward", TORCH_FN(sigmoid_focal_loss_target_backward_cuda_simulated));
   m.impl("silu", TORCH_FN(silu_cuda_simulated));
   m.impl("silu_backward", TORCH_FN(silu_backward_cuda_simulated));
   m.impl("smooth_l1_loss", TORCH_FN(smooth_l1_loss_cuda_simulated));

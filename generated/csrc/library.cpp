@@ -28,8 +28,10 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(bfloat16_truncate(Tensor self) -> Tensor)schema", {});
   m.def(R"schema(binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, str reduction='mean') -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(binary_cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, str reduction='mean') -> Tensor)schema", {at::Tag::pointwise});
+  m.def(R"schema(binary_cross_entropy_target_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, str reduction='mean') -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction='mean') -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(binary_cross_entropy_with_logits_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction='mean') -> Tensor)schema", {at::Tag::pointwise});
+  m.def(R"schema(binary_cross_entropy_with_logits_target_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, str reduction='mean') -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(channel_norm(Tensor weight, float p, int dim) -> Tensor)schema", {});
   m.def(R"schema(channel_shuffle(Tensor self, SymInt groups) -> Tensor)schema", {});
   m.def(R"schema(channel_shuffle.out(Tensor self, SymInt groups, *, Tensor(a!) out) -> Tensor(a!))schema", {});
@@ -148,6 +150,7 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(sigmoid_focal_loss(Tensor self, Tensor target, float alpha=0.25, float gamma=2.0, str reduction='none') -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(sigmoid_focal_loss_backward(Tensor grad_output, Tensor self, Tensor target, float alpha, float gamma, str reduction) -> Tensor)schema", {at::Tag::pointwise});
+  m.def(R"schema(sigmoid_focal_loss_target_backward(Tensor grad_output, Tensor self, Tensor target, float alpha, float gamma, str reduction) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(silu(Tensor self) -> Tensor)schema", {at::Tag::pointwise});
   m.def(R"schema(silu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!))schema", {});
   m.def(R"schema(silu_(Tensor(a!) self) -> Tensor(a!))schema", {at::Tag::inplace});

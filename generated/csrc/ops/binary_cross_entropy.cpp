@@ -3,6 +3,7 @@
 // autograd and variant kernels, and their dispatcher registration.
 #include <opforge/ops/binary_cross_entropy.h>
 #include <opforge/ops/binary_cross_entropy_backward.h>
+#include <opforge/ops/binary_cross_entropy_target_backward.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
@@ -156,7 +157,9 @@ at::Tensor binary_cross_entropy_autograd(const at::Tensor& self, const at::Tenso
     if (needs[0]) {
       grad_inputs[0] = opforge::ops::binary_cross_entropy_backward(grad, self, target, weight, reduction);
     }
-    TORCH_CHECK(!needs[1], "opforge.binary_cross_entropy is not differentiable with respect to 'target'");
+    if (needs[1]) {
+      grad_inputs[1] = opforge::ops::binary_cross_entropy_target_backward(grad, self, target, weight, reduction);
+    }
     TORCH_CHECK(!needs[2], "opforge.binary_cross_entropy is not differentiable with respect to 'weight'");
     return grad_inputs;
   });

@@ -3,6 +3,7 @@
 // autograd and variant kernels, and their dispatcher registration.
 #include <opforge/ops/binary_cross_entropy_with_logits.h>
 #include <opforge/ops/binary_cross_entropy_with_logits_backward.h>
+#include <opforge/ops/binary_cross_entropy_with_logits_target_backward.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
@@ -166,7 +167,9 @@ at::Tensor binary_cross_entropy_with_logits_autograd(const at::Tensor& self, con
     if (needs[0]) {
       grad_inputs[0] = opforge::ops::binary_cross_entropy_with_logits_backward(grad, self, target, weight, pos_weight, reduction);
     }
-    TORCH_CHECK(!needs[1], "opforge.binary_cross_entropy_with_logits is not differentiable with respect to 'target'");
+    if (needs[1]) {
+      grad_inputs[1] = opforge::ops::binary_cross_entropy_with_logits_target_backward(grad, self, target, weight, pos_weight, reduction);
+    }
     TORCH_CHECK(!needs[2], "opforge.binary_cross_entropy_with_logits is not differentiable with respect to 'weight'");
     TORCH_CHECK(!needs[3], "opforge.binary_cross_entropy_with_logits is not differentiable with respect to 'pos_weight'");
     return grad_inputs;

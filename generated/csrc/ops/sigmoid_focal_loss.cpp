@@ -3,6 +3,7 @@
 // autograd and variant kernels, and their dispatcher registration.
 #include <opforge/ops/sigmoid_focal_loss.h>
 #include <opforge/ops/sigmoid_focal_loss_backward.h>
+#include <opforge/ops/sigmoid_focal_loss_target_backward.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
@@ -149,7 +150,9 @@ at::Tensor sigmoid_focal_loss_autograd(const at::Tensor& self, const at::Tensor&
     if (needs[0]) {
       grad_inputs[0] = opforge::ops::sigmoid_focal_loss_backward(grad, self, target, alpha, gamma, reduction);
     }
-    TORCH_CHECK(!needs[1], "opforge.sigmoid_focal_loss is not differentiable with respect to 'target'");
+    if (needs[1]) {
+      grad_inputs[1] = opforge::ops::sigmoid_focal_loss_target_backward(grad, self, target, alpha, gamma, reduction);
+    }
     return grad_inputs;
   });
   return result;

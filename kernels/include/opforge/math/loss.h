@@ -142,6 +142,17 @@ struct binary_cross_entropy_backward_fn {
   }
 };
 
+// d/dtarget of binary_cross_entropy: w grad (log(1 - x) - log(x)), i.e.
+// -logit(x), unclamped as torch's binary_cross_entropy_target_backward.
+template <typename T>
+struct binary_cross_entropy_target_backward_fn {
+  using acc_t = opmath_t<T>;
+  C10_HOST_DEVICE T operator()(T grad, T x, T /*y*/, T w) const {
+    const acc_t v = cast_to<acc_t>(x);
+    return cast_to<T>(cast_to<acc_t>(w) * cast_to<acc_t>(grad) * (log1p_(-v) - log_(v)));
+  }
+};
+
 // w ((1 - y) x + (1 + (p - 1) y) log(1 + exp(-x))), the stable form.
 template <typename T>
 struct binary_cross_entropy_with_logits_fn {
@@ -163,6 +174,17 @@ struct binary_cross_entropy_with_logits_backward_fn {
     const acc_t py = cast_to<acc_t>(pos_weight) * t;
     const acc_t s = acc_t(1) / (acc_t(1) + exp_(-cast_to<acc_t>(x)));
     return cast_to<T>(cast_to<acc_t>(w) * cast_to<acc_t>(grad) * ((py + acc_t(1) - t) * s - py));
+  }
+};
+
+// d/dtarget of binary_cross_entropy_with_logits: w grad ((p - 1) log(1 + exp(-x)) - x).
+template <typename T>
+struct binary_cross_entropy_with_logits_target_backward_fn {
+  using acc_t = opmath_t<T>;
+  C10_HOST_DEVICE T operator()(T grad, T x, T /*y*/, T w, T pos_weight) const {
+    const acc_t v = cast_to<acc_t>(x);
+    const acc_t d = (cast_to<acc_t>(pos_weight) - acc_t(1)) * softplus_neg_(v) - v;
+    return cast_to<T>(cast_to<acc_t>(w) * cast_to<acc_t>(grad) * d);
   }
 };
 
@@ -267,6 +289,26 @@ struct sigmoid_focal_loss_backward_fn {
     const acc_t pt_term = gamma * f.ce * pow_(f.q, gamma - acc_t(1)) * f.s * (acc_t(1) - f.s) * (acc_t(2) * t - acc_t(1));
     const acc_t d = ce_term - select_(gamma == acc_t(0), acc_t(0), pt_term);
     return cast_to<T>(f.a_t * d * cast_to<acc_t>(grad));
+  }
+};
+
+// d/dt = ((2 alpha - 1) ce q^gamma (0 for alpha < 0) - a_t x q^gamma
+// + a_t ce gamma q^(gamma - 1) (1 - 2s)) grad: a_t, ce = bce_with_logits and
+// q = 1 - p_t are each linear in t; the last term is 0 for gamma = 0.
+template <typename T>
+struct sigmoid_focal_loss_target_backward_fn {
+  using acc_t = opmath_t<T>;
+  acc_t alpha;
+  acc_t gamma;
+  C10_HOST_DEVICE T operator()(T grad, T x, T y) const {
+    const acc_t v = cast_to<acc_t>(x);
+    const auto f = focal_terms_of(v, cast_to<acc_t>(y), alpha);
+    const acc_t q_gamma = pow_(f.q, gamma);
+    const acc_t d_alpha = select_(alpha < acc_t(0), acc_t(0), acc_t(2) * alpha - acc_t(1));
+    const acc_t q_term = gamma * pow_(f.q, gamma - acc_t(1)) * (acc_t(1) - acc_t(2) * f.s);
+    const acc_t d = d_alpha * f.ce * q_gamma - f.a_t * v * q_gamma +
+                    select_(gamma == acc_t(0), acc_t(0), f.a_t * f.ce * q_term);
+    return cast_to<T>(d * cast_to<acc_t>(grad));
   }
 };
 
