@@ -2,6 +2,7 @@
 // opforge::smooth_l1_loss_backward: C++ API, argument checks before the kernels, Meta,
 // autograd and variant kernels, and their dispatcher registration.
 #include <opforge/ops/smooth_l1_loss_backward.h>
+#include <opforge/ops/mse_loss_backward.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
@@ -139,14 +140,25 @@ at::Tensor smooth_l1_loss_backward_autograd(const at::Tensor& grad_output, const
   }
   opforge::autograd::record(
       "opforge.smooth_l1_loss_backward", {grad_output, self, target}, outputs, {true},
-      {}, {},
-      [](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
+      {grad_output, self, target}, {},
+      [reduction_c = std::string(reduction), beta_c = beta](const opforge::autograd::tensor_list& grads, const opforge::autograd::tensor_list& saved,
           const std::vector<bool>& needs) {
+    const std::string& reduction = reduction_c;
+    const auto& beta = beta_c;
+    const at::Tensor& grad_output = saved[0];
+    const at::Tensor& self = saved[1];
+    const at::Tensor& target = saved[2];
     [[maybe_unused]] const at::Tensor& grad = grads[0];
     opforge::autograd::tensor_list grad_inputs(3);
-    TORCH_CHECK(!needs[0], "opforge.smooth_l1_loss_backward is not differentiable with respect to 'grad_output'");
-    TORCH_CHECK(!needs[1], "opforge.smooth_l1_loss_backward is not differentiable with respect to 'self'");
-    TORCH_CHECK(!needs[2], "opforge.smooth_l1_loss_backward is not differentiable with respect to 'target'");
+    if (needs[0]) {
+      grad_inputs[0] = opforge::ops::smooth_l1_loss_backward(grad, self, target, reduction, beta);
+    }
+    if (needs[1]) {
+      grad_inputs[1] = at::where((self - target).abs() < beta, opforge::ops::mse_loss_backward(grad_output, grad, at::zeros_like(grad), reduction) * (0.5 / beta), at::zeros_like(grad));
+    }
+    if (needs[2]) {
+      grad_inputs[2] = at::where((self - target).abs() < beta, opforge::ops::mse_loss_backward(grad_output, grad, at::zeros_like(grad), reduction) * (-0.5 / beta), at::zeros_like(grad));
+    }
     return grad_inputs;
   });
   return result;
