@@ -851,10 +851,15 @@ def binary_cross_entropy_with_logits_backward(
     pos_weight: Tensor | None = None,
     reduction: str = "mean",
 ) -> Tensor:
-    def forward(x: Tensor) -> Tensor:
-        return binary_cross_entropy_with_logits(x, target, weight, pos_weight, reduction)
-
-    return _loss_grad(forward, grad_output, [self], 0)
+    return _loss_grad(
+        binary_cross_entropy_with_logits,
+        grad_output,
+        [self, target],
+        0,
+        weight,
+        pos_weight,
+        reduction,
+    )
 
 
 def binary_cross_entropy_target_backward(
@@ -864,10 +869,7 @@ def binary_cross_entropy_target_backward(
     weight: Tensor | None = None,
     reduction: str = "mean",
 ) -> Tensor:
-    def forward(t: Tensor) -> Tensor:
-        return torch.nn.functional.binary_cross_entropy(self, t, weight, reduction=reduction)
-
-    return _loss_grad(forward, grad_output, [target], 0)
+    return _loss_grad(binary_cross_entropy, grad_output, [self, target], 1, weight, reduction)
 
 
 def binary_cross_entropy_with_logits_target_backward(
@@ -878,10 +880,15 @@ def binary_cross_entropy_with_logits_target_backward(
     pos_weight: Tensor | None = None,
     reduction: str = "mean",
 ) -> Tensor:
-    def forward(t: Tensor) -> Tensor:
-        return binary_cross_entropy_with_logits(self, t, weight, pos_weight, reduction)
-
-    return _loss_grad(forward, grad_output, [target], 0)
+    return _loss_grad(
+        binary_cross_entropy_with_logits,
+        grad_output,
+        [self, target],
+        1,
+        weight,
+        pos_weight,
+        reduction,
+    )
 
 
 def kl_div_backward(
