@@ -222,8 +222,16 @@ void cross_entropy_backward_cpu(scalar_t* result, const scalar_t* grad_output, c
         const scalar_t* x = self + n * classes;
         const row_stats<scalar_t> st = stats_of_row(x, weight, classes, false);
         const A lse = st.m + st.log_sum;
-        for (int64_t c = 0; c < classes; ++c) {
-          out[c] = math::cast_to<scalar_t>(value(k, math::exp_(math::cast_to<A>(x[c]) - lse), c));
+        // The weight's branch out of the loop, so it vectorizes (the exp too).
+        if (weight == nullptr) {
+          for (int64_t c = 0; c < classes; ++c) {
+            out[c] = math::cast_to<scalar_t>(k.a * math::exp_(math::cast_to<A>(x[c]) - lse) - k.u);
+          }
+        } else {
+          for (int64_t c = 0; c < classes; ++c) {
+            const A w_c = math::cast_to<A>(weight[c]);
+            out[c] = math::cast_to<scalar_t>(k.a * math::exp_(math::cast_to<A>(x[c]) - lse) - k.u * w_c);
+          }
         }
         out[t] = math::cast_to<scalar_t>(value(k, math::exp_(math::cast_to<A>(x[t]) - lse), t) - k.b);
       }
