@@ -105,23 +105,17 @@ class LearnableFakeQuantize(nn.Module):
         ch_axis: int | None = None,
     ) -> None:
         super().__init__()
-        self.quant_min, self.quant_max, self.symmetric, self.ch_axis = (
-            quant_min,
-            quant_max,
-            symmetric,
-            ch_axis,
-        )
+        # The observer that sets the first scale and zero point holds the scheme too.
+        self.observer = MinMaxObserver(quant_min, quant_max, symmetric=symmetric, ch_axis=ch_axis)
+        self.quant_min, self.quant_max, self.ch_axis = quant_min, quant_max, ch_axis
         self.scale = nn.Parameter(torch.ones(1))
         self.zero_point = nn.Parameter(torch.zeros(1))
         self.register_buffer("initialized", torch.tensor(False))
 
     @torch.no_grad()
     def _initialize(self, x: Tensor) -> None:
-        observer = MinMaxObserver(
-            self.quant_min, self.quant_max, symmetric=self.symmetric, ch_axis=self.ch_axis
-        )
-        observer.observe(x.detach())
-        scale, zero_point = observer.qparams_tensors()
+        self.observer.observe(x.detach())
+        scale, zero_point = self.observer.qparams_tensors()
         self.scale.data = scale.reshape(-1).clone()
         self.zero_point.data = zero_point.reshape(-1).float()
         self.initialized.fill_(True)

@@ -14,16 +14,26 @@
 namespace opforge {
 namespace {
 
-template <typename T>
+// The integer zero point of channel c: given (fake_quantize_per_channel_affine),
+// or rounded from the learnable float one (the forward's rounding).
+__device__ inline int64_t zero_point_of(const int32_t* zero_point, int64_t c, int64_t, int64_t) {
+  return zero_point[c];
+}
+__device__ inline int64_t zero_point_of(const float* zero_point, int64_t c, int64_t quant_min, int64_t quant_max) {
+  return static_cast<int64_t>(math::learnable_zero_point(zero_point[c], quant_min, quant_max, false));
+}
+
+template <typename T, typename Z, bool per_channel = true>
 struct forward_element {
   T* out;
   const T* x;
   const float* scale;
-  const int32_t* zero_point;
+  const Z* zero_point;
   int64_t quant_min;
   int64_t quant_max;
   __device__ void operator()(int64_t c, int64_t i) const {
-    const math::fake_quantize_fn<T, true> fn{static_cast<math::opmath_t<T>>(scale[c]), zero_point[c], quant_min, quant_max};
+    const int64_t z = zero_point_of(zero_point, c, quant_min, quant_max);
+    const math::fake_quantize_fn<T, per_channel> fn{static_cast<math::opmath_t<T>>(scale[c]), z, quant_min, quant_max};
     out[i] = fn(x[i]);
   }
 };
@@ -57,26 +67,11 @@ cudaError_t launch(const per_channel_plan& plan, F f, cudaStream_t stream) {
   return cuda::for_each_index(plan.outer * plan.channels * plan.inner, with_channel<F>{plan, f}, stream);
 }
 
-// The learnable forward: channel c's zero point rounded on the device.
-template <bool per_channel>
-struct learnable_forward_element {
-  float* out;
-  const float* x;
-  const float* scale;
-  const float* zero_point;
-  int64_t quant_min;
-  int64_t quant_max;
-  __device__ void operator()(int64_t c, int64_t i) const {
-    const auto z = static_cast<int64_t>(math::learnable_zero_point(zero_point[c], quant_min, quant_max, false));
-    out[i] = math::fake_quantize_fn<float, per_channel>{scale[c], z, quant_min, quant_max}(x[i]);
-  }
-};
-
 template <bool per_channel>
 cudaError_t learnable_forward(float* result, const float* self, const float* scale, const float* zero_point,
                               const learnable_quantize_plan& plan, cudaStream_t stream) {
   const per_channel_plan& l = plan.layout;
-  return launch(l, learnable_forward_element<per_channel>{result, self, scale, zero_point, l.quant_min, l.quant_max},
+  return launch(l, forward_element<float, float, per_channel>{result, self, scale, zero_point, l.quant_min, l.quant_max},
                 stream);
 }
 
@@ -157,7 +152,7 @@ template <typename scalar_t>
 cudaError_t fake_quantize_per_channel_affine_cuda(scalar_t* result, const scalar_t* self, const float* scale,
                                                   const int32_t* zero_point, const per_channel_plan& plan,
                                                   cudaStream_t stream) {
-  return launch(plan, forward_element<scalar_t>{result, self, scale, zero_point, plan.quant_min, plan.quant_max},
+  return launch(plan, forward_element<scalar_t, int32_t>{result, self, scale, zero_point, plan.quant_min, plan.quant_max},
                 stream);
 }
 
