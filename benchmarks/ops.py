@@ -359,6 +359,53 @@ def _init_and_quantize_cases() -> list[Case]:
             grad_inputs=3,
         ),
         *_quantization_and_pruning_cases(),
+        *_box_cases(),
+    ]
+
+
+def _boxes(n: int, seed: int) -> Callable[[torch.device], Tensor]:
+    """n valid (x1, y1, x2, y2) boxes in a 1000 x 1000 image."""
+
+    def make(d: torch.device) -> Tensor:
+        g = torch.Generator().manual_seed(seed)
+        corner = torch.rand(n, 2, generator=g) * 900
+        return torch.cat([corner, corner + torch.rand(n, 2, generator=g) * 100 + 1], 1).to(d)
+
+    return make
+
+
+def _box_cases() -> list[Case]:
+    """Detection boxes (schemas/boxes.yaml) against torchvision: IoU of 1000 boxes against
+    10000 (a proposal-matching step) and BoxCoder.decode_single of 20000 boxes."""
+    import torchvision
+    from torchvision.models.detection._utils import BoxCoder
+
+    coder = BoxCoder((10.0, 10.0, 5.0, 5.0))
+    return [
+        Case(
+            "box_iou",
+            "(1000, 4) x (10000, 4)",
+            lambda d: [_boxes(1000, 0)(d), _boxes(10000, 1)(d)],
+            _op("box_iou"),
+            torchvision.ops.box_iou,
+            1.0,
+        ),
+        Case(
+            "generalized_box_iou",
+            "(1000, 4) x (10000, 4)",
+            lambda d: [_boxes(1000, 0)(d), _boxes(10000, 1)(d)],
+            _op("generalized_box_iou"),
+            torchvision.ops.generalized_box_iou,
+            1.0,
+        ),
+        Case(
+            "box_decode",
+            "(20000, 4)",
+            lambda d: [torch.randn(20000, 4, device=d), _boxes(20000, 2)(d)],
+            lambda codes, boxes: _op("box_decode")(codes, boxes, coder.weights),
+            coder.decode_single,
+            1.0,
+        ),
     ]
 
 
@@ -467,9 +514,70 @@ def _quantization_and_pruning_cases() -> list[Case]:
     ]  # fmt: skip
 
 
+def _nms_inputs(n: int, categories: int = 0) -> Callable[[torch.device], list[Any]]:
+    """n boxes of a detector's crowded proposals (many overlaps), scores, and categories."""
+
+    def make(d: torch.device) -> list[Any]:
+        g = torch.Generator().manual_seed(0)
+        xy = torch.rand(n, 2, generator=g) * 800
+        boxes = torch.cat([xy, xy + 16 + torch.rand(n, 2, generator=g) * 160], 1)
+        extra = [torch.randint(0, categories, (n,), generator=g)] if categories else []
+        return [t.to(d) for t in (boxes, torch.rand(n, generator=g), *extra)]
+
+    return make
+
+
+def _detection_cases() -> list[Case]:
+    import torchvision
+
+    ops = torchvision.ops
+    return [
+        Case("nms", "10^4 boxes, IoU 0.5", _nms_inputs(10_000),
+             lambda b, s: opforge.nms(b, s, 0.5), lambda b, s: ops.nms(b, s, 0.5), 1.0, target_bwd=0),
+        Case("batched_nms", "10^4 boxes, 80 classes", _nms_inputs(10_000, 80),
+             lambda b, s, i: opforge.batched_nms(b, s, i, 0.5),
+             lambda b, s, i: ops.batched_nms(b, s, i, 0.5), 1.0, target_bwd=0),
+    ]  # fmt: skip
+
+
+def _roi_inputs(d: torch.device) -> list[Any]:
+    """Faster R-CNN's box head: a stride-16 feature map of an 800 x 1088 image pair and
+    512 proposals (batch index, x1, y1, x2, y2) in image coordinates."""
+    g = torch.Generator().manual_seed(0)
+    corners = torch.rand(512, 2, 2, generator=g) * torch.tensor([1088.0, 800.0])
+    lo, hi = corners.min(1).values, corners.max(1).values
+    batch = torch.randint(0, 2, (512, 1), generator=g).float()
+    return [torch.randn(2, 256, 50, 68, device=d), torch.cat([batch, lo, hi], 1).to(d)]
+
+
+def _roi_cases() -> list[Case]:
+    import torchvision.ops as tv  # a test dependency (requirements.txt)
+
+    shape = "x(2, 256, 50, 68) 512 boxes"
+    return [
+        Case(
+            "roi_align 7x7 sr=2 aligned",
+            shape,
+            _roi_inputs,
+            lambda x, b: opforge.roi_align(x, b, [7, 7], 1 / 16, 2, True),
+            lambda x, b: tv.roi_align(x, b, [7, 7], 1 / 16, 2, True),
+            1.0,
+        ),
+        Case(
+            "roi_pool 7x7",
+            shape,
+            _roi_inputs,
+            lambda x, b: opforge.roi_pool(x, b, [7, 7], 1 / 16),
+            lambda x, b: tv.roi_pool(x, b, [7, 7], 1 / 16),
+            1.0,
+        ),
+    ]
+
+
 def _cases() -> list[Case]:
     cases = [Case(n, str(ACT), _randn(*ACT), ours, aten, 1.1) for n, ours, aten in ELEMENTWISE]
     cases += _variant_cases() + _loss_cases() + _init_and_quantize_cases()
+    cases += _detection_cases() + _roi_cases()
     prelu_in = _with(lambda d: torch.rand(64, device=d), shape=ACT)
     cases += [
         Case("prelu", str(ACT), prelu_in, opforge.prelu, F.prelu, 1.1, grad_inputs=2),

@@ -1,6 +1,7 @@
 #include "bindings/arguments.h"
 
 #include <c10/util/Exception.h>
+#include <torch/csrc/Device.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/autograd/python_variable.h>
 
@@ -86,6 +87,33 @@ std::optional<at::Generator> optional_generator(pybind11::handle obj, const char
   TORCH_CHECK_TYPE(THPGenerator_Check(obj.ptr()) == 1, op, ": '", arg, "' must be a torch.Generator or None, got ",
                    Py_TYPE(obj.ptr())->tp_name);
   return reinterpret_cast<THPGenerator*>(obj.ptr())->cdata;
+}
+
+std::vector<double> float_list(pybind11::handle obj, const char* op, const char* arg) {
+  TORCH_CHECK_TYPE(PySequence_Check(obj.ptr()) && !PyUnicode_Check(obj.ptr()), op, ": '", arg,
+                   "' must be a sequence of floats, got ", Py_TYPE(obj.ptr())->tp_name);
+  std::vector<double> out;
+  for (pybind11::handle item : pybind11::reinterpret_borrow<pybind11::sequence>(obj)) {
+    TORCH_CHECK_TYPE(!PyBool_Check(item.ptr()) && (PyFloat_Check(item.ptr()) || PyIndex_Check(item.ptr())), op,
+                     ": '", arg, "' must contain only numbers, got ", Py_TYPE(item.ptr())->tp_name);
+    out.push_back(pybind11::cast<double>(item));
+  }
+  return out;
+}
+
+std::optional<at::Device> optional_device(pybind11::handle obj, const char* op, const char* arg) {
+  if (obj.is_none()) {
+    return std::nullopt;
+  }
+  if (THPDevice_Check(obj.ptr())) {
+    return reinterpret_cast<THPDevice*>(obj.ptr())->device;
+  }
+  if (PyUnicode_Check(obj.ptr())) {
+    return at::Device(pybind11::cast<std::string>(obj));
+  }
+  TORCH_CHECK_TYPE(is_index(obj), op, ": '", arg, "' must be a torch.device, a string or a device index, got ",
+                   Py_TYPE(obj.ptr())->tp_name);
+  return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(to_int(obj)));
 }
 
 }  // namespace opforge::bindings

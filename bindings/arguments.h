@@ -23,6 +23,12 @@ std::optional<c10::Scalar> optional_scalar(pybind11::handle obj, const char* op,
 // A torch.Generator (or None) for `Generator?` arguments.
 std::optional<at::Generator> optional_generator(pybind11::handle obj, const char* op, const char* arg);
 
+// A `float[]`: a sequence of numbers (bools refused).
+std::vector<double> float_list(pybind11::handle obj, const char* op, const char* arg);
+
+// A `Device?`: None, a torch.device, a string ("cuda:0") or a CUDA device index.
+std::optional<at::Device> optional_device(pybind11::handle obj, const char* op, const char* arg);
+
 void register_ops(pybind11::module_& m);  // generated/csrc/bindings.cpp
 
 }  // namespace opforge::bindings

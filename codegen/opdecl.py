@@ -163,6 +163,10 @@ class Structured:
     # dtype and layout (`shape_only: [tensor]`, as at::empty_like), never their values. An
     # in-place variant then writes straight into such an input.
     shape_only: tuple[str, ...] = ()
+    # Outputs whose first dim the kernels decide (`data_dependent: [result]`, nms's kept
+    # boxes): the meta function gives an upper bound, the kernel reports the length
+    # (Note [Data-dependent lengths] in opforge/length_report.h), fake tensors get an unbacked SymInt.
+    data_dependent: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -226,6 +230,10 @@ class OpDecl:
     # Per output: whether it gets a gradient (e.g. a forward op's saved mean/rstd do not).
     # Empty means every floating output does.
     output_differentiability: tuple[bool, ...] = ()
+    # Tensor inputs whose `derivatives:` formula is `non_differentiable` (PyTorch's word;
+    # roi_align's boxes, as torchvision's): they get no gradient, silently, where an input
+    # without a formula raises when one is asked of it.
+    non_differentiable: tuple[str, ...] = ()
     # `straight_through: true`: the derivatives are an estimator, not the true derivative
     # (fake quantization's): the battery compares them with the reference's backward
     # and runs no numerical gradcheck.
@@ -251,6 +259,11 @@ class OpDecl:
             and not any(self.output_differentiability)
             and not self.derivatives
         )
+
+    @property
+    def data_dependent(self) -> tuple[str, ...]:
+        """The outputs whose length the kernels decide (structured `data_dependent:`)."""
+        return self.structured.data_dependent if self.structured is not None else ()
 
     def dtypes_of(self, arg: str) -> tuple[str, ...]:
         """The dtypes tensor argument `arg` accepts."""

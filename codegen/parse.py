@@ -126,7 +126,7 @@ class _EntryParser:
         lists = self._lists(schema, structured)
         dtype_rule = self._rule("dtype", rules.parse_dtype, args)
         samples = self._samples(args)
-        derivatives = self._derivatives(args)
+        derivatives, non_differentiable = self._derivatives(args)
         variants = self._variants()
         reference = self.string("reference")
         if reference is not None and not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", reference):
@@ -151,6 +151,7 @@ class _EntryParser:
             samples=samples,
             field_lines=tuple(sorted(self.e.key_lines.items())),
             derivatives=derivatives,
+            non_differentiable=non_differentiable,
             variants=variants,
             arg_dtypes=arg_dtypes,
             output_differentiability=output_differentiability,
@@ -365,7 +366,15 @@ class _EntryParser:
                 hint,
             )
             return None
-        fields = ("meta", "plan", "source", "nondeterministic", "channels_last", "shape_only")
+        fields = (
+            "meta",
+            "plan",
+            "source",
+            "nondeterministic",
+            "channels_last",
+            "shape_only",
+            "data_dependent",
+        )
         for key in raw:
             if key not in fields:
                 self.err(
@@ -427,11 +436,38 @@ class _EntryParser:
             self.err("structured", "a structured op returns one or more Tensors")
             ok = False
         shape_only = self._shape_only(raw, schema)
+        data_dependent = self._data_dependent(raw, schema)
         header = f"opforge/meta/{family}.h"
         spec = Structured(
-            meta, plan, source, header, tuple(nondeterministic), tuple(channels_last), shape_only
+            meta,
+            plan,
+            source,
+            header,
+            tuple(nondeterministic),
+            tuple(channels_last),
+            shape_only,
+            data_dependent,
         )
         return spec if ok else None
+
+    def _data_dependent(self, raw: dict[str, Any], schema: FunctionSchema) -> tuple[str, ...]:
+        """`data_dependent: [result]`: outputs whose first dim's length the kernels decide."""
+        names = raw.get("data_dependent", [])
+        returned = output_names(schema)
+        if not isinstance(names, list) or not names or not all(n in returned for n in names):
+            if "data_dependent" in raw:
+                self.err(
+                    "structured",
+                    "structured data_dependent must list outputs of the op "
+                    f"({', '.join(returned) or 'it has none'})",
+                    "e.g. data_dependent: [result] for an output whose length the kernel "
+                    "reports (nms)",
+                )
+            return ()
+        if schema.arguments.out or any(_is_tensor_list(a.type) for a in schema.arguments.flat_all):
+            self.err("structured", "a data_dependent op takes no out= and no Tensor[] arguments")
+            return ()
+        return tuple(str(n) for n in names)
 
     def _shape_only(self, raw: dict[str, Any], schema: FunctionSchema) -> tuple[str, ...]:
         """`shape_only: [tensor]`: tensor inputs whose values the kernels never read."""
@@ -680,17 +716,19 @@ class _EntryParser:
                 return None
         return rule
 
-    def _derivatives(self, args: dict[str, Any]) -> tuple[Derivative, ...]:
+    def _derivatives(self, args: dict[str, Any]) -> tuple[tuple[Derivative, ...], tuple[str, ...]]:
+        """The formulas, and the inputs declared `non_differentiable`."""
         raw = self.e.get("derivatives")
         if raw is None:
-            return ()
+            return (), ()
         if not isinstance(raw, dict):
             self.err(
                 "derivatives", "'derivatives' must map inputs to formulas, e.g. self: grad * 2"
             )
-            return ()
+            return (), ()
         lines = getattr(raw, "key_lines", {})
         out = []
+        non_differentiable: list[str] = []
         seen: set[str] = set()
         for inputs, formula in raw.items():
             loc = Location(
@@ -714,8 +752,11 @@ class _EntryParser:
                 elif n in seen:
                     self.diags.error(loc, f"derivative of '{n}' is given twice")
                 seen.add(n)
-            out.append(Derivative(names, formula.strip(), loc))
-        return tuple(out)
+            if formula.strip() == "non_differentiable":
+                non_differentiable += names
+            else:
+                out.append(Derivative(names, formula.strip(), loc))
+        return tuple(out), tuple(non_differentiable)
 
     def _variants(self) -> tuple[str, ...]:
         """The variant names (what they require of the op: validate.check_entry)."""
@@ -772,11 +813,19 @@ class _EntryParser:
 
     def _check_tensor_spec(self, loc: Location, name: str, value: Any) -> None:
         """A `{shape, low, high}` spec's bounds are numbers (YAML reads `1.0e30`, without
-        the exponent's sign, as a string), in this spec or in a list's."""
+        the exponent's sign, as a string), in this spec or in a list's; its `kind`, if any,
+        is one the battery knows how to build (tests/ops/opdb.py, make_tensor)."""
         specs = value if isinstance(value, list) else [value]
         for spec in specs:
             if not isinstance(spec, dict):
                 continue
+            kind = spec.get("kind")
+            if kind is not None and kind not in SAMPLE_KINDS:
+                self.diags.error(
+                    loc,
+                    f"sample '{name}': unknown kind {kind!r}",
+                    f"known kinds: {', '.join(SAMPLE_KINDS)} (boxes: valid (x1, y1, x2, y2) [..., 4])",
+                )
             for bound in ("low", "high"):
                 v = spec.get(bound)
                 if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
@@ -785,6 +834,10 @@ class _EntryParser:
                         f"sample '{name}': '{bound}' must be a number, got {v!r}",
                         "YAML reads 1.0e30 as a string: write 1.0e+30",
                     )
+
+
+# Tensor sample kinds beyond uniform values: `boxes` are valid (x1, y1, x2, y2) boxes.
+SAMPLE_KINDS = ("boxes",)
 
 
 def _updates_in_place(schema: FunctionSchema) -> bool:

@@ -52,6 +52,16 @@ def bind(op: str, a: Argument) -> BoundArg:
         v = f"{a.name}_scalar"
         prelude = f'const auto {v} = opforge::bindings::{fn}({a.name}, "{op}", "{a.name}");'
         return BoundArg(f"pybind11::handle {a.name}", prelude, v, a.name)
+    if isinstance(t, ListType) and t.elem == BaseType(BaseTy.float):
+        v = f"{a.name}_list"
+        prelude = f'const auto {v} = opforge::bindings::float_list({a.name}, "{op}", "{a.name}");'
+        return BoundArg(f"pybind11::handle {a.name}", prelude, v, a.name)
+    if t == OptionalType(BaseType(BaseTy.Device)):
+        v = f"{a.name}_device"
+        prelude = (
+            f'const auto {v} = opforge::bindings::optional_device({a.name}, "{op}", "{a.name}");'
+        )
+        return BoundArg(f"pybind11::handle {a.name}", prelude, v, a.name)
     if t == OptionalType(BaseType(BaseTy.Generator)):
         v = f"{a.name}_gen"
         prelude = f'auto {v} = opforge::bindings::optional_generator({a.name}, "{op}", "{a.name}");'

@@ -17,7 +17,7 @@ _HINTS: dict[BaseTy, str] = {
     BaseTy.ScalarType: "torch.dtype",
     BaseTy.Layout: "torch.layout",
     BaseTy.MemoryFormat: "torch.memory_format",
-    BaseTy.Device: "torch.device",
+    BaseTy.Device: "torch.device | str",
     BaseTy.Generator: "torch.Generator",
 }
 

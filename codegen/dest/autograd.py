@@ -4,7 +4,8 @@ The kernel runs the op below autograd, then hands opforge's autograd runtime
 (kernels/include/opforge/autograd.h) the tensor inputs, the outputs, what the
 formulas need saved and a backward lambda holding the formulas. A tensor input
 without a formula raises "opforge.<op> is not differentiable with respect to
-<arg>" when a gradient is requested for it. See Note [Generated autograd].
+<arg>" when a gradient is requested for it, unless its formula is
+`non_differentiable` (then it gets none). See Note [Generated autograd].
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ _CAPTURE: dict[str, tuple[str, str]] = {
     "c10::string_view": ("std::string({n})", "const std::string& {n} = {n}_c;"),
     "at::IntArrayRef": ("{n}.vec()", "const at::IntArrayRef {n}({n}_c);"),
     "c10::SymIntArrayRef": ("{n}.vec()", "const c10::SymIntArrayRef {n}({n}_c);"),
+    # float[]: an ArrayRef captured as is would dangle by the time backward runs.
+    "at::ArrayRef<double>": ("{n}.vec()", "const at::ArrayRef<double> {n}({n}_c);"),
     "at::OptionalIntArrayRef": (
         "{n}.has_value() ? std::optional<std::vector<int64_t>>({n}->vec()) : std::nullopt",
         "const at::OptionalIntArrayRef {n} = {n}_c ? at::OptionalIntArrayRef(*{n}_c) : at::OptionalIntArrayRef();",
@@ -104,7 +107,7 @@ def _grad_lines(op: OpDecl, tensor_names: list[str], api: frozenset[str]) -> lis
                 f"      std::tie({targets}) = {formula};\n    }}"
             )
     for n in tensor_names:
-        if n not in op.differentiable_inputs:
+        if n not in op.differentiable_inputs and n not in op.non_differentiable:
             lines.append(
                 f"TORCH_CHECK(!needs[{position[n]}], \"opforge.{op.name} is not differentiable with respect to '{n}'\");"
             )

@@ -316,7 +316,8 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
             functional = by_qualified[op.variant_of] if op.variant_of else op
             for w in structured.registration(op, functional):
                 wrappers.append(w)
-                impls.setdefault(w["key"], []).append({"qualified": op.qualified, "fn": w["fn"]})
+                block = w["block"] if "block" in w else w["key"]
+                impls.setdefault(block, []).append({"qualified": op.qualified, "fn": w["fn"]})
             if op.variant_of is None:
                 add_autograd(op)
             continue
@@ -372,7 +373,17 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
             )
             impls.setdefault("Meta", []).append({"qualified": op.qualified, "fn": target})
         add_autograd(op)
-    blocks = [{"key": k, "cuda": k == "CUDA", "impls": v} for k, v in sorted(impls.items())]
+    # A block `Meta@opforge_bounds` registers into the bounds namespace (Note
+    # [Data-dependent lengths] in kernels/include/opforge/length_report.h).
+    blocks = [
+        {
+            "key": k.partition("@")[0],
+            "namespace": k.partition("@")[2] or "opforge",
+            "cuda": k == "CUDA",
+            "impls": v,
+        }
+        for k, v in sorted(impls.items())
+    ]
     return {
         "sources": sources(ops),
         "name": name,
@@ -390,6 +401,7 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
         "structured_inplace": any(
             op.structured is not None and op.generated_variant == "inplace" for op in ops
         ),
+        "structured_lengths": any(op.data_dependent for op in ops),
         "cuda_kernels": cuda_kernels,
         "functor_headers": sorted({k["header"] for k in cuda_kernels}),
         "structured_cuda": structured.cuda_declarations(ops),
@@ -409,7 +421,8 @@ def library(ops: Sequence[OpDecl]) -> Context:
         {"schema": str(op.schema), "tags": ", ".join(f"at::Tag::{t}" for t in op.tags)}
         for op in ops
     ]
-    return {"sources": sources(ops), "defs": defs}
+    bounds = [{"schema": str(op.schema)} for op in ops if op.data_dependent]
+    return {"sources": sources(ops), "defs": defs, "bounds": bounds}
 
 
 def bindings(ops: Sequence[OpDecl]) -> Context:
@@ -481,6 +494,7 @@ def cuda_sim(ops: Sequence[OpDecl]) -> Context:
         "structured_inplace": any(
             op.structured is not None and op.generated_variant == "inplace" for op in ops
         ),
+        "structured_lengths": any(op.data_dependent for op in ops),
         "cuda_kernels": cuda_kernels,
         "functor_headers": sorted({k["header"] for k in cuda_kernels}),
         "structured_cuda": structured.cuda_declarations(simulated),

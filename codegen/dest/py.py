@@ -11,6 +11,7 @@ from codegen.dest import structured
 from codegen.dest.common import dtype_description, sources
 from codegen.model import Argument, BaseTy, BaseType, ListType, OptionalType
 from codegen.opdecl import OpDecl
+from codegen.parse import output_names
 
 Context = dict[str, Any]
 
@@ -156,6 +157,17 @@ def wrappers(ops: Sequence[OpDecl]) -> Context:
         "fns": fns,
         "table": table,
         "names": sorted({o.name for o in ops}),
+        "data_dependent": [
+            {
+                "qualified": o.qualified,
+                "id": o.cpp_id,
+                "name": o.name,
+                "overload": o.overload or "default",
+                "which": tuple(output_names(o.schema).index(n) for n in o.data_dependent),
+            }
+            for o in ops
+            if o.data_dependent
+        ],
     }
 
 

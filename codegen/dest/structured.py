@@ -292,6 +292,11 @@ def _backend_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> l
         "  const at::Tensor index_report = "
         f"opforge::structured::attach_index_report(meta.plan, {ref}, {capturing});"
     )
+    if _spec(f).data_dependent:
+        lines.append(
+            "  const at::Tensor length_report = "
+            f"opforge::structured::attach_length_report(meta.plan, {ref});"
+        )
     generator = _generator(f)
     if generator is not None:
         draw = "opforge::cuda::draw_philox" if cuda else "opforge::structured::draw_philox"
@@ -321,6 +326,10 @@ def _backend_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> l
     if variant:
         lines += [f"  opforge::structured::finish_out({o}, {o}_k);" for o in results]
         return [*lines, "}", variant_kernels.returned(op)]
+    lines += [
+        f"  {o} = opforge::structured::narrow_to_length({o}, length_report);"
+        for o in _spec(f).data_dependent
+    ]
     lines.append("}")
     lines += [
         f"{o} = opforge::structured::as_declared({o}, meta.outputs[{i}], layout);"
@@ -350,7 +359,12 @@ def registration(op: OpDecl, f: OpDecl) -> list[Context]:
         _wrapper(op, key, f"{op.cpp_id}_{key.lower()}_structured", _backend_body(op, f, key))
         for key in f.keys
     ]
-    wrappers.append(_wrapper(op, "Meta", f"{op.cpp_id}_meta_structured", _meta_body(op, f)))
+    meta = _wrapper(op, "Meta", f"{op.cpp_id}_meta_structured", _meta_body(op, f))
+    if _spec(f).data_dependent:
+        # Meta gives upper bounds only: opforge's fake kernel makes the lengths unbacked
+        # SymInts (Note [Data-dependent lengths] in opforge/length_report.h).
+        meta["block"] = "Meta@opforge_bounds"
+    wrappers.append(meta)
     if f.lists is not None:
         body = lists.no_tensors_body(f)
         fn = f"{op.cpp_id}_no_tensors"

@@ -690,3 +690,13 @@ def test_sample_bounds_must_be_numbers(tmp_path: Path, capsys: pytest.CaptureFix
         "ops.yaml:7: error: sample 'self': 'low' must be a number, got '-1.0e30'\n"
         "  hint: YAML reads 1.0e30 as a string: write 1.0e+30",
     )
+
+
+def test_sample_kind_must_be_known(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert_error(
+        tmp_path,
+        capsys,
+        GOOD + "  samples:\n    - {self: {shape: [3, 4], kind: box}}\n",
+        "ops.yaml:7: error: sample 'self': unknown kind 'box'\n"
+        "  hint: known kinds: boxes (boxes: valid (x1, y1, x2, y2) [..., 4])",
+    )

@@ -429,3 +429,106 @@ def test_random_prune_mask_same_as_cpu(cuda_sim: Any, amount: float) -> None:
     b = sim(w, amount, generator=torch.Generator().manual_seed(5))
     assert torch.equal(a, b)
     assert int((a == 0).sum()) == (777 if amount == 777 else round(0.3 * w.numel()))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 200])  # one bitmask word, its edge, several tiles
+def test_nms_bitmask_tiles(cuda_sim: Any, dtype: torch.dtype, n: int) -> None:
+    g = torch.Generator().manual_seed(n)
+    xy = torch.rand(n, 2, generator=g, dtype=torch.float64) * 50
+    boxes = torch.cat([xy, xy + torch.rand(n, 2, generator=g, dtype=torch.float64) * 20], 1)
+    scores = torch.rand(n, generator=g, dtype=torch.float64)
+    scores[::7] = scores[0]  # ties: the stable order
+    boxes, scores = boxes.to(dtype), scores.to(dtype)
+    for threshold in (0.0, 0.3, 0.7):
+        agree("nms", [boxes, scores, threshold])
+    idxs = torch.randint(0, 4, (n,), generator=g)
+    agree("batched_nms", [boxes, scores, idxs, 0.2])
+    agree("batched_nms", [boxes, scores, idxs.int(), 0.5])
+
+
+def _roi_boxes(k: int, batch: int, size: float, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    corners = (torch.rand(k, 2, 2, generator=g, dtype=torch.float64) * 1.4 - 0.2) * size
+    lo, hi = corners.min(1).values, corners.max(1).values
+    b = torch.randint(0, batch, (k, 1), generator=g).double()
+    return torch.cat([b, lo, hi], 1)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("channels", [0, 5, 37])
+def test_roi_ops(cuda_sim: Any, channels: int, dtype: torch.dtype) -> None:
+    # Enough boxes x channels x bins that every grid-stride loop wraps; no channels: one
+    # thread per box, which still checks the batch index.
+    x = rand(2, channels, 11, 9, dtype=dtype)
+    boxes = _roi_boxes(13, 2, 20.0, seed=channels).to(dtype)
+    for mode in ("avg", "max"):
+        for ratio, aligned in ((-1, False), (2, True)):
+            args = [[3, 2], 0.5, ratio, aligned, mode]
+            y = agree("roi_align", [x, boxes, *args], label=mode)
+            grad = rand(*y.shape, dtype=dtype, seed=1)
+            agree("roi_align_backward", [grad, boxes, list(x.shape), *args, x], label=mode)
+    values, argmax = agree("roi_pool", [x, boxes, [4, 3], 0.5])
+    agree(
+        "roi_pool_backward",
+        [rand(*values.shape, dtype=dtype, seed=2), boxes, argmax, list(x.shape)],
+    )
+    bad = boxes.clone()
+    bad[3, 0] = 2
+    with pytest.raises(IndexError, match="'boxes' out of range: 2"):
+        cuda_op("roi_align")(x, bad, [3, 2], 0.5, -1, False, "avg")
+
+
+def test_roi_backward_ops_are_flagged_nondeterministic(cuda_sim: Any) -> None:
+    boxes = torch.tensor([[0.0, 1.0, 1.0, 3.0, 3.0]])
+    torch.use_deterministic_algorithms(True)
+    try:
+        with pytest.raises(
+            RuntimeError, match="roi_align_backward .CUDA. does not have a deterministic"
+        ):
+            cuda_op("roi_align_backward")(
+                rand(1, 2, 2, 2), boxes, [1, 2, 4, 4], [2, 2], 1.0, -1, False, "avg"
+            )
+        with pytest.raises(
+            RuntimeError, match="roi_pool_backward .CUDA. does not have a deterministic"
+        ):
+            argmax = torch.zeros(1, 2, 2, 2, dtype=torch.int64)
+            cuda_op("roi_pool_backward")(rand(1, 2, 2, 2), boxes, argmax, [1, 2, 4, 4])
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+def _boxes(n: int, dtype: torch.dtype, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    corner = torch.rand(n, 2, generator=g, dtype=torch.float64) * 20
+    size = torch.rand(n, 2, generator=g, dtype=torch.float64) * 10 + 0.5
+    return torch.cat([corner, corner + size], 1).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize(
+    "n,m",
+    [(3, 5), (2, 700), (300, 3), (70, 45), (0, 9), (9, 0)],
+    ids=["short-rows", "long-rows", "many-rows", "partial-tiles", "no-rows", "no-columns"],
+)
+def test_box_pairs(cuda_sim: Any, n: int, m: int, dtype: torch.dtype) -> None:
+    # Row kernel: 32 threads for short rows, 256 for long ones; column kernel: several
+    # 32-box tiles per grid-stride loop, the last partial; empty sets on either side.
+    b1, b2 = _boxes(n, dtype, 1), _boxes(m, dtype, 2)
+    grad = rand(n, m, dtype=dtype, seed=3)
+    for legacy in (False, True):
+        agree("box_iou", [b1, b2, legacy])
+        agree("box_iou_backward", [grad, b1, b2, legacy, [True, True]])
+    agree("generalized_box_iou", [b1, b2])
+    agree("generalized_box_iou_backward", [grad, b1, b2, [True, True]])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_box_coding_many_boxes(cuda_sim: Any, dtype: torch.dtype) -> None:
+    boxes, proposals = _boxes(1000, dtype, 4), _boxes(1000, dtype, 5)
+    agree("box_encode", [boxes, proposals, [10.0, 10.0, 5.0, 5.0]])
+    codes = rand(1000, 12, dtype=dtype, seed=6)
+    agree("box_decode", [codes, boxes, [1.0, 1.0, 1.0, 1.0], 1.0])
+    grad = rand(1000, 12, dtype=dtype)
+    agree("box_decode_backward", [grad, codes, boxes, [1.0] * 4, 1.0, [True, True]])
+    agree("clip_boxes_to_image", [boxes.reshape(10, 100, 4), [12, 15]])

@@ -15,6 +15,7 @@ import torch
 from codegen import formulas, parse
 from codegen.model import BaseTy, BaseType, ListType, OptionalType
 from codegen.opdecl import DTYPES, OpDecl
+from opforge.detection import random_boxes
 
 ROOT = Path(__file__).resolve().parents[2]
 # YAML dtype names are torch's own attribute names (torch.float32, torch.int64, ...).
@@ -24,6 +25,11 @@ OPTIONAL_TENSOR = OptionalType(TENSOR)
 TENSOR_LIST = ListType(TENSOR, None)
 SCALAR_TYPE = BaseType(BaseTy.ScalarType)
 OPTIONAL_SCALAR_TYPE = OptionalType(SCALAR_TYPE)
+# A factory op's result options, as torch's: `ScalarType? dtype` and `Device? device`.
+_FACTORY_ARGS = {
+    "dtype": (OPTIONAL_SCALAR_TYPE,),
+    "device": (OptionalType(BaseType(BaseTy.Device)),),
+}
 
 
 @functools.cache
@@ -47,6 +53,11 @@ def layout(t: torch.Tensor) -> list[int]:
 
 def by_qualified(name: str) -> OpDecl:
     return next(o for o in ops() if o.qualified == name)
+
+
+def is_factory(op: OpDecl) -> bool:
+    """No tensor argument (generate_anchors): its `dtype`/`device` arguments say what it makes."""
+    return not any(a.type.is_tensor_like() for a in op.schema.arguments.flat_all)
 
 
 def differentiable(op: OpDecl) -> bool:
@@ -83,10 +94,14 @@ def reference(op: OpDecl) -> Callable[..., Any]:
 def make_tensor(
     spec: Any, dtype: torch.dtype, device: str, gen: torch.Generator, *, noncontiguous: bool = False
 ) -> torch.Tensor:
-    """A random tensor from a sample spec: a shape list, or {shape, low, high}."""
+    """A random tensor from a sample spec: a shape list, or {shape, low, high}, or
+    {shape, kind: boxes, low, high} (valid boxes, opforge.detection.random_boxes)."""
     shape = list(spec["shape"] if isinstance(spec, dict) else spec)
     low = spec.get("low", -3.0) if isinstance(spec, dict) else -3.0
     high = spec.get("high", 3.0) if isinstance(spec, dict) else 3.0
+    if isinstance(spec, dict) and "kind" in spec:
+        assert spec["kind"] == "boxes", f"unknown sample kind {spec['kind']!r}"
+        return random_boxes(shape, low, high, dtype, device, gen, noncontiguous=noncontiguous)
     alloc = list(shape)
     if noncontiguous and shape:
         alloc[-1] *= 2  # then take every other element of the last dim
@@ -240,6 +255,9 @@ def _build(
             )
             if variant == "channels_last" and value.dim() == 4:
                 value = value.contiguous(memory_format=torch.channels_last)
+        elif value is None and not tensor_shapes and a.type in _FACTORY_ARGS.get(a.name, ()):
+            # A factory op (no tensor input): the battery's dtype and device pick its result's.
+            value = dtype if a.name == "dtype" else torch.device(device)
         elif value is None and a.default is not None:
             skipped = True
             continue  # the schema's default applies

@@ -327,3 +327,179 @@ def _conv_transpose2d_backward(dtype: torch.dtype, device: str) -> _Samples:
         back([[2, 6, 7], [4, 3, 3], [4, 2, 3, 3]], [2, 1], [1, 0], [1, 0], 1, [1, 2]),
         back([[0, 2, 5, 5], [0, 4, 3, 3], [4, 2, 3, 3]], [1, 1], [0, 0], [0, 0], 1, [1, 1]),
     ]
+
+
+# --- RoI ops (schemas/roi.yaml): boxes over several images (integer batch indices),
+# x1 <= x2 and y1 <= y2, reaching past the borders, plus a degenerate (zero-size) box.
+
+
+def _roi_boxes(
+    gen: torch.Generator, k: int, batch: int, height: int, width: int, scale: float
+) -> torch.Tensor:
+    """k boxes in input coordinates / scale, up to a quarter of the image outside it."""
+    b = torch.randint(0, batch, (k,), generator=gen).double()
+    xs = (torch.rand(k, 2, generator=gen, dtype=torch.float64) * 1.5 - 0.25) * width / scale
+    ys = (torch.rand(k, 2, generator=gen, dtype=torch.float64) * 1.5 - 0.25) * height / scale
+    boxes = torch.stack(
+        [b, xs.min(1).values, ys.min(1).values, xs.max(1).values, ys.max(1).values], 1
+    )
+    boxes[-1, 3:] = boxes[-1, 1:3]  # a degenerate box
+    return boxes
+
+
+def _roi_case(
+    dtype: torch.dtype, device: str, seed: int, shape: list[int], k: int, scale: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=gen, dtype=torch.float64)
+    boxes = _roi_boxes(gen, k, shape[0], shape[2], shape[3], scale)
+    return x.to(dtype=dtype, device=device), boxes.to(dtype=dtype, device=device)
+
+
+# (input shape, boxes, output_size, spatial_scale, sampling_ratio, aligned, pool_mode)
+_ROI_ALIGN_CONFIGS: list[tuple[list[int], int, list[int], float, int, bool, str]] = [
+    ([2, 3, 9, 11], 6, [3, 2], 1.0, -1, False, "avg"),
+    ([3, 2, 8, 8], 5, [2, 2], 0.5, 2, True, "avg"),
+    ([2, 2, 10, 7], 5, [3, 3], 0.25, -1, True, "max"),
+    ([2, 3, 7, 9], 4, [2, 3], 0.5, 2, False, "max"),
+]
+
+
+@samples("roi_align")
+def _roi_align_boxes(dtype: torch.dtype, device: str) -> list[tuple[list[Any], dict[str, Any]]]:
+    out = []
+    for i, (shape, k, size, scale, ratio, aligned, mode) in enumerate(_ROI_ALIGN_CONFIGS):
+        x, boxes = _roi_case(dtype, device, 40 + i, shape, k, scale)
+        out.append(([x, boxes, size, scale, ratio, aligned, mode], {}))
+    x, boxes = _roi_case(dtype, device, 49, [2, 3, 5, 5], 1, 1.0)
+    out.append(([x, boxes[:0], [2, 2]], {}))  # no boxes
+    return out
+
+
+@samples("roi_align_backward")
+def _roi_align_backward_boxes(
+    dtype: torch.dtype, device: str
+) -> list[tuple[list[Any], dict[str, Any]]]:
+    out = []
+    for i, (shape, k, size, scale, ratio, aligned, mode) in enumerate(_ROI_ALIGN_CONFIGS):
+        x, boxes = _roi_case(dtype, device, 40 + i, shape, k, scale)
+        grad = _pool_input([k, shape[1], *size], dtype, device, 50 + i)
+        out.append(([grad, boxes, shape, size, scale, ratio, aligned, mode, x], {}))
+    return out
+
+
+@samples("roi_pool")
+def _roi_pool_boxes(dtype: torch.dtype, device: str) -> list[tuple[list[Any], dict[str, Any]]]:
+    out = []
+    for i, (shape, k, size, scale) in enumerate(
+        [([2, 3, 9, 11], 6, [3, 2], 1.0), ([3, 2, 8, 8], 5, [4, 3], 0.5)]
+    ):
+        x, boxes = _roi_case(dtype, device, 60 + i, shape, k, scale)
+        out.append(([x, boxes, size, scale], {}))
+    return out
+
+
+@samples("roi_pool_backward")
+def _roi_pool_backward_argmax(
+    dtype: torch.dtype, device: str
+) -> list[tuple[list[Any], dict[str, Any]]]:
+    from opforge import reference  # argmax from the forward, so bins share maxima
+
+    out = []
+    for i, (shape, k, size, scale) in enumerate(
+        [([2, 3, 9, 11], 6, [3, 2], 1.0), ([3, 2, 8, 8], 5, [4, 3], 0.5)]
+    ):
+        x, boxes = _roi_case(dtype, device, 60 + i, shape, k, scale)
+        _, argmax = reference.roi_pool(x.double(), boxes.double(), size, scale)
+        grad = _pool_input([k, shape[1], *size], dtype, device, 70 + i)
+        out.append(([grad, boxes, argmax, shape], {}))
+    return out
+
+
+# --- boxes (schemas/boxes.yaml): the special configurations of IoU and box coding ---
+
+# (x1, y1, x2, y2) rows; boxes2 holds, against boxes1[0] = (0, 0, 4, 4): an identical box,
+# a nested one, a touching one (intersection width exactly 0), a disjoint one, a partly
+# overlapping one and a zero-area one (a point inside).
+_BOXES1 = [[0, 0, 4, 4], [1, 1, 3, 5], [2, 2, 2, 6]]
+_BOXES2 = [[0, 0, 4, 4], [1, 1, 2, 2], [4, 0, 6, 4], [5, 5, 7, 8], [2, -1, 5, 3], [1, 1, 1, 1]]
+
+
+def _box_tensor(rows: list[list[float]], dtype: torch.dtype, device: str) -> torch.Tensor:
+    return torch.tensor(rows, dtype=torch.float64).reshape(-1, 4).to(dtype=dtype, device=device)
+
+
+def _box_sets(dtype: torch.dtype, device: str, degenerate_pair: bool) -> list[Sample]:
+    b1, b2 = _box_tensor(_BOXES1, dtype, device), _box_tensor(_BOXES2, dtype, device)
+    empty = _box_tensor([], dtype, device)
+    out: list[Sample] = [([b1, b2], {}), ([b2, b1], {}), ([empty, b2], {}), ([b1, empty], {})]
+    if degenerate_pair:  # two zero-area boxes: 0 / 0 = NaN, as torchvision
+        point = _box_tensor([[1, 1, 1, 1], [3, 0, 3, 2]], dtype, device)
+        out.append(([point, point], {}))
+    return out
+
+
+@samples("box_iou")
+def _box_iou_specials(dtype: torch.dtype, device: str) -> list[Sample]:
+    sets = _box_sets(dtype, device, degenerate_pair=True)
+    return sets + [(args, {"legacy_plus_one": True}) for args, _ in sets]
+
+
+@samples("generalized_box_iou")
+def _generalized_box_iou_specials(dtype: torch.dtype, device: str) -> list[Sample]:
+    return _box_sets(dtype, device, degenerate_pair=True)
+
+
+def _pair_grads(dtype: torch.dtype, device: str, flags: list[list[bool]]) -> list[Sample]:
+    """Ties of torch.maximum/minimum (identical, nested boxes) and clamps at exactly 0
+    (touching boxes), where the gradient follows torch's rules."""
+    gen = torch.Generator().manual_seed(3)
+    out: list[Sample] = []
+    for args, _ in _box_sets(dtype, device, degenerate_pair=False):
+        shape = (args[0].shape[0], args[1].shape[0])
+        grad = torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype=dtype, device=device)
+        out += [([grad, *args, *flag, [True, True]], {}) for flag in flags]
+    return out
+
+
+samples("box_iou_backward")(lambda dtype, device: _pair_grads(dtype, device, [[False], [True]]))
+samples("generalized_box_iou_backward")(lambda dtype, device: _pair_grads(dtype, device, [[]]))
+
+
+@samples("box_encode")
+def _box_encode_specials(dtype: torch.dtype, device: str) -> list[Sample]:
+    b = _box_tensor(_BOXES2[:5], dtype, device)  # (no zero-size box: its log is -inf)
+    empty = _box_tensor([], dtype, device)
+    return [
+        ([b, b], {}),
+        ([b, b.flip(0)], {"weights": [10.0, 10.0, 5.0, 5.0]}),
+        ([empty, empty], {}),
+    ]
+
+
+@samples("box_decode")
+def _box_decode_specials(dtype: torch.dtype, device: str) -> list[Sample]:
+    b = _box_tensor(_BOXES2, dtype, device)
+    # dw, dh beyond the clip (exp would overflow float16 without it), zero codes.
+    codes = torch.tensor([[0.0, 0.0, 8.0, -2.0, 0.5, -0.5, 0.0, 20.0]], dtype=torch.float64)
+    codes = codes.repeat(b.shape[0], 1).to(dtype=dtype, device=device)
+    empty = _box_tensor([], dtype, device)
+    return [([codes, b], {}), ([empty.reshape(0, 8), empty], {})]
+
+
+# Coordinates on the bounds, outside, NaN; empty sets of boxes.
+_CLIP_BOXES = [[-1, 0, 10, 8], [0, -2, 12, 9], [3, 4, 5, 6], [float("nan"), 1, 2, 3]]
+
+
+@samples("clip_boxes_to_image")
+def _clip_boxes_specials(dtype: torch.dtype, device: str) -> list[Sample]:
+    b = _box_tensor(_CLIP_BOXES, dtype, device)
+    empty = _box_tensor([], dtype, device)
+    return [([b, [8, 10]], {}), ([empty, [8, 10]], {}), ([empty.reshape(2, 0, 4), [3, 3]], {})]
+
+
+@samples("clip_boxes_to_image_backward")
+def _clip_boxes_backward_specials(dtype: torch.dtype, device: str) -> list[Sample]:
+    b = _box_tensor(_CLIP_BOXES, dtype, device)  # (NaN: no gradient, as torch.clamp's)
+    grad = torch.arange(16, dtype=torch.float64).reshape(4, 4).to(dtype=dtype, device=device)
+    return [([grad, b, [8, 10]], {})]

@@ -94,6 +94,20 @@ def test_backward_through_non_differentiable_op_is_a_clear_error(op: OpDecl) -> 
         sum(t.sum() for t in opdb.outputs(out)).backward()
 
 
+@pytest.mark.parametrize("op", _params(lambda o: bool(o.non_differentiable)))
+def test_non_differentiable_inputs_get_no_gradient(op: OpDecl) -> None:
+    """`x: non_differentiable` inputs may require grad; backward leaves their .grad None and
+    still reaches the differentiable ones."""
+    for call, inputs in _requiring_grad(op, opdb.dtype_for(op, torch.float64)):
+        quiet = [call.named(n) for n in op.non_differentiable]
+        for t in quiet:
+            t.requires_grad_()
+        out = getattr(opforge, op.name)(*call.args, **call.kwargs)
+        sum(t.sum() for t in opdb.grad_outputs(op, out)).backward()
+        assert all(t.grad is None for t in quiet), call.label
+        assert all(t.grad is not None for t in inputs), call.label
+
+
 @pytest.mark.parametrize("op", _params(opdb.differentiable))
 def test_compiled_backward_matches_eager(op: OpDecl) -> None:
     torch._dynamo.reset()
@@ -108,3 +122,4 @@ def test_compiled_backward_matches_eager(op: OpDecl) -> None:
     got = torch.autograd.grad(compiled(*inputs), inputs)
     for g, e in zip(got, expected, strict=True):
         torch.testing.assert_close(g, e)
+

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import opforge
+from codegen import parse
 from codegen.opdecl import OpDecl
 from tests.ops import opdb
 
@@ -136,7 +137,12 @@ def test_opcheck(op: OpDecl) -> None:
 def test_meta_matches_real(op: OpDecl) -> None:
     for call in opdb.calls(op, opdb.dtype_for(op, torch.float32), "cpu"):
         real = _opforge_fn(op)(*call.args, **call.kwargs)
+        if op.data_dependent:
+            _check_data_dependent_fake(op, call, real)
+            continue
         meta_call = call.map_tensors(lambda t: t.to("meta"))
+        if opdb.is_factory(op):  # the device argument says where
+            meta_call.kwargs["device"] = "meta"
         meta = getattr(torch.ops.opforge, op.name)(*meta_call.args, **meta_call.kwargs)
         for m, r in zip(opdb.outputs(meta), opdb.outputs(real), strict=True):
             assert (m is None) == (r is None), call.label  # output_mask leaves both undefined
@@ -148,6 +154,27 @@ def test_meta_matches_real(op: OpDecl) -> None:
             # others' strides are not yet decided in one place (issue 9, memory format).
             if op.pointwise is not None or op.structured is not None:
                 assert m.stride() == r.stride(), call.label
+
+
+def _check_data_dependent_fake(op: OpDecl, call: opdb.Call, real: Any) -> None:
+    """An op whose output lengths depend on the data (nms's kept boxes): under fake tensors
+    each such length is a new unbacked size, no larger than the bound its bounds op gives."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    with FakeTensorMode(shape_env=ShapeEnv()) as mode:
+        fake_call = call.map_tensors(mode.from_tensor)
+        fake = getattr(torch.ops.opforge, op.name)(*fake_call.args, **fake_call.kwargs)
+        bound = getattr(torch.ops.opforge_bounds, op.name)(*fake_call.args, **fake_call.kwargs)
+    lengths = set(op.data_dependent)
+    pairs = zip(opdb.outputs(fake), opdb.outputs(bound), opdb.outputs(real), strict=True)
+    for name, (f, b, r) in zip(parse.output_names(op.schema), pairs, strict=True):
+        assert (f.dtype, f.dim()) == (r.dtype, r.dim()), call.label
+        if name in lengths:
+            assert isinstance(f.shape[0], torch.SymInt), call.label
+            assert r.shape[0] <= b.shape[0] and f.shape[1:] == r.shape[1:], call.label
+        else:
+            assert f.shape == r.shape, call.label
 
 
 @pytest.mark.parametrize("op", _op_params())
@@ -180,6 +207,8 @@ def test_wrong_dtype_names_op_and_argument(op: OpDecl) -> None:
         lambda t: t.to(bad)
     )
     first = op.schema.arguments.flat_all[0].name
+    if opdb.is_factory(op):  # its `dtype` argument asks for the bad dtype
+        call.kwargs["dtype"], first = bad, "dtype"
     bad_name = str(bad).split(".")[1]
     with pytest.raises(
         TypeError, match=rf"opforge\.{op.name}: expected .* for .*'{first}'.*, got {bad_name}"

@@ -2,6 +2,7 @@
 // Output-shape rules behind the generated Meta kernels (see codegen/rules.py).
 // Templated over the size type so the same rule serves concrete sizes
 // (int64_t, in kernels) and symbolic ones (c10::SymInt, under torch.compile).
+#include <c10/core/SymBool.h>
 #include <c10/core/SymInt.h>
 #include <c10/util/ArrayRef.h>
 #include <c10/util/Exception.h>
@@ -24,7 +25,18 @@ using sizes_t = c10::SmallVector<Size, 8>;
 template <typename Size>
 using named_sizes = std::pair<std::string_view, c10::ArrayRef<Size>>;
 
-// NumPy-style broadcast of several inputs; the error names both offending inputs.
+// a == b, as a SymBool for symbolic sizes.
+inline bool size_eq(int64_t a, int64_t b) { return a == b; }
+inline c10::SymBool size_eq(const c10::SymInt& a, const c10::SymInt& b) { return a.sym_eq(b); }
+
+// Whether a condition holds, where a symbolic one that cannot be decided (a data-dependent
+// length, nms's kept boxes) is taken as holding and asserted when the graph runs.
+inline bool expect_true(bool b) { return b; }
+inline bool expect_true(const c10::SymBool& b) { return b.expect_true(__FILE__, __LINE__); }
+
+// NumPy-style broadcast of several inputs; the error names both offending inputs. As
+// ATen's infer_size, a size that may or may not be 1 (unbacked) is taken as not
+// broadcasting, so it never guards on data.
 template <typename Size>
 sizes_t<Size> broadcast(std::string_view op, c10::ArrayRef<named_sizes<Size>> inputs) {
   size_t ndim = 0;
@@ -38,14 +50,17 @@ sizes_t<Size> broadcast(std::string_view op, c10::ArrayRef<named_sizes<Size>> in
     for (size_t i = 0; i < in.second.size(); ++i) {
       const Size& s = in.second[i];
       Size& o = out[offset + i];
-      if (s == 1 || s == o) {
+      if (c10::guard_or_false(size_eq(s, Size(1)), __FILE__, __LINE__)) {
         continue;
       }
-      TORCH_CHECK(o == 1, op, ": the shapes of '", owner ? owner->first : in.first, "' ",
+      if (c10::guard_or_false(size_eq(o, Size(1)), __FILE__, __LINE__)) {
+        o = s;
+        owner = &in;
+        continue;
+      }
+      TORCH_CHECK(expect_true(size_eq(s, o)), op, ": the shapes of '", owner ? owner->first : in.first, "' ",
                   owner ? owner->second : in.second, " and '", in.first, "' ", in.second,
                   " are not broadcastable");
-      o = s;
-      owner = &in;
     }
   }
   return out;
