@@ -49,6 +49,9 @@ def autograd_body(op: OpDecl, f: OpDecl, inputs: list[str], prepare: list[str]) 
         # The functional op gets a copy of a tensor written in place, so what it saves stays
         # intact.
         call = _functional_call(op, f, clone_target=True)
+        lines.append(
+            f'opforge::autograd::reject_forward_ad("opforge.{op.name}", {{{", ".join(inputs)}}});'
+        )
         lines.append(f"if (opforge::autograd::any_requires_grad({{{', '.join(inputs)}}})) {{")
         lines += ["  " + line for line in [*prepare, *copy_from_functional(op, call)]]
         lines.append("}")

@@ -60,6 +60,15 @@ struct GeneratedBackward final : torch::autograd::Node {
 
 }  // namespace
 
+void reject_forward_ad(const char* op, const std::vector<std::optional<at::Tensor>>& inputs) {
+  for (const auto& t : inputs) {
+    // Level 0 is the level torch.autograd.forward_ad and torch.func.jvp use.
+    TORCH_CHECK_NOT_IMPLEMENTED(!(t.has_value() && t->defined() && t->_fw_grad(/*level=*/0).defined()), op,
+                                " does not support forward-mode AD (torch.func.jvp, torch.autograd.forward_ad): "
+                                "an input carries a tangent. Use reverse mode (torch.autograd.grad, torch.func.vjp) instead.");
+  }
+}
+
 bool any_requires_grad(const std::vector<std::optional<at::Tensor>>& inputs) {
   if (!torch::autograd::GradMode::is_enabled()) {
     return false;

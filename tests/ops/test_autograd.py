@@ -123,3 +123,58 @@ def test_compiled_backward_matches_eager(op: OpDecl) -> None:
     for g, e in zip(got, expected, strict=True):
         torch.testing.assert_close(g, e)
 
+
+def _first_tangent_call(op: OpDecl) -> tuple[opdb.Call, torch.Tensor]:
+    call, inputs = _requiring_grad(op, opdb.dtype_for(op, torch.float64))[0]
+    for t in inputs:
+        t.requires_grad_(False)
+    return call, inputs[0]
+
+
+@pytest.mark.parametrize("op", _params(lambda o: opdb.differentiable(o) and bool(o.derivatives)))
+def test_forward_ad_is_a_clear_error(op: OpDecl) -> None:
+    """No forward-mode formulas yet: a tangent through an op raises, naming it, instead of
+    coming out as zeros (ATen's ops without forward AD raise likewise)."""
+    import torch.autograd.forward_ad as fwAD
+
+    call, primal = _first_tangent_call(op)
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(primal, torch.ones_like(primal))
+        c = call.map_tensors(lambda t: dual if t is primal else t)
+        with pytest.raises(NotImplementedError, match=rf"opforge\.{op.name}\b.*forward-mode AD"):
+            getattr(opforge, op.name)(*c.args, **c.kwargs)
+
+
+@pytest.mark.parametrize("op", _params(lambda o: opdb.differentiable(o) and bool(o.derivatives)))
+def test_jvp_is_a_clear_error(op: OpDecl) -> None:
+    call, primal = _first_tangent_call(op)
+
+    def fn(x: torch.Tensor) -> Any:
+        c = call.map_tensors(lambda t: x if t is primal else t)
+        return opdb.grad_outputs(op, getattr(opforge, op.name)(*c.args, **c.kwargs))
+
+    with pytest.raises(NotImplementedError, match=rf"opforge\.{op.name}\b.*forward-mode AD"):
+        torch.func.jvp(fn, (primal,), (torch.ones_like(primal),))
+
+
+def _floating_read_inputs(op: OpDecl) -> tuple[opdb.Call, list[torch.Tensor]]:
+    """The first sample, and its floating tensors the op reads (not writes)."""
+    call = opdb.calls(op, opdb.dtype_for(op, torch.float64), "cpu", variants=False)[0].clone()
+    written = {id(call.named(n)) for n in opdb.written_args(op)}
+    return call, [t for t in call.tensors() if t.is_floating_point() and id(t) not in written]
+
+
+@pytest.mark.parametrize(
+    "op", _params(lambda o: o.without_autograd and bool(_floating_read_inputs(o)[1]))
+)
+def test_forward_ad_through_op_without_autograd_gives_no_tangent(op: OpDecl) -> None:
+    """Ops whose outputs carry no derivative (output_differentiability: [false]) take dual
+    inputs, as ATen's non-differentiable ops do: there is no tangent to lose."""
+    import torch.autograd.forward_ad as fwAD
+
+    call, floating = _floating_read_inputs(op)
+    with fwAD.dual_level():
+        duals = {id(t): fwAD.make_dual(t, torch.ones_like(t)) for t in floating}
+        c = call.map_tensors(lambda t: duals.get(id(t), t))
+        out = getattr(opforge, op.name)(*c.args, **c.kwargs)
+        assert all(fwAD.unpack_dual(t).tangent is None for t in opdb.outputs(out))

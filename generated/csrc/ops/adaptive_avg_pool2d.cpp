@@ -147,6 +147,7 @@ at::Tensor& adaptive_avg_pool2d_out_meta_structured(const at::Tensor& self, c10:
 
 at::Tensor& adaptive_avg_pool2d_out_autograd(const at::Tensor& self, c10::SymIntArrayRef output_size, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.adaptive_avg_pool2d";
+  opforge::autograd::reject_forward_ad("opforge.adaptive_avg_pool2d", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     const auto meta = opforge::adaptive_avg_pool2d_meta<c10::SymInt>(kOp, self, output_size);
     opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
@@ -169,6 +170,7 @@ at::Tensor& adaptive_avg_pool2d_out_functionalize(const at::Tensor& self, c10::S
 
 // Autograd for opforge.adaptive_avg_pool2d: see Note [Generated autograd] in README.md.
 at::Tensor adaptive_avg_pool2d_autograd(const at::Tensor& self, c10::SymIntArrayRef output_size) {
+  opforge::autograd::reject_forward_ad("opforge.adaptive_avg_pool2d", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::adaptive_avg_pool2d(self, output_size);

@@ -106,6 +106,7 @@ at::Tensor adaptive_max_pool2d_backward_meta_structured(const at::Tensor& grad_o
 
 // Autograd for opforge.adaptive_max_pool2d_backward: see Note [Generated autograd] in README.md.
 at::Tensor adaptive_max_pool2d_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices) {
+  opforge::autograd::reject_forward_ad("opforge.adaptive_max_pool2d_backward", {grad_output, self, indices});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::adaptive_max_pool2d_backward(grad_output, self, indices);

@@ -159,6 +159,7 @@ std::tuple<at::Tensor&, at::Tensor&> adaptive_max_pool2d_with_indices_out_meta_s
 
 std::tuple<at::Tensor&, at::Tensor&> adaptive_max_pool2d_with_indices_out_autograd(const at::Tensor& self, at::IntArrayRef output_size, at::Tensor& out0, at::Tensor& out1) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.adaptive_max_pool2d_with_indices";
+  opforge::autograd::reject_forward_ad("opforge.adaptive_max_pool2d_with_indices", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     const auto meta = opforge::adaptive_max_pool2d_with_indices_meta<c10::SymInt>(kOp, self, output_size);
     opforge::structured::prepare_out(kOp, "out0", out0, meta.outputs[0], self);
@@ -190,6 +191,7 @@ std::tuple<at::Tensor&, at::Tensor&> adaptive_max_pool2d_with_indices_out_functi
 
 // Autograd for opforge.adaptive_max_pool2d_with_indices: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_autograd(const at::Tensor& self, at::IntArrayRef output_size) {
+  opforge::autograd::reject_forward_ad("opforge.adaptive_max_pool2d_with_indices", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::adaptive_max_pool2d_with_indices(self, output_size);

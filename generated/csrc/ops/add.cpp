@@ -183,6 +183,7 @@ at::Tensor& add_out_meta_structured(const at::Tensor& self, const at::Tensor& ot
 
 at::Tensor& add_out_autograd(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add";
+  opforge::autograd::reject_forward_ad("opforge.add", {self, other});
   if (opforge::autograd::any_requires_grad({self, other})) {
     at::ScalarType dtype;
     const auto geometry = add_Tensor_meta_step<c10::SymInt>(self, other, alpha, dtype);
@@ -249,6 +250,7 @@ at::Tensor& add__Tensor_meta_structured(at::Tensor& self, const at::Tensor& othe
 
 at::Tensor& add__Tensor_autograd(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add_";
+  opforge::autograd::reject_forward_ad("opforge.add_", {self, other});
   if (opforge::autograd::any_requires_grad({self, other})) {
     at::ScalarType dtype;
     const auto geometry = add_Tensor_meta_step<c10::SymInt>(self, other, alpha, dtype);
@@ -273,6 +275,7 @@ at::Tensor& add__Tensor_functionalize(at::Tensor& self, const at::Tensor& other,
 
 // Autograd for opforge.add: see Note [Generated autograd] in README.md.
 at::Tensor add_Tensor_autograd(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  opforge::autograd::reject_forward_ad("opforge.add", {self, other});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::add(self, other, alpha);

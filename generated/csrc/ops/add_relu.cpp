@@ -124,6 +124,7 @@ at::Tensor add_relu_meta_structured(const at::Tensor& self, const at::Tensor& ot
 
 // Autograd for opforge.add_relu: see Note [Generated autograd] in README.md.
 at::Tensor add_relu_autograd(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  opforge::autograd::reject_forward_ad("opforge.add_relu", {self, other});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::add_relu(self, other, alpha);

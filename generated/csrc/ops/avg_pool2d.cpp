@@ -147,6 +147,7 @@ at::Tensor& avg_pool2d_out_meta_structured(const at::Tensor& self, at::IntArrayR
 
 at::Tensor& avg_pool2d_out_autograd(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.avg_pool2d";
+  opforge::autograd::reject_forward_ad("opforge.avg_pool2d", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     const auto meta = opforge::avg_pool2d_meta<c10::SymInt>(kOp, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
     opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
@@ -169,6 +170,7 @@ at::Tensor& avg_pool2d_out_functionalize(const at::Tensor& self, at::IntArrayRef
 
 // Autograd for opforge.avg_pool2d: see Note [Generated autograd] in README.md.
 at::Tensor avg_pool2d_autograd(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  opforge::autograd::reject_forward_ad("opforge.avg_pool2d", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);

@@ -99,6 +99,7 @@ at::Tensor avg_pool2d_backward_meta_structured(const at::Tensor& grad_output, co
 
 // Autograd for opforge.avg_pool2d_backward: see Note [Generated autograd] in README.md.
 at::Tensor avg_pool2d_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  opforge::autograd::reject_forward_ad("opforge.avg_pool2d_backward", {grad_output, self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::avg_pool2d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);

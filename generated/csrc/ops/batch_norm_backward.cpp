@@ -164,6 +164,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_meta_structur
 
 // Autograd for opforge.batch_norm_backward: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_autograd(const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& save_mean, const at::Tensor& save_invstd, bool training, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_invstd) {
+  opforge::autograd::reject_forward_ad("opforge.batch_norm_backward", {grad_out, input, save_mean, save_invstd, weight, grad_mean, grad_invstd});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::batch_norm_backward(grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);

@@ -146,6 +146,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_meta_structure
 
 // Autograd for opforge.batch_norm_forward: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_autograd(const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps) {
+  opforge::autograd::reject_forward_ad("opforge.batch_norm_forward", {input, weight, bias, running_mean, running_var});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::batch_norm_forward(input, weight, bias, running_mean, running_var, training, momentum, eps);

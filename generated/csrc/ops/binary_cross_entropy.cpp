@@ -135,6 +135,7 @@ at::Tensor binary_cross_entropy_meta_structured(const at::Tensor& self, const at
 
 // Autograd for opforge.binary_cross_entropy: see Note [Generated autograd] in README.md.
 at::Tensor binary_cross_entropy_autograd(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::string_view reduction) {
+  opforge::autograd::reject_forward_ad("opforge.binary_cross_entropy", {self, target, weight});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::binary_cross_entropy(self, target, weight, reduction);

@@ -138,6 +138,7 @@ at::Tensor binary_cross_entropy_target_backward_meta_structured(const at::Tensor
 
 // Autograd for opforge.binary_cross_entropy_target_backward: see Note [Generated autograd] in README.md.
 at::Tensor binary_cross_entropy_target_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::string_view reduction) {
+  opforge::autograd::reject_forward_ad("opforge.binary_cross_entropy_target_backward", {grad_output, self, target, weight});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::binary_cross_entropy_target_backward(grad_output, self, target, weight, reduction);

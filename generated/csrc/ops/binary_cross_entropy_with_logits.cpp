@@ -144,6 +144,7 @@ at::Tensor binary_cross_entropy_with_logits_meta_structured(const at::Tensor& se
 
 // Autograd for opforge.binary_cross_entropy_with_logits: see Note [Generated autograd] in README.md.
 at::Tensor binary_cross_entropy_with_logits_autograd(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& pos_weight, c10::string_view reduction) {
+  opforge::autograd::reject_forward_ad("opforge.binary_cross_entropy_with_logits", {self, target, weight, pos_weight});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::binary_cross_entropy_with_logits(self, target, weight, pos_weight, reduction);

@@ -147,6 +147,7 @@ at::Tensor binary_cross_entropy_with_logits_backward_meta_structured(const at::T
 
 // Autograd for opforge.binary_cross_entropy_with_logits_backward: see Note [Generated autograd] in README.md.
 at::Tensor binary_cross_entropy_with_logits_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& pos_weight, c10::string_view reduction) {
+  opforge::autograd::reject_forward_ad("opforge.binary_cross_entropy_with_logits_backward", {grad_output, self, target, weight, pos_weight});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::binary_cross_entropy_with_logits_backward(grad_output, self, target, weight, pos_weight, reduction);

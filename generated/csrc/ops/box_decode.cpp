@@ -99,6 +99,7 @@ at::Tensor box_decode_meta_structured(const at::Tensor& rel_codes, const at::Ten
 
 // Autograd for opforge.box_decode: see Note [Generated autograd] in README.md.
 at::Tensor box_decode_autograd(const at::Tensor& rel_codes, const at::Tensor& boxes, at::ArrayRef<double> weights, double bbox_xform_clip) {
+  opforge::autograd::reject_forward_ad("opforge.box_decode", {rel_codes, boxes});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::box_decode(rel_codes, boxes, weights, bbox_xform_clip);

@@ -114,6 +114,7 @@ std::tuple<at::Tensor, at::Tensor> box_decode_backward_meta_structured(const at:
 
 // Autograd for opforge.box_decode_backward: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor> box_decode_backward_autograd(const at::Tensor& grad_output, const at::Tensor& rel_codes, const at::Tensor& boxes, at::ArrayRef<double> weights, double bbox_xform_clip, std::array<bool,2> output_mask) {
+  opforge::autograd::reject_forward_ad("opforge.box_decode_backward", {grad_output, rel_codes, boxes});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::box_decode_backward(grad_output, rel_codes, boxes, weights, bbox_xform_clip, output_mask);

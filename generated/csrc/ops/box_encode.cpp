@@ -99,6 +99,7 @@ at::Tensor box_encode_meta_structured(const at::Tensor& reference_boxes, const a
 
 // Autograd for opforge.box_encode: see Note [Generated autograd] in README.md.
 at::Tensor box_encode_autograd(const at::Tensor& reference_boxes, const at::Tensor& proposals, at::ArrayRef<double> weights) {
+  opforge::autograd::reject_forward_ad("opforge.box_encode", {reference_boxes, proposals});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::box_encode(reference_boxes, proposals, weights);

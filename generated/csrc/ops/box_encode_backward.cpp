@@ -114,6 +114,7 @@ std::tuple<at::Tensor, at::Tensor> box_encode_backward_meta_structured(const at:
 
 // Autograd for opforge.box_encode_backward: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor> box_encode_backward_autograd(const at::Tensor& grad_output, const at::Tensor& reference_boxes, const at::Tensor& proposals, at::ArrayRef<double> weights, std::array<bool,2> output_mask) {
+  opforge::autograd::reject_forward_ad("opforge.box_encode_backward", {grad_output, reference_boxes, proposals});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::box_encode_backward(grad_output, reference_boxes, proposals, weights, output_mask);

@@ -99,6 +99,7 @@ at::Tensor box_iou_meta_structured(const at::Tensor& boxes1, const at::Tensor& b
 
 // Autograd for opforge.box_iou: see Note [Generated autograd] in README.md.
 at::Tensor box_iou_autograd(const at::Tensor& boxes1, const at::Tensor& boxes2, bool legacy_plus_one) {
+  opforge::autograd::reject_forward_ad("opforge.box_iou", {boxes1, boxes2});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::box_iou(boxes1, boxes2, legacy_plus_one);

@@ -146,6 +146,7 @@ at::Tensor& channel_shuffle_out_meta_structured(const at::Tensor& self, c10::Sym
 
 at::Tensor& channel_shuffle_out_autograd(const at::Tensor& self, c10::SymInt groups, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.channel_shuffle";
+  opforge::autograd::reject_forward_ad("opforge.channel_shuffle", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     const auto meta = opforge::channel_shuffle_meta<c10::SymInt>(kOp, self, groups);
     opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
@@ -168,6 +169,7 @@ at::Tensor& channel_shuffle_out_functionalize(const at::Tensor& self, c10::SymIn
 
 // Autograd for opforge.channel_shuffle: see Note [Generated autograd] in README.md.
 at::Tensor channel_shuffle_autograd(const at::Tensor& self, c10::SymInt groups) {
+  opforge::autograd::reject_forward_ad("opforge.channel_shuffle", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::channel_shuffle(self, groups);

@@ -88,6 +88,7 @@ at::Tensor clip_boxes_to_image_meta_structured(const at::Tensor& boxes, c10::Sym
 
 // Autograd for opforge.clip_boxes_to_image: see Note [Generated autograd] in README.md.
 at::Tensor clip_boxes_to_image_autograd(const at::Tensor& boxes, c10::SymIntArrayRef size) {
+  opforge::autograd::reject_forward_ad("opforge.clip_boxes_to_image", {boxes});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::clip_boxes_to_image(boxes, size);

@@ -98,6 +98,7 @@ at::Tensor clip_boxes_to_image_backward_meta_structured(const at::Tensor& grad_o
 
 // Autograd for opforge.clip_boxes_to_image_backward: see Note [Generated autograd] in README.md.
 at::Tensor clip_boxes_to_image_backward_autograd(const at::Tensor& grad_output, const at::Tensor& boxes, c10::SymIntArrayRef size) {
+  opforge::autograd::reject_forward_ad("opforge.clip_boxes_to_image_backward", {grad_output, boxes});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::clip_boxes_to_image_backward(grad_output, boxes, size);

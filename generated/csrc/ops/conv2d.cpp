@@ -117,6 +117,7 @@ at::Tensor conv2d_meta_structured(const at::Tensor& input, const at::Tensor& wei
 
 // Autograd for opforge.conv2d: see Note [Generated autograd] in README.md.
 at::Tensor conv2d_autograd(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
+  opforge::autograd::reject_forward_ad("opforge.conv2d", {input, weight, bias});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::conv2d(input, weight, bias, stride, padding, dilation, groups);

@@ -120,6 +120,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_meta_structured(c
 
 // Autograd for opforge.conv2d_backward: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_autograd(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask) {
+  opforge::autograd::reject_forward_ad("opforge.conv2d_backward", {grad_output, input, weight});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::conv2d_backward(grad_output, input, weight, stride, padding, dilation, groups, output_mask);

@@ -109,6 +109,7 @@ at::Tensor conv2d_bias_act_meta_structured(const at::Tensor& input, const at::Te
 
 // Autograd for opforge.conv2d_bias_act: see Note [Generated autograd] in README.md.
 at::Tensor conv2d_bias_act_autograd(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, c10::string_view activation) {
+  opforge::autograd::reject_forward_ad("opforge.conv2d_bias_act", {input, weight, bias});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::conv2d_bias_act(input, weight, bias, stride, padding, dilation, groups, activation);

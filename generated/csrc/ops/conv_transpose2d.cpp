@@ -110,6 +110,7 @@ at::Tensor conv_transpose2d_meta_structured(const at::Tensor& input, const at::T
 
 // Autograd for opforge.conv_transpose2d: see Note [Generated autograd] in README.md.
 at::Tensor conv_transpose2d_autograd(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation) {
+  opforge::autograd::reject_forward_ad("opforge.conv_transpose2d", {input, weight, bias});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation);

@@ -119,6 +119,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_meta_st
 
 // Autograd for opforge.conv_transpose2d_backward: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_autograd(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation, std::array<bool,3> output_mask) {
+  opforge::autograd::reject_forward_ad("opforge.conv_transpose2d_backward", {grad_output, input, weight});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::conv_transpose2d_backward(grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);

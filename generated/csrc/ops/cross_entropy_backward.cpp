@@ -118,6 +118,7 @@ at::Tensor cross_entropy_backward_meta_structured(const at::Tensor& grad_output,
 
 // Autograd for opforge.cross_entropy_backward: see Note [Generated autograd] in README.md.
 at::Tensor cross_entropy_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index, double label_smoothing) {
+  opforge::autograd::reject_forward_ad("opforge.cross_entropy_backward", {grad_output, self, target, weight});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::cross_entropy_backward(grad_output, self, target, weight, ignore_index, label_smoothing);

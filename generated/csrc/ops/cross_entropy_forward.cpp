@@ -112,6 +112,7 @@ std::tuple<at::Tensor, at::Tensor> cross_entropy_forward_meta_structured(const a
 
 // Autograd for opforge.cross_entropy_forward: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor> cross_entropy_forward_autograd(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index, double label_smoothing) {
+  opforge::autograd::reject_forward_ad("opforge.cross_entropy_forward", {self, target, weight});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::cross_entropy_forward(self, target, weight, ignore_index, label_smoothing);

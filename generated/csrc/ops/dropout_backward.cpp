@@ -95,6 +95,7 @@ at::Tensor dropout_backward_meta_structured(const at::Tensor& grad_output, const
 
 // Autograd for opforge.dropout_backward: see Note [Generated autograd] in README.md.
 at::Tensor dropout_backward_autograd(const at::Tensor& grad_output, const at::Tensor& mask, double scale) {
+  opforge::autograd::reject_forward_ad("opforge.dropout_backward", {grad_output, mask});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::dropout_backward(grad_output, mask, scale);

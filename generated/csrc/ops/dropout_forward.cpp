@@ -95,6 +95,7 @@ std::tuple<at::Tensor, at::Tensor> dropout_forward_meta_structured(const at::Ten
 
 // Autograd for opforge.dropout_forward: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor> dropout_forward_autograd(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator) {
+  opforge::autograd::reject_forward_ad("opforge.dropout_forward", {input});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::dropout_forward(input, p, train, generator);

@@ -169,6 +169,7 @@ at::Tensor& elu_out_meta_structured(const at::Tensor& self, const at::Scalar& al
 
 at::Tensor& elu_out_autograd(const at::Tensor& self, const at::Scalar& alpha, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
+  opforge::autograd::reject_forward_ad("opforge.elu", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     at::ScalarType dtype;
     const auto geometry = elu_meta_step<c10::SymInt>(self, alpha, dtype);
@@ -232,6 +233,7 @@ at::Tensor& elu__meta_structured(at::Tensor& self, const at::Scalar& alpha) {
 
 at::Tensor& elu__autograd(at::Tensor& self, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu_";
+  opforge::autograd::reject_forward_ad("opforge.elu_", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     at::ScalarType dtype;
     const auto geometry = elu_meta_step<c10::SymInt>(self, alpha, dtype);
@@ -256,6 +258,7 @@ at::Tensor& elu__functionalize(at::Tensor& self, const at::Scalar& alpha) {
 
 // Autograd for opforge.elu: see Note [Generated autograd] in README.md.
 at::Tensor elu_autograd(const at::Tensor& self, const at::Scalar& alpha) {
+  opforge::autograd::reject_forward_ad("opforge.elu", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::elu(self, alpha);

@@ -120,6 +120,7 @@ at::Tensor elu_backward_meta_structured(const at::Tensor& grad_output, const at:
 
 // Autograd for opforge.elu_backward: see Note [Generated autograd] in README.md.
 at::Tensor elu_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& alpha) {
+  opforge::autograd::reject_forward_ad("opforge.elu_backward", {grad_output, self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::elu_backward(grad_output, self, alpha);

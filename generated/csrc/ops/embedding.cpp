@@ -171,6 +171,7 @@ at::Tensor& embedding_out_meta_structured(const at::Tensor& weight, const at::Te
 
 at::Tensor& embedding_out_autograd(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.embedding";
+  opforge::autograd::reject_forward_ad("opforge.embedding", {weight, indices});
   if (opforge::autograd::any_requires_grad({weight, indices})) {
     const auto meta = opforge::embedding_meta<c10::SymInt>(kOp, weight, indices, padding_idx);
     opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], weight);
@@ -193,6 +194,7 @@ at::Tensor& embedding_out_functionalize(const at::Tensor& weight, const at::Tens
 
 // Autograd for opforge.embedding: see Note [Generated autograd] in README.md.
 at::Tensor embedding_autograd(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx) {
+  opforge::autograd::reject_forward_ad("opforge.embedding", {weight, indices});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::embedding(weight, indices, padding_idx);

@@ -101,6 +101,7 @@ at::Tensor embedding_backward_meta_structured(const at::Tensor& grad_output, con
 
 // Autograd for opforge.embedding_backward: see Note [Generated autograd] in README.md.
 at::Tensor embedding_backward_autograd(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, c10::SymInt padding_idx) {
+  opforge::autograd::reject_forward_ad("opforge.embedding_backward", {grad_output, indices});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::embedding_backward(grad_output, indices, num_weights, padding_idx);

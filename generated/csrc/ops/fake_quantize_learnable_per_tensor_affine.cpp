@@ -104,6 +104,7 @@ at::Tensor fake_quantize_learnable_per_tensor_affine_meta_structured(const at::T
 
 // Autograd for opforge.fake_quantize_learnable_per_tensor_affine: see Note [Generated autograd] in README.md.
 at::Tensor fake_quantize_learnable_per_tensor_affine_autograd(const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t quant_min, int64_t quant_max, double grad_factor) {
+  opforge::autograd::reject_forward_ad("opforge.fake_quantize_learnable_per_tensor_affine", {self, scale, zero_point});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::fake_quantize_learnable_per_tensor_affine(self, scale, zero_point, quant_min, quant_max, grad_factor);

@@ -179,6 +179,7 @@ at::Tensor& fake_quantize_per_channel_affine_out_meta_structured(const at::Tenso
 
 at::Tensor& fake_quantize_per_channel_affine_out_autograd(const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_channel_affine";
+  opforge::autograd::reject_forward_ad("opforge.fake_quantize_per_channel_affine", {self, scale, zero_point});
   if (opforge::autograd::any_requires_grad({self, scale, zero_point})) {
     const auto meta = opforge::fake_quantize_per_channel_meta<c10::SymInt>(kOp, self, scale, zero_point, axis, quant_min, quant_max);
     opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
@@ -201,6 +202,7 @@ at::Tensor& fake_quantize_per_channel_affine_out_functionalize(const at::Tensor&
 
 // Autograd for opforge.fake_quantize_per_channel_affine: see Note [Generated autograd] in README.md.
 at::Tensor fake_quantize_per_channel_affine_autograd(const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max) {
+  opforge::autograd::reject_forward_ad("opforge.fake_quantize_per_channel_affine", {self, scale, zero_point});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::fake_quantize_per_channel_affine(self, scale, zero_point, axis, quant_min, quant_max);

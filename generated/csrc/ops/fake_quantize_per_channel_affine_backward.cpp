@@ -114,6 +114,7 @@ at::Tensor fake_quantize_per_channel_affine_backward_meta_structured(const at::T
 
 // Autograd for opforge.fake_quantize_per_channel_affine_backward: see Note [Generated autograd] in README.md.
 at::Tensor fake_quantize_per_channel_affine_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max) {
+  opforge::autograd::reject_forward_ad("opforge.fake_quantize_per_channel_affine_backward", {grad_output, self, scale, zero_point});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::fake_quantize_per_channel_affine_backward(grad_output, self, scale, zero_point, axis, quant_min, quant_max);

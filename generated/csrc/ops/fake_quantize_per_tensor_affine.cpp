@@ -165,6 +165,7 @@ at::Tensor& fake_quantize_per_tensor_affine_out_meta_structured(const at::Tensor
 
 at::Tensor& fake_quantize_per_tensor_affine_out_autograd(const at::Tensor& self, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_tensor_affine";
+  opforge::autograd::reject_forward_ad("opforge.fake_quantize_per_tensor_affine", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     at::ScalarType dtype;
     const auto geometry = fake_quantize_per_tensor_affine_meta_step<c10::SymInt>(self, scale, zero_point, quant_min, quant_max, dtype);
@@ -189,6 +190,7 @@ at::Tensor& fake_quantize_per_tensor_affine_out_functionalize(const at::Tensor& 
 
 // Autograd for opforge.fake_quantize_per_tensor_affine: see Note [Generated autograd] in README.md.
 at::Tensor fake_quantize_per_tensor_affine_autograd(const at::Tensor& self, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max) {
+  opforge::autograd::reject_forward_ad("opforge.fake_quantize_per_tensor_affine", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::fake_quantize_per_tensor_affine(self, scale, zero_point, quant_min, quant_max);

@@ -122,6 +122,7 @@ at::Tensor fake_quantize_per_tensor_affine_backward_meta_structured(const at::Te
 
 // Autograd for opforge.fake_quantize_per_tensor_affine_backward: see Note [Generated autograd] in README.md.
 at::Tensor fake_quantize_per_tensor_affine_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max) {
+  opforge::autograd::reject_forward_ad("opforge.fake_quantize_per_tensor_affine_backward", {grad_output, self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::fake_quantize_per_tensor_affine_backward(grad_output, self, scale, zero_point, quant_min, quant_max);

@@ -147,6 +147,7 @@ std::tuple<at::Tensor, at::Tensor> fold_conv_bn_meta_structured(const at::Tensor
 
 // Autograd for opforge.fold_conv_bn: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor> fold_conv_bn_autograd(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps) {
+  opforge::autograd::reject_forward_ad("opforge.fold_conv_bn", {conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::fold_conv_bn(conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);

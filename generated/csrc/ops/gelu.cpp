@@ -121,6 +121,7 @@ at::Tensor gelu_meta_structured(const at::Tensor& self, c10::string_view approxi
 
 // Autograd for opforge.gelu: see Note [Generated autograd] in README.md.
 at::Tensor gelu_autograd(const at::Tensor& self, c10::string_view approximate) {
+  opforge::autograd::reject_forward_ad("opforge.gelu", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::gelu(self, approximate);

@@ -125,6 +125,7 @@ at::Tensor gelu_backward_meta_structured(const at::Tensor& grad_output, const at
 
 // Autograd for opforge.gelu_backward: see Note [Generated autograd] in README.md.
 at::Tensor gelu_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
+  opforge::autograd::reject_forward_ad("opforge.gelu_backward", {grad_output, self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::gelu_backward(grad_output, self, approximate);

@@ -99,6 +99,7 @@ at::Tensor generalized_box_iou_meta_structured(const at::Tensor& boxes1, const a
 
 // Autograd for opforge.generalized_box_iou: see Note [Generated autograd] in README.md.
 at::Tensor generalized_box_iou_autograd(const at::Tensor& boxes1, const at::Tensor& boxes2) {
+  opforge::autograd::reject_forward_ad("opforge.generalized_box_iou", {boxes1, boxes2});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::generalized_box_iou(boxes1, boxes2);

@@ -114,6 +114,7 @@ std::tuple<at::Tensor, at::Tensor> generalized_box_iou_backward_meta_structured(
 
 // Autograd for opforge.generalized_box_iou_backward: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor> generalized_box_iou_backward_autograd(const at::Tensor& grad_output, const at::Tensor& boxes1, const at::Tensor& boxes2, std::array<bool,2> output_mask) {
+  opforge::autograd::reject_forward_ad("opforge.generalized_box_iou_backward", {grad_output, boxes1, boxes2});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::generalized_box_iou_backward(grad_output, boxes1, boxes2, output_mask);

@@ -164,6 +164,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward_meta_structur
 
 // Autograd for opforge.group_norm_backward: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward_autograd(const at::Tensor& grad_out, const at::Tensor& input, int64_t num_groups, const at::Tensor& mean, const at::Tensor& rstd, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd) {
+  opforge::autograd::reject_forward_ad("opforge.group_norm_backward", {grad_out, input, mean, rstd, weight, grad_mean, grad_rstd});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::group_norm_backward(grad_out, input, num_groups, mean, rstd, output_mask, weight, grad_mean, grad_rstd);

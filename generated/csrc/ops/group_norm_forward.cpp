@@ -120,6 +120,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_meta_structure
 
 // Autograd for opforge.group_norm_forward: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_autograd(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
+  opforge::autograd::reject_forward_ad("opforge.group_norm_forward", {input, weight, bias});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::group_norm_forward(input, num_groups, weight, bias, eps);

@@ -169,6 +169,7 @@ at::Tensor& hardsigmoid_out_meta_structured(const at::Tensor& self, at::Tensor& 
 
 at::Tensor& hardsigmoid_out_autograd(const at::Tensor& self, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardsigmoid";
+  opforge::autograd::reject_forward_ad("opforge.hardsigmoid", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     at::ScalarType dtype;
     const auto geometry = hardsigmoid_meta_step<c10::SymInt>(self, dtype);
@@ -232,6 +233,7 @@ at::Tensor& hardsigmoid__meta_structured(at::Tensor& self) {
 
 at::Tensor& hardsigmoid__autograd(at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardsigmoid_";
+  opforge::autograd::reject_forward_ad("opforge.hardsigmoid_", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     at::ScalarType dtype;
     const auto geometry = hardsigmoid_meta_step<c10::SymInt>(self, dtype);
@@ -256,6 +258,7 @@ at::Tensor& hardsigmoid__functionalize(at::Tensor& self) {
 
 // Autograd for opforge.hardsigmoid: see Note [Generated autograd] in README.md.
 at::Tensor hardsigmoid_autograd(const at::Tensor& self) {
+  opforge::autograd::reject_forward_ad("opforge.hardsigmoid", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::hardsigmoid(self);

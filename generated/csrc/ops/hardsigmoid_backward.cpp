@@ -120,6 +120,7 @@ at::Tensor hardsigmoid_backward_meta_structured(const at::Tensor& grad_output, c
 
 // Autograd for opforge.hardsigmoid_backward: see Note [Generated autograd] in README.md.
 at::Tensor hardsigmoid_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self) {
+  opforge::autograd::reject_forward_ad("opforge.hardsigmoid_backward", {grad_output, self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::hardsigmoid_backward(grad_output, self);

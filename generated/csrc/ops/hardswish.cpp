@@ -169,6 +169,7 @@ at::Tensor& hardswish_out_meta_structured(const at::Tensor& self, at::Tensor& ou
 
 at::Tensor& hardswish_out_autograd(const at::Tensor& self, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish";
+  opforge::autograd::reject_forward_ad("opforge.hardswish", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     at::ScalarType dtype;
     const auto geometry = hardswish_meta_step<c10::SymInt>(self, dtype);
@@ -232,6 +233,7 @@ at::Tensor& hardswish__meta_structured(at::Tensor& self) {
 
 at::Tensor& hardswish__autograd(at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish_";
+  opforge::autograd::reject_forward_ad("opforge.hardswish_", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     at::ScalarType dtype;
     const auto geometry = hardswish_meta_step<c10::SymInt>(self, dtype);
@@ -256,6 +258,7 @@ at::Tensor& hardswish__functionalize(at::Tensor& self) {
 
 // Autograd for opforge.hardswish: see Note [Generated autograd] in README.md.
 at::Tensor hardswish_autograd(const at::Tensor& self) {
+  opforge::autograd::reject_forward_ad("opforge.hardswish", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::hardswish(self);

@@ -120,6 +120,7 @@ at::Tensor hardswish_backward_meta_structured(const at::Tensor& grad_output, con
 
 // Autograd for opforge.hardswish_backward: see Note [Generated autograd] in README.md.
 at::Tensor hardswish_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self) {
+  opforge::autograd::reject_forward_ad("opforge.hardswish_backward", {grad_output, self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::hardswish_backward(grad_output, self);

@@ -126,6 +126,7 @@ at::Tensor huber_loss_meta_structured(const at::Tensor& self, const at::Tensor& 
 
 // Autograd for opforge.huber_loss: see Note [Generated autograd] in README.md.
 at::Tensor huber_loss_autograd(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double delta) {
+  opforge::autograd::reject_forward_ad("opforge.huber_loss", {self, target});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::huber_loss(self, target, reduction, delta);

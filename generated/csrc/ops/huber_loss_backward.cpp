@@ -130,6 +130,7 @@ at::Tensor huber_loss_backward_meta_structured(const at::Tensor& grad_output, co
 
 // Autograd for opforge.huber_loss_backward: see Note [Generated autograd] in README.md.
 at::Tensor huber_loss_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double delta) {
+  opforge::autograd::reject_forward_ad("opforge.huber_loss_backward", {grad_output, self, target});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::huber_loss_backward(grad_output, self, target, reduction, delta);

@@ -130,6 +130,7 @@ at::Tensor kl_div_meta_structured(const at::Tensor& self, const at::Tensor& targ
 
 // Autograd for opforge.kl_div: see Note [Generated autograd] in README.md.
 at::Tensor kl_div_autograd(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, bool log_target) {
+  opforge::autograd::reject_forward_ad("opforge.kl_div", {self, target});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::kl_div(self, target, reduction, log_target);

@@ -134,6 +134,7 @@ at::Tensor kl_div_target_backward_meta_structured(const at::Tensor& grad_output,
 
 // Autograd for opforge.kl_div_target_backward: see Note [Generated autograd] in README.md.
 at::Tensor kl_div_target_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, bool log_target) {
+  opforge::autograd::reject_forward_ad("opforge.kl_div_target_backward", {grad_output, self, target});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::kl_div_target_backward(grad_output, self, target, reduction, log_target);

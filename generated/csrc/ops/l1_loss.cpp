@@ -125,6 +125,7 @@ at::Tensor l1_loss_meta_structured(const at::Tensor& self, const at::Tensor& tar
 
 // Autograd for opforge.l1_loss: see Note [Generated autograd] in README.md.
 at::Tensor l1_loss_autograd(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction) {
+  opforge::autograd::reject_forward_ad("opforge.l1_loss", {self, target});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::l1_loss(self, target, reduction);

@@ -129,6 +129,7 @@ at::Tensor l1_loss_backward_meta_structured(const at::Tensor& grad_output, const
 
 // Autograd for opforge.l1_loss_backward: see Note [Generated autograd] in README.md.
 at::Tensor l1_loss_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction) {
+  opforge::autograd::reject_forward_ad("opforge.l1_loss_backward", {grad_output, self, target});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::l1_loss_backward(grad_output, self, target, reduction);

@@ -164,6 +164,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_meta_structur
 
 // Autograd for opforge.layer_norm_backward: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_autograd(const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean, const at::Tensor& rstd, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd) {
+  opforge::autograd::reject_forward_ad("opforge.layer_norm_backward", {grad_out, input, mean, rstd, weight, grad_mean, grad_rstd});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, output_mask, weight, grad_mean, grad_rstd);

@@ -120,6 +120,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_meta_structure
 
 // Autograd for opforge.layer_norm_forward: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_autograd(const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
+  opforge::autograd::reject_forward_ad("opforge.layer_norm_forward", {input, weight, bias});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::layer_norm_forward(input, normalized_shape, weight, bias, eps);

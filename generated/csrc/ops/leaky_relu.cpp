@@ -169,6 +169,7 @@ at::Tensor& leaky_relu_out_meta_structured(const at::Tensor& self, const at::Sca
 
 at::Tensor& leaky_relu_out_autograd(const at::Tensor& self, const at::Scalar& negative_slope, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
+  opforge::autograd::reject_forward_ad("opforge.leaky_relu", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     at::ScalarType dtype;
     const auto geometry = leaky_relu_meta_step<c10::SymInt>(self, negative_slope, dtype);
@@ -232,6 +233,7 @@ at::Tensor& leaky_relu__meta_structured(at::Tensor& self, const at::Scalar& nega
 
 at::Tensor& leaky_relu__autograd(at::Tensor& self, const at::Scalar& negative_slope) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_";
+  opforge::autograd::reject_forward_ad("opforge.leaky_relu_", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     at::ScalarType dtype;
     const auto geometry = leaky_relu_meta_step<c10::SymInt>(self, negative_slope, dtype);
@@ -256,6 +258,7 @@ at::Tensor& leaky_relu__functionalize(at::Tensor& self, const at::Scalar& negati
 
 // Autograd for opforge.leaky_relu: see Note [Generated autograd] in README.md.
 at::Tensor leaky_relu_autograd(const at::Tensor& self, const at::Scalar& negative_slope) {
+  opforge::autograd::reject_forward_ad("opforge.leaky_relu", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::leaky_relu(self, negative_slope);

@@ -120,6 +120,7 @@ at::Tensor leaky_relu_backward_meta_structured(const at::Tensor& grad_output, co
 
 // Autograd for opforge.leaky_relu_backward: see Note [Generated autograd] in README.md.
 at::Tensor leaky_relu_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& negative_slope) {
+  opforge::autograd::reject_forward_ad("opforge.leaky_relu_backward", {grad_output, self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::leaky_relu_backward(grad_output, self, negative_slope);

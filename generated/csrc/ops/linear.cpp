@@ -38,6 +38,7 @@ at::Tensor linear_composite_checked(const at::Tensor& input, const at::Tensor& w
 
 // Autograd for opforge.linear: see Note [Generated autograd] in README.md.
 at::Tensor linear_autograd(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
+  opforge::autograd::reject_forward_ad("opforge.linear", {input, weight, bias});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::linear(input, weight, bias);

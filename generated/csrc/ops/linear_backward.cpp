@@ -38,6 +38,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> linear_backward_composite_checked
 
 // Autograd for opforge.linear_backward: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> linear_backward_autograd(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, std::array<bool,3> output_mask) {
+  opforge::autograd::reject_forward_ad("opforge.linear_backward", {grad_output, input, weight});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::linear_backward(grad_output, input, weight, output_mask);

@@ -88,6 +88,7 @@ at::Tensor local_response_norm_meta_structured(const at::Tensor& input, int64_t 
 
 // Autograd for opforge.local_response_norm: see Note [Generated autograd] in README.md.
 at::Tensor local_response_norm_autograd(const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
+  opforge::autograd::reject_forward_ad("opforge.local_response_norm", {input});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::local_response_norm(input, size, alpha, beta, k);

@@ -98,6 +98,7 @@ at::Tensor local_response_norm_backward_meta_structured(const at::Tensor& grad_o
 
 // Autograd for opforge.local_response_norm_backward: see Note [Generated autograd] in README.md.
 at::Tensor local_response_norm_backward_autograd(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
+  opforge::autograd::reject_forward_ad("opforge.local_response_norm_backward", {grad_output, input});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::local_response_norm_backward(grad_output, input, size, alpha, beta, k);

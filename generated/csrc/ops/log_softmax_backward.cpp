@@ -98,6 +98,7 @@ at::Tensor log_softmax_backward_meta_structured(const at::Tensor& grad_output, c
 
 // Autograd for opforge.log_softmax_backward: see Note [Generated autograd] in README.md.
 at::Tensor log_softmax_backward_autograd(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim) {
+  opforge::autograd::reject_forward_ad("opforge.log_softmax_backward", {grad_output, output});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::log_softmax_backward(grad_output, output, dim);

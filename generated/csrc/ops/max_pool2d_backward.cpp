@@ -106,6 +106,7 @@ at::Tensor max_pool2d_backward_meta_structured(const at::Tensor& grad_output, co
 
 // Autograd for opforge.max_pool2d_backward: see Note [Generated autograd] in README.md.
 at::Tensor max_pool2d_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+  opforge::autograd::reject_forward_ad("opforge.max_pool2d_backward", {grad_output, self, indices});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::max_pool2d_backward(grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);

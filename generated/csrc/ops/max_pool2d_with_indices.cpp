@@ -159,6 +159,7 @@ std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out_meta_structured
 
 std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out_autograd(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode, at::Tensor& out0, at::Tensor& out1) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.max_pool2d_with_indices";
+  opforge::autograd::reject_forward_ad("opforge.max_pool2d_with_indices", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     const auto meta = opforge::max_pool2d_with_indices_meta<c10::SymInt>(kOp, self, kernel_size, stride, padding, dilation, ceil_mode);
     opforge::structured::prepare_out(kOp, "out0", out0, meta.outputs[0], self);
@@ -190,6 +191,7 @@ std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out_functionalize(c
 
 // Autograd for opforge.max_pool2d_with_indices: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_autograd(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+  opforge::autograd::reject_forward_ad("opforge.max_pool2d_with_indices", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode);

@@ -125,6 +125,7 @@ at::Tensor mse_loss_meta_structured(const at::Tensor& self, const at::Tensor& ta
 
 // Autograd for opforge.mse_loss: see Note [Generated autograd] in README.md.
 at::Tensor mse_loss_autograd(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction) {
+  opforge::autograd::reject_forward_ad("opforge.mse_loss", {self, target});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::mse_loss(self, target, reduction);

@@ -118,6 +118,7 @@ at::Tensor nll_loss_backward_meta_structured(const at::Tensor& grad_output, cons
 
 // Autograd for opforge.nll_loss_backward: see Note [Generated autograd] in README.md.
 at::Tensor nll_loss_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index) {
+  opforge::autograd::reject_forward_ad("opforge.nll_loss_backward", {grad_output, self, target, weight});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::nll_loss_backward(grad_output, self, target, weight, ignore_index);

@@ -112,6 +112,7 @@ std::tuple<at::Tensor, at::Tensor> nll_loss_forward_meta_structured(const at::Te
 
 // Autograd for opforge.nll_loss_forward: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor> nll_loss_forward_autograd(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index) {
+  opforge::autograd::reject_forward_ad("opforge.nll_loss_forward", {self, target, weight});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::nll_loss_forward(self, target, weight, ignore_index);

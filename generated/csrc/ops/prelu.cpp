@@ -99,6 +99,7 @@ at::Tensor prelu_meta_structured(const at::Tensor& self, const at::Tensor& weigh
 
 // Autograd for opforge.prelu: see Note [Generated autograd] in README.md.
 at::Tensor prelu_autograd(const at::Tensor& self, const at::Tensor& weight) {
+  opforge::autograd::reject_forward_ad("opforge.prelu", {self, weight});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::prelu(self, weight);

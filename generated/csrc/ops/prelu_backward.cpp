@@ -114,6 +114,7 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward_meta_structured(const at::Tens
 
 // Autograd for opforge.prelu_backward: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor> prelu_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) {
+  opforge::autograd::reject_forward_ad("opforge.prelu_backward", {grad_output, self, weight});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::prelu_backward(grad_output, self, weight);

@@ -169,6 +169,7 @@ at::Tensor& relu_out_meta_structured(const at::Tensor& self, at::Tensor& out) {
 
 at::Tensor& relu_out_autograd(const at::Tensor& self, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
+  opforge::autograd::reject_forward_ad("opforge.relu", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     at::ScalarType dtype;
     const auto geometry = relu_meta_step<c10::SymInt>(self, dtype);
@@ -232,6 +233,7 @@ at::Tensor& relu__meta_structured(at::Tensor& self) {
 
 at::Tensor& relu__autograd(at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu_";
+  opforge::autograd::reject_forward_ad("opforge.relu_", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     at::ScalarType dtype;
     const auto geometry = relu_meta_step<c10::SymInt>(self, dtype);
@@ -256,6 +258,7 @@ at::Tensor& relu__functionalize(at::Tensor& self) {
 
 // Autograd for opforge.relu: see Note [Generated autograd] in README.md.
 at::Tensor relu_autograd(const at::Tensor& self) {
+  opforge::autograd::reject_forward_ad("opforge.relu", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::relu(self);

@@ -120,6 +120,7 @@ at::Tensor relu_backward_meta_structured(const at::Tensor& grad_output, const at
 
 // Autograd for opforge.relu_backward: see Note [Generated autograd] in README.md.
 at::Tensor relu_backward_autograd(const at::Tensor& grad_output, const at::Tensor& output) {
+  opforge::autograd::reject_forward_ad("opforge.relu_backward", {grad_output, output});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::relu_backward(grad_output, output);

@@ -99,6 +99,7 @@ at::Tensor roi_align_meta_structured(const at::Tensor& input, const at::Tensor& 
 
 // Autograd for opforge.roi_align: see Note [Generated autograd] in README.md.
 at::Tensor roi_align_autograd(const at::Tensor& input, const at::Tensor& boxes, c10::SymIntArrayRef output_size, double spatial_scale, int64_t sampling_ratio, bool aligned, c10::string_view pool_mode) {
+  opforge::autograd::reject_forward_ad("opforge.roi_align", {input, boxes});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::roi_align(input, boxes, output_size, spatial_scale, sampling_ratio, aligned, pool_mode);

@@ -110,6 +110,7 @@ at::Tensor roi_align_backward_meta_structured(const at::Tensor& grad_output, con
 
 // Autograd for opforge.roi_align_backward: see Note [Generated autograd] in README.md.
 at::Tensor roi_align_backward_autograd(const at::Tensor& grad_output, const at::Tensor& boxes, c10::SymIntArrayRef input_size, c10::SymIntArrayRef output_size, double spatial_scale, int64_t sampling_ratio, bool aligned, c10::string_view pool_mode, const std::optional<at::Tensor>& input) {
+  opforge::autograd::reject_forward_ad("opforge.roi_align_backward", {grad_output, boxes, input});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::roi_align_backward(grad_output, boxes, input_size, output_size, spatial_scale, sampling_ratio, aligned, pool_mode, input);

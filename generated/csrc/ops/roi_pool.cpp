@@ -104,6 +104,7 @@ std::tuple<at::Tensor, at::Tensor> roi_pool_meta_structured(const at::Tensor& in
 
 // Autograd for opforge.roi_pool: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor> roi_pool_autograd(const at::Tensor& input, const at::Tensor& boxes, c10::SymIntArrayRef output_size, double spatial_scale) {
+  opforge::autograd::reject_forward_ad("opforge.roi_pool", {input, boxes});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::roi_pool(input, boxes, output_size, spatial_scale);

@@ -107,6 +107,7 @@ at::Tensor roi_pool_backward_meta_structured(const at::Tensor& grad_output, cons
 
 // Autograd for opforge.roi_pool_backward: see Note [Generated autograd] in README.md.
 at::Tensor roi_pool_backward_autograd(const at::Tensor& grad_output, const at::Tensor& boxes, const at::Tensor& argmax, c10::SymIntArrayRef input_size) {
+  opforge::autograd::reject_forward_ad("opforge.roi_pool_backward", {grad_output, boxes, argmax});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::roi_pool_backward(grad_output, boxes, argmax, input_size);

@@ -169,6 +169,7 @@ at::Tensor& sigmoid_out_meta_structured(const at::Tensor& self, at::Tensor& out)
 
 at::Tensor& sigmoid_out_autograd(const at::Tensor& self, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid";
+  opforge::autograd::reject_forward_ad("opforge.sigmoid", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     at::ScalarType dtype;
     const auto geometry = sigmoid_meta_step<c10::SymInt>(self, dtype);
@@ -232,6 +233,7 @@ at::Tensor& sigmoid__meta_structured(at::Tensor& self) {
 
 at::Tensor& sigmoid__autograd(at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_";
+  opforge::autograd::reject_forward_ad("opforge.sigmoid_", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     at::ScalarType dtype;
     const auto geometry = sigmoid_meta_step<c10::SymInt>(self, dtype);
@@ -256,6 +258,7 @@ at::Tensor& sigmoid__functionalize(at::Tensor& self) {
 
 // Autograd for opforge.sigmoid: see Note [Generated autograd] in README.md.
 at::Tensor sigmoid_autograd(const at::Tensor& self) {
+  opforge::autograd::reject_forward_ad("opforge.sigmoid", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::sigmoid(self);

@@ -120,6 +120,7 @@ at::Tensor sigmoid_backward_meta_structured(const at::Tensor& grad_output, const
 
 // Autograd for opforge.sigmoid_backward: see Note [Generated autograd] in README.md.
 at::Tensor sigmoid_backward_autograd(const at::Tensor& grad_output, const at::Tensor& output) {
+  opforge::autograd::reject_forward_ad("opforge.sigmoid_backward", {grad_output, output});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::sigmoid_backward(grad_output, output);

@@ -127,6 +127,7 @@ at::Tensor sigmoid_focal_loss_meta_structured(const at::Tensor& self, const at::
 
 // Autograd for opforge.sigmoid_focal_loss: see Note [Generated autograd] in README.md.
 at::Tensor sigmoid_focal_loss_autograd(const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, c10::string_view reduction) {
+  opforge::autograd::reject_forward_ad("opforge.sigmoid_focal_loss", {self, target});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::sigmoid_focal_loss(self, target, alpha, gamma, reduction);

@@ -129,6 +129,7 @@ at::Tensor sigmoid_focal_loss_backward_meta_structured(const at::Tensor& grad_ou
 
 // Autograd for opforge.sigmoid_focal_loss_backward: see Note [Generated autograd] in README.md.
 at::Tensor sigmoid_focal_loss_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, c10::string_view reduction) {
+  opforge::autograd::reject_forward_ad("opforge.sigmoid_focal_loss_backward", {grad_output, self, target});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::sigmoid_focal_loss_backward(grad_output, self, target, alpha, gamma, reduction);

@@ -169,6 +169,7 @@ at::Tensor& silu_out_meta_structured(const at::Tensor& self, at::Tensor& out) {
 
 at::Tensor& silu_out_autograd(const at::Tensor& self, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.silu";
+  opforge::autograd::reject_forward_ad("opforge.silu", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     at::ScalarType dtype;
     const auto geometry = silu_meta_step<c10::SymInt>(self, dtype);
@@ -232,6 +233,7 @@ at::Tensor& silu__meta_structured(at::Tensor& self) {
 
 at::Tensor& silu__autograd(at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.silu_";
+  opforge::autograd::reject_forward_ad("opforge.silu_", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     at::ScalarType dtype;
     const auto geometry = silu_meta_step<c10::SymInt>(self, dtype);
@@ -256,6 +258,7 @@ at::Tensor& silu__functionalize(at::Tensor& self) {
 
 // Autograd for opforge.silu: see Note [Generated autograd] in README.md.
 at::Tensor silu_autograd(const at::Tensor& self) {
+  opforge::autograd::reject_forward_ad("opforge.silu", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::silu(self);

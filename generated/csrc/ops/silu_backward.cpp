@@ -120,6 +120,7 @@ at::Tensor silu_backward_meta_structured(const at::Tensor& grad_output, const at
 
 // Autograd for opforge.silu_backward: see Note [Generated autograd] in README.md.
 at::Tensor silu_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self) {
+  opforge::autograd::reject_forward_ad("opforge.silu_backward", {grad_output, self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::silu_backward(grad_output, self);

@@ -126,6 +126,7 @@ at::Tensor smooth_l1_loss_meta_structured(const at::Tensor& self, const at::Tens
 
 // Autograd for opforge.smooth_l1_loss: see Note [Generated autograd] in README.md.
 at::Tensor smooth_l1_loss_autograd(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double beta) {
+  opforge::autograd::reject_forward_ad("opforge.smooth_l1_loss", {self, target});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::smooth_l1_loss(self, target, reduction, beta);

@@ -130,6 +130,7 @@ at::Tensor smooth_l1_loss_backward_meta_structured(const at::Tensor& grad_output
 
 // Autograd for opforge.smooth_l1_loss_backward: see Note [Generated autograd] in README.md.
 at::Tensor smooth_l1_loss_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double beta) {
+  opforge::autograd::reject_forward_ad("opforge.smooth_l1_loss_backward", {grad_output, self, target});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::smooth_l1_loss_backward(grad_output, self, target, reduction, beta);

@@ -147,6 +147,7 @@ at::Tensor& softmax_out_meta_structured(const at::Tensor& self, int64_t dim, at:
 
 at::Tensor& softmax_out_autograd(const at::Tensor& self, int64_t dim, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softmax";
+  opforge::autograd::reject_forward_ad("opforge.softmax", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     const auto meta = opforge::softmax_meta<c10::SymInt>(kOp, self, dim);
     opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
@@ -169,6 +170,7 @@ at::Tensor& softmax_out_functionalize(const at::Tensor& self, int64_t dim, at::T
 
 // Autograd for opforge.softmax: see Note [Generated autograd] in README.md.
 at::Tensor softmax_autograd(const at::Tensor& self, int64_t dim) {
+  opforge::autograd::reject_forward_ad("opforge.softmax", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::softmax(self, dim);

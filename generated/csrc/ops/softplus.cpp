@@ -116,6 +116,7 @@ at::Tensor softplus_meta_structured(const at::Tensor& self, const at::Scalar& be
 
 // Autograd for opforge.softplus: see Note [Generated autograd] in README.md.
 at::Tensor softplus_autograd(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+  opforge::autograd::reject_forward_ad("opforge.softplus", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::softplus(self, beta, threshold);

@@ -120,6 +120,7 @@ at::Tensor softplus_backward_meta_structured(const at::Tensor& grad_output, cons
 
 // Autograd for opforge.softplus_backward: see Note [Generated autograd] in README.md.
 at::Tensor softplus_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+  opforge::autograd::reject_forward_ad("opforge.softplus_backward", {grad_output, self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::softplus_backward(grad_output, self, beta, threshold);

@@ -88,6 +88,7 @@ at::Tensor spatial_pyramid_pool_meta_structured(const at::Tensor& self, at::IntA
 
 // Autograd for opforge.spatial_pyramid_pool: see Note [Generated autograd] in README.md.
 at::Tensor spatial_pyramid_pool_autograd(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
+  opforge::autograd::reject_forward_ad("opforge.spatial_pyramid_pool", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::spatial_pyramid_pool(self, levels, mode);

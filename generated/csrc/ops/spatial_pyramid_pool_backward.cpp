@@ -98,6 +98,7 @@ at::Tensor spatial_pyramid_pool_backward_meta_structured(const at::Tensor& grad_
 
 // Autograd for opforge.spatial_pyramid_pool_backward: see Note [Generated autograd] in README.md.
 at::Tensor spatial_pyramid_pool_backward_autograd(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
+  opforge::autograd::reject_forward_ad("opforge.spatial_pyramid_pool_backward", {grad_output, self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::spatial_pyramid_pool_backward(grad_output, self, levels, mode);

@@ -147,6 +147,7 @@ at::Tensor& sum_out_meta_structured(const at::Tensor& self, at::OptionalIntArray
 
 at::Tensor& sum_out_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sum";
+  opforge::autograd::reject_forward_ad("opforge.sum", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     const auto meta = opforge::sum_meta<c10::SymInt>(kOp, self, dim, keepdim);
     opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
@@ -169,6 +170,7 @@ at::Tensor& sum_out_functionalize(const at::Tensor& self, at::OptionalIntArrayRe
 
 // Autograd for opforge.sum: see Note [Generated autograd] in README.md.
 at::Tensor sum_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
+  opforge::autograd::reject_forward_ad("opforge.sum", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::sum(self, dim, keepdim);

@@ -169,6 +169,7 @@ at::Tensor& tanh_out_meta_structured(const at::Tensor& self, at::Tensor& out) {
 
 at::Tensor& tanh_out_autograd(const at::Tensor& self, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
+  opforge::autograd::reject_forward_ad("opforge.tanh", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     at::ScalarType dtype;
     const auto geometry = tanh_meta_step<c10::SymInt>(self, dtype);
@@ -232,6 +233,7 @@ at::Tensor& tanh__meta_structured(at::Tensor& self) {
 
 at::Tensor& tanh__autograd(at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh_";
+  opforge::autograd::reject_forward_ad("opforge.tanh_", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     at::ScalarType dtype;
     const auto geometry = tanh_meta_step<c10::SymInt>(self, dtype);
@@ -256,6 +258,7 @@ at::Tensor& tanh__functionalize(at::Tensor& self) {
 
 // Autograd for opforge.tanh: see Note [Generated autograd] in README.md.
 at::Tensor tanh_autograd(const at::Tensor& self) {
+  opforge::autograd::reject_forward_ad("opforge.tanh", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::tanh(self);

@@ -120,6 +120,7 @@ at::Tensor tanh_backward_meta_structured(const at::Tensor& grad_output, const at
 
 // Autograd for opforge.tanh_backward: see Note [Generated autograd] in README.md.
 at::Tensor tanh_backward_autograd(const at::Tensor& grad_output, const at::Tensor& output) {
+  opforge::autograd::reject_forward_ad("opforge.tanh_backward", {grad_output, output});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::tanh_backward(grad_output, output);

@@ -25,6 +25,11 @@ using tensor_list = std::vector<at::Tensor>;
 using backward_fn =
     std::function<tensor_list(const tensor_list& grads, const tensor_list& saved, const std::vector<bool>& needs)>;
 
+// Raises NotImplementedError naming `op` when an input carries a forward-mode
+// tangent (torch.func.jvp, torch.autograd.forward_ad): the generated kernels
+// have no forward derivatives, and dropping the tangent would return zeros.
+void reject_forward_ad(const char* op, const std::vector<std::optional<at::Tensor>>& inputs);
+
 // True when grad mode is on and a defined input requires grad.
 bool any_requires_grad(const std::vector<std::optional<at::Tensor>>& inputs);
 

@@ -169,6 +169,7 @@ at::Tensor& clamp_to_out_meta_structured(const at::Tensor& self, const at::Scala
 
 at::Tensor& clamp_to_out_autograd(const at::Tensor& self, const at::Scalar& low, const at::Scalar& high, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to";
+  opforge::autograd::reject_forward_ad("opforge.clamp_to", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     at::ScalarType dtype;
     const auto geometry = clamp_to_meta_step<c10::SymInt>(self, low, high, dtype);
@@ -232,6 +233,7 @@ at::Tensor& clamp_to__meta_structured(at::Tensor& self, const at::Scalar& low, c
 
 at::Tensor& clamp_to__autograd(at::Tensor& self, const at::Scalar& low, const at::Scalar& high) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to_";
+  opforge::autograd::reject_forward_ad("opforge.clamp_to_", {self});
   if (opforge::autograd::any_requires_grad({self})) {
     at::ScalarType dtype;
     const auto geometry = clamp_to_meta_step<c10::SymInt>(self, low, high, dtype);
@@ -256,6 +258,7 @@ at::Tensor& clamp_to__functionalize(at::Tensor& self, const at::Scalar& low, con
 
 // Autograd for opforge.clamp_to: see Note [Generated autograd] in README.md.
 at::Tensor clamp_to_autograd(const at::Tensor& self, const at::Scalar& low, const at::Scalar& high) {
+  opforge::autograd::reject_forward_ad("opforge.clamp_to", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::clamp_to(self, low, high);

@@ -44,6 +44,7 @@ at::Tensor crop_meta(const at::Tensor& self, at::IntArrayRef size, at::IntArrayR
 
 // Autograd for opforge.crop: see Note [Generated autograd] in README.md.
 at::Tensor crop_autograd(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride) {
+  opforge::autograd::reject_forward_ad("opforge.crop", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::crop(self, size, stride);

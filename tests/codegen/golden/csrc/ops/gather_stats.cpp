@@ -37,6 +37,7 @@ std::tuple<at::Tensor, at::Tensor> gather_stats_cpu_checked(const at::Tensor& ta
 
 // Autograd for opforge.gather_stats: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor> gather_stats_autograd(const at::Tensor& table, const at::Tensor& index, const std::optional<at::Tensor>& running, std::optional<at::Generator> generator) {
+  opforge::autograd::reject_forward_ad("opforge.gather_stats", {table, index, running});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::gather_stats(table, index, running, generator);

@@ -56,6 +56,7 @@ at::Tensor scale_add_Tensor_meta(const at::Tensor& self, const at::Tensor& other
 
 // Autograd for opforge.scale_add: see Note [Generated autograd] in README.md.
 at::Tensor scale_add_Tensor_autograd(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  opforge::autograd::reject_forward_ad("opforge.scale_add", {self, other});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::scale_add(self, other, alpha);

@@ -113,6 +113,7 @@ std::tuple<at::Tensor, at::Tensor> select_max_meta_structured(const at::Tensor& 
 
 // Autograd for opforge.select_max: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor> select_max_autograd(const at::Tensor& self, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& counts, int64_t dim) {
+  opforge::autograd::reject_forward_ad("opforge.select_max", {self, weight, counts});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::select_max(self, weight, counts, dim);

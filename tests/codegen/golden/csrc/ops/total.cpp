@@ -37,6 +37,7 @@ at::Tensor total_meta(const at::Tensor& self, at::OptionalIntArrayRef dim, bool 
 
 // Autograd for opforge.total: see Note [Generated autograd] in README.md.
 at::Tensor total_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, c10::string_view mode) {
+  opforge::autograd::reject_forward_ad("opforge.total", {self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::total(self, dim, keepdim, mode);
