@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from codegen.opdecl import OpDecl
-from tests.cuda_sim.check import agree
+from tests.cuda_sim.check import IN_ONE_WORKER, agree
 from tests.ops import opdb
 
-pytestmark = pytest.mark.cuda_sim
+pytestmark = [pytest.mark.cuda_sim, IN_ONE_WORKER]
 
 
 def _cuda_ops() -> list[OpDecl]:

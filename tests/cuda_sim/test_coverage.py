@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from tests.cuda_sim.check import sim_only
+from tests.cuda_sim.check import IN_ONE_WORKER, sim_only
 from tests.cuda_sim.kernels import ROOT, global_kernels
 
-pytestmark = [pytest.mark.cuda_sim, sim_only]
+pytestmark = [pytest.mark.cuda_sim, sim_only, IN_ONE_WORKER]
 
 
 def test_every_global_kernel_ran(cuda_sim: Any, capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import torch
 
-from tests.cuda_sim.check import agree, cuda_op, sim_only
+from tests.cuda_sim.check import IN_ONE_WORKER, agree, cuda_op, sim_only
 
-pytestmark = pytest.mark.cuda_sim
+pytestmark = [pytest.mark.cuda_sim, IN_ONE_WORKER]
 
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 

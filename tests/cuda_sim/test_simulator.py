@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import torch
 
-from tests.cuda_sim.check import sim_only
+from tests.cuda_sim.check import IN_ONE_WORKER, sim_only
 
-pytestmark = [pytest.mark.cuda_sim, sim_only]
+pytestmark = [pytest.mark.cuda_sim, sim_only, IN_ONE_WORKER]
 
 # CUDA runtime error codes.
 SUCCESS = 0
