@@ -43,12 +43,12 @@ demo: build
 # comparisons and the kernel families' tests under every other compiled
 # capability (Note [CPU capabilities]).
 # pytest-xdist spreads the tests over the cores; the 15 slowest are listed at
-# the end. The simulated CUDA suite runs on its own, in one worker: its
-# coverage tests count the kernels that process launched.
+# the end. The simulated CUDA suite runs on its own, in one process and in
+# order: its coverage tests, last, count the kernels that process launched.
 PYTEST_PARALLEL ?= -n $(JOBS) --dist loadgroup
 test: build
 	$(PY) -m pytest -q $(PYTEST_PARALLEL) --durations=15 --ignore=tests/cuda_sim
-	$(PY) -m pytest -q $(PYTEST_PARALLEL) tests/cuda_sim
+	$(PY) -m pytest -q -p no:xdist tests/cuda_sim
 	@for c in $$($(PY) -c "import opforge; i = opforge.build_info(); print(*[c for c in i['cpu_capabilities'] if c != i['cpu_capability']])"); do \
 	  echo "OPFORGE_CPU_CAPABILITY=$$c"; \
 	  OPFORGE_CPU_CAPABILITY=$$c $(PY) -m pytest -q $(PYTEST_PARALLEL) tests/ops/test_ops.py::test_matches_reference \

@@ -238,50 +238,6 @@ set(OPFORGE_CPU_KERNEL_SOURCES
 # The generated CUDA device code (nvcc, or the CUDA simulator's C++ build); the
 # host code is in the op's registration unit and in csrc/cuda_sim.cpp.
 set(OPFORGE_GENERATED_CUDA_DEVICE_SOURCES
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/add_Tensor.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/add_relu.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_target_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_with_logits.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_with_logits_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_with_logits_target_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/elu.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/elu_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/fake_quantize_per_tensor_affine.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/fake_quantize_per_tensor_affine_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/gelu.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/gelu_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardsigmoid.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardsigmoid_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardswish.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardswish_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/huber_loss.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/huber_loss_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/kl_div.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/kl_div_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/kl_div_target_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/l1_loss.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/l1_loss_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/leaky_relu.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/leaky_relu_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/mse_loss.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/mse_loss_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/relu.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/relu_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_focal_loss.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_focal_loss_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_focal_loss_target_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/silu.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/silu_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/smooth_l1_loss.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/smooth_l1_loss_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus_backward.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh.cu
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_backward.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/anchors.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/boxes.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/classification_loss.cu
@@ -311,6 +267,24 @@ set(OPFORGE_GENERATED_CUDA_DEVICE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax_backward.cu
 )
+# The pointwise ops' .cu files, a family's few at a time through one wrapper each
+# (Note [Build groups]; CMake's unity builds do not cover CUDA).
+file(CONFIGURE OUTPUT "${CMAKE_BINARY_DIR}/unity_cuda/pointwise_activation_0.cu" CONTENT "#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/elu.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/elu_backward.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/gelu.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/gelu_backward.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardsigmoid.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardsigmoid_backward.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardswish.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardswish_backward.cu\"\n" @ONLY)
+list(APPEND OPFORGE_GENERATED_CUDA_DEVICE_SOURCES "${CMAKE_BINARY_DIR}/unity_cuda/pointwise_activation_0.cu")
+file(CONFIGURE OUTPUT "${CMAKE_BINARY_DIR}/unity_cuda/pointwise_activation_1.cu" CONTENT "#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/leaky_relu.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/leaky_relu_backward.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/relu.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/relu_backward.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_backward.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/silu.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/silu_backward.cu\"\n" @ONLY)
+list(APPEND OPFORGE_GENERATED_CUDA_DEVICE_SOURCES "${CMAKE_BINARY_DIR}/unity_cuda/pointwise_activation_1.cu")
+file(CONFIGURE OUTPUT "${CMAKE_BINARY_DIR}/unity_cuda/pointwise_activation_2.cu" CONTENT "#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus_backward.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_backward.cu\"\n" @ONLY)
+list(APPEND OPFORGE_GENERATED_CUDA_DEVICE_SOURCES "${CMAKE_BINARY_DIR}/unity_cuda/pointwise_activation_2.cu")
+file(CONFIGURE OUTPUT "${CMAKE_BINARY_DIR}/unity_cuda/pointwise_binary_0.cu" CONTENT "#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/add_Tensor.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/add_relu.cu\"\n" @ONLY)
+list(APPEND OPFORGE_GENERATED_CUDA_DEVICE_SOURCES "${CMAKE_BINARY_DIR}/unity_cuda/pointwise_binary_0.cu")
+file(CONFIGURE OUTPUT "${CMAKE_BINARY_DIR}/unity_cuda/pointwise_loss_0.cu" CONTENT "#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_backward.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_target_backward.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_with_logits.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_with_logits_backward.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_with_logits_target_backward.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/huber_loss.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/huber_loss_backward.cu\"\n" @ONLY)
+list(APPEND OPFORGE_GENERATED_CUDA_DEVICE_SOURCES "${CMAKE_BINARY_DIR}/unity_cuda/pointwise_loss_0.cu")
+file(CONFIGURE OUTPUT "${CMAKE_BINARY_DIR}/unity_cuda/pointwise_loss_1.cu" CONTENT "#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/kl_div.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/kl_div_backward.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/kl_div_target_backward.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/l1_loss.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/l1_loss_backward.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/mse_loss.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/mse_loss_backward.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_focal_loss.cu\"\n" @ONLY)
+list(APPEND OPFORGE_GENERATED_CUDA_DEVICE_SOURCES "${CMAKE_BINARY_DIR}/unity_cuda/pointwise_loss_1.cu")
+file(CONFIGURE OUTPUT "${CMAKE_BINARY_DIR}/unity_cuda/pointwise_loss_2.cu" CONTENT "#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_focal_loss_backward.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_focal_loss_target_backward.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/smooth_l1_loss.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/smooth_l1_loss_backward.cu\"\n" @ONLY)
+list(APPEND OPFORGE_GENERATED_CUDA_DEVICE_SOURCES "${CMAKE_BINARY_DIR}/unity_cuda/pointwise_loss_2.cu")
+file(CONFIGURE OUTPUT "${CMAKE_BINARY_DIR}/unity_cuda/pointwise_quantize_0.cu" CONTENT "#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/fake_quantize_per_tensor_affine.cu\"\n#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/fake_quantize_per_tensor_affine_backward.cu\"\n" @ONLY)
+list(APPEND OPFORGE_GENERATED_CUDA_DEVICE_SOURCES "${CMAKE_BINARY_DIR}/unity_cuda/pointwise_quantize_0.cu")
 # Structured ops' kernel sources (relative to the project root): the generated
 # units above include them, so the kernels/ globs leave them out.
 set(OPFORGE_STRUCTURED_KERNEL_FILES
@@ -371,5 +345,281 @@ set(OPFORGE_STRUCTURED_KERNEL_FILES
   kernels/cuda/softmax.cu
   kernels/cuda/softmax_backward.cu
 )
+# Unity groups (Note [Build groups] in codegen/dest/py.py): the registration
+# units and the pointwise CPU kernel units of one family, a few files a group.
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/elu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/elu_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gelu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gelu_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/hardsigmoid.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/hardsigmoid_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/hardswish.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/hardswish_backward.cpp
+  PROPERTIES UNITY_GROUP ops_activation_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/leaky_relu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/leaky_relu_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/prelu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/prelu_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/relu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/relu_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sigmoid.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sigmoid_backward.cpp
+  PROPERTIES UNITY_GROUP ops_activation_1)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/silu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/silu_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/softplus.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/softplus_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/tanh.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/tanh_backward.cpp
+  PROPERTIES UNITY_GROUP ops_activation_2)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/generate_anchors.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/grid_anchors.cpp
+  PROPERTIES UNITY_GROUP ops_anchors_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/add.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/add_relu.cpp
+  PROPERTIES UNITY_GROUP ops_binary_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/box_decode.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/box_decode_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/box_encode.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/box_encode_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/box_iou.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/box_iou_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/clip_boxes_to_image.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/clip_boxes_to_image_backward.cpp
+  PROPERTIES UNITY_GROUP ops_boxes_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/generalized_box_iou.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/generalized_box_iou_backward.cpp
+  PROPERTIES UNITY_GROUP ops_boxes_1)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/cross_entropy.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/cross_entropy_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/cross_entropy_double_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/cross_entropy_forward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/distillation_loss.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/nll_loss.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/nll_loss_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/nll_loss_forward.cpp
+  PROPERTIES UNITY_GROUP ops_classification_loss_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/conv2d.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/conv2d_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/conv2d_bias_act.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/conv2d_double_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/conv_transpose2d.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/conv_transpose2d_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fold_conv_bn.cpp
+  PROPERTIES UNITY_GROUP ops_conv_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/constant.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/kaiming_normal.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/kaiming_uniform.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/normal.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/trunc_normal.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/uniform.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/xavier_normal.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/xavier_uniform.cpp
+  PROPERTIES UNITY_GROUP ops_init_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/int8_mm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/quantized_conv2d.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/quantized_linear.cpp
+  PROPERTIES UNITY_GROUP ops_int_gemm_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/channel_shuffle.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/dropout.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/dropout_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/dropout_forward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/embedding.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/embedding_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/linear.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/linear_backward.cpp
+  PROPERTIES UNITY_GROUP ops_layers_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/linear_double_backward.cpp
+  PROPERTIES UNITY_GROUP ops_layers_1)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/binary_cross_entropy.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/binary_cross_entropy_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/binary_cross_entropy_target_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/binary_cross_entropy_with_logits.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/binary_cross_entropy_with_logits_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/binary_cross_entropy_with_logits_target_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/huber_loss.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/huber_loss_backward.cpp
+  PROPERTIES UNITY_GROUP ops_loss_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/kl_div.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/kl_div_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/kl_div_target_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/l1_loss.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/l1_loss_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/mse_loss.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/mse_loss_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sigmoid_focal_loss.cpp
+  PROPERTIES UNITY_GROUP ops_loss_1)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sigmoid_focal_loss_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sigmoid_focal_loss_target_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/smooth_l1_loss.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/smooth_l1_loss_backward.cpp
+  PROPERTIES UNITY_GROUP ops_loss_2)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/batched_nms.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/nms.cpp
+  PROPERTIES UNITY_GROUP ops_nms_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/batch_norm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/batch_norm_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/batch_norm_double_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/batch_norm_forward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/group_norm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/group_norm_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/group_norm_double_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/group_norm_forward.cpp
+  PROPERTIES UNITY_GROUP ops_norm_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/layer_norm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/layer_norm_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/layer_norm_double_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/layer_norm_forward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/local_response_norm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/local_response_norm_backward.cpp
+  PROPERTIES UNITY_GROUP ops_norm_1)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/choose_qparams.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/minmax_observer_update_.cpp
+  PROPERTIES UNITY_GROUP ops_observer_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/adadelta_step_.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/adagrad_step_.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/adam_step_.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/adamw_step_.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/clip_grad_norm_.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/rmsprop_step_.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sgd_step_.cpp
+  PROPERTIES UNITY_GROUP ops_optim_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/adaptive_avg_pool2d.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/adaptive_avg_pool2d_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/adaptive_max_pool2d.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/adaptive_max_pool2d_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/adaptive_max_pool2d_with_indices.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/avg_pool2d.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/avg_pool2d_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/max_pool2d.cpp
+  PROPERTIES UNITY_GROUP ops_pooling_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/max_pool2d_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/max_pool2d_with_indices.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/spatial_pyramid_pool.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/spatial_pyramid_pool_backward.cpp
+  PROPERTIES UNITY_GROUP ops_pooling_1)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/channel_norm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/global_magnitude_prune_masks.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/ln_structured_mask.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/magnitude_prune_mask.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/random_prune_mask.cpp
+  PROPERTIES UNITY_GROUP ops_prune_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fake_quantize_learnable_per_channel_affine.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fake_quantize_learnable_per_channel_affine_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fake_quantize_learnable_per_tensor_affine.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fake_quantize_learnable_per_tensor_affine_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fake_quantize_per_channel_affine.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fake_quantize_per_channel_affine_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fake_quantize_per_tensor_affine.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/fake_quantize_per_tensor_affine_backward.cpp
+  PROPERTIES UNITY_GROUP ops_quantize_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/bfloat16_truncate.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/dequantize_per_channel.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/dequantize_per_tensor.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/quantize_per_channel.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/quantize_per_tensor.cpp
+  PROPERTIES UNITY_GROUP ops_quantize_affine_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sum.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/sum_backward.cpp
+  PROPERTIES UNITY_GROUP ops_reduction_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/roi_align.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/roi_align_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/roi_pool.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/roi_pool_backward.cpp
+  PROPERTIES UNITY_GROUP ops_roi_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/log_softmax.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/log_softmax_backward.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/softmax.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/softmax_backward.cpp
+  PROPERTIES UNITY_GROUP ops_softmax_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/elu_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/elu_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/gelu_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/gelu_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardsigmoid_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardsigmoid_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardswish_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/hardswish_backward_cpu.cpp
+  PROPERTIES UNITY_GROUP cpu_activation_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/leaky_relu_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/leaky_relu_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/relu_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/relu_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/silu_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/silu_backward_cpu.cpp
+  PROPERTIES UNITY_GROUP cpu_activation_1)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/softplus_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/tanh_backward_cpu.cpp
+  PROPERTIES UNITY_GROUP cpu_activation_2)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/add_Tensor_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/add_relu_cpu.cpp
+  PROPERTIES UNITY_GROUP cpu_binary_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_target_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_with_logits_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_with_logits_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/binary_cross_entropy_with_logits_target_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/huber_loss_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/huber_loss_backward_cpu.cpp
+  PROPERTIES UNITY_GROUP cpu_loss_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/kl_div_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/kl_div_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/kl_div_target_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/l1_loss_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/l1_loss_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/mse_loss_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/mse_loss_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_focal_loss_cpu.cpp
+  PROPERTIES UNITY_GROUP cpu_loss_1)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_focal_loss_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/sigmoid_focal_loss_target_backward_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/smooth_l1_loss_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/smooth_l1_loss_backward_cpu.cpp
+  PROPERTIES UNITY_GROUP cpu_loss_2)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/fake_quantize_per_tensor_affine_cpu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/fake_quantize_per_tensor_affine_backward_cpu.cpp
+  PROPERTIES UNITY_GROUP cpu_quantize_0)
 # The CUDA simulator's op registrations (opforge._cuda_sim).
 set(OPFORGE_CUDA_SIM_GENERATED_SOURCES ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim.cpp)

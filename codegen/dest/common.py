@@ -39,3 +39,12 @@ def shared_dtype_args(op: OpDecl) -> list[tuple[Argument, str]]:
 def dtype_description(dtypes: Sequence[str]) -> str:
     kind = "a floating tensor" if set(dtypes) <= set(FLOATING_DTYPES) else "a tensor of dtype"
     return f"{kind} ({', '.join(dtypes)})"
+
+
+def return_results(count: int) -> str:
+    """The return of a backend kernel whose call sequence gave `results` (a std::array)."""
+    if count == 0:
+        return "return;"  # an update of its Tensor(a!) arguments
+    if count == 1:
+        return "return results[0];"
+    return f"return std::make_tuple({', '.join(f'results[{i}]' for i in range(count))});"

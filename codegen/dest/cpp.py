@@ -398,9 +398,8 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
             op.pointwise is not None and (op.pointwise.reduction or op.pointwise.if_none)
             for op in ops
         ),
-        "structured_inplace": any(
-            op.structured is not None and op.generated_variant == "inplace" for op in ops
-        ),
+        # Note [Call sequence] in opforge/structured_call.h.
+        "call_sequence": any(op.structured is not None or op.pointwise is not None for op in ops),
         "structured_lengths": any(op.data_dependent for op in ops),
         "cuda_kernels": cuda_kernels,
         "functor_headers": sorted({k["header"] for k in cuda_kernels}),
@@ -491,9 +490,8 @@ def cuda_sim(ops: Sequence[OpDecl]) -> Context:
         "wrappers": wrappers,
         "impls": impls,
         "meta_steps": steps,
-        "structured_inplace": any(
-            op.structured is not None and op.generated_variant == "inplace" for op in ops
-        ),
+        # Note [Call sequence] in opforge/structured_call.h.
+        "call_sequence": any(op.structured is not None or op.pointwise is not None for op in ops),
         "structured_lengths": any(op.data_dependent for op in ops),
         "cuda_kernels": cuda_kernels,
         "functor_headers": sorted({k["header"] for k in cuda_kernels}),

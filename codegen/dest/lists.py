@@ -6,6 +6,7 @@ dense pointers."""
 from __future__ import annotations
 
 from codegen.dest import cpp
+from codegen.dest.common import return_results
 from codegen.opdecl import CPP_SCALAR, DTYPES, OpDecl, TensorLists, kernel_name
 from codegen.parse import output_names
 
@@ -135,7 +136,9 @@ def element(f: OpDecl, name: str) -> str:
     return CPP_SCALAR[own[0]] if own else SCALAR
 
 
-def backend_body(f: OpDecl, key: str, *, simulated: bool = False) -> list[str]:
+def backend_body(f: OpDecl, key: str, traits: str, *, simulated: bool = False) -> list[str]:
+    """Checks and the meta function's call, then the call sequence's list form (`run_lists`,
+    Note [Call sequence] in opforge/structured_call.h) around the kernel call."""
     s = spec(f)
     lead = s.lead
     written = set(_written(f))
@@ -143,32 +146,30 @@ def backend_body(f: OpDecl, key: str, *, simulated: bool = False) -> list[str]:
     lines = [*checks(f, key, simulated=simulated), _meta_call(f, "int64_t")]
     # The CPU kernel also serves an all-empty call (no_tensors_body): outputs on the CPU.
     like = f"({lead}.empty() ? at::empty({{}}, at::kFloat) : {lead}[0])"
-    lines += _allocate(f, like)
-    if not outs:
-        lines += [f"if ({lead}.empty()) {{", "  return;", "}"]
-    lines += [f"const opforge::structured::kernel_list {n}_k({n});" for n in s.names]
-    pointers = [f"{o}.mutable_data_ptr<{element(f, o)}>()" for o in outs]
-    pointers += [f"{n}_k.as<{'' if n in written else 'const '}{element(f, n)}>()" for n in s.names]
-    pointers += [f"{lead}_k.sizes()", "meta.plan"]
+    lists = ", ".join(f"{{{n}, true}}" if n in written else f"{{{n}}}" for n in s.names)
+    pointers = [f"k.out[{i}].mutable_data_ptr<{element(f, o)}>()" for i, o in enumerate(outs)]
+    pointers += [
+        f"k.lists[{j}].as<{'' if n in written else 'const '}{element(f, n)}>()"
+        for j, n in enumerate(s.names)
+    ]
+    pointers += [f"k.lists[{s.names.index(lead)}].sizes()", "meta.plan"]
     types = ", ".join(CPP_SCALAR[d] for d in f.dtypes)
     kernel = kernel_name(f.kernel(key) or "")
     # The kernel's dtype: the lead's, or the first declared one for an empty call.
     dtype = f"({lead}.empty() ? at::ScalarType::{_first_scalar_type(f)} : {lead}[0].scalar_type())"
-    lines.append(
-        f"opforge::structured::dispatch<{types}>({dtype}, kOp, [&]<typename {SCALAR}>() {{"
-    )
+    run = f"opforge::structured::run_lists<{traits}>"
+    lines += [
+        f"{'const auto results = ' if outs else ''}{run}(meta, {like},",
+        f"    std::array<opforge::structured::list_arg, {len(s.names)}>{{{{{lists}}}}},",
+        f"[&](const opforge::structured::list_tensors<{len(outs)}, {len(s.names)}>& k) {{",
+        f"  opforge::structured::dispatch<{types}>({dtype}, kOp, [&]<typename {SCALAR}>() {{",
+    ]
     if key == "CUDA":
-        if outs:
-            lines.append(
-                f"  const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, {outs[0]});"
-            )
         call = f"opforge::{kernel}<{SCALAR}>({', '.join(pointers)}"
-        lines.append(f"  OPFORGE_CUDA_CHECK({call}, opforge::cuda::current_stream()));")
+        lines.append(f"    OPFORGE_CUDA_CHECK({call}, opforge::cuda::current_stream()));")
     else:
-        lines.append(f"  OPFORGE_CPU_KERNEL({kernel}<{SCALAR}>)({', '.join(pointers)});")
-    lines.append("});")
-    lines += [f"{n}_k.write_back({n});" for n in s.names if n in written]
-    return [*lines, _return(f)]
+        lines.append(f"    OPFORGE_CPU_KERNEL({kernel}<{SCALAR}>)({', '.join(pointers)});")
+    return [*lines, "  });", "});", return_results(len(outs))]
 
 
 def _first_scalar_type(f: OpDecl) -> str:

@@ -21,7 +21,6 @@ from codegen.opdecl import CPP_SCALAR, DTYPES, Functor, OpDecl
 Context = dict[str, Any]
 
 _NAMED = "opforge::pointwise::named_tensor"
-_MODE = "opforge::pointwise::write_mode::through_copy"
 
 
 def inputs(op: OpDecl) -> list[str]:
@@ -108,13 +107,13 @@ def _run_name(f: OpDecl, key: str) -> str:
 
 
 def run_function(f: OpDecl, key: str) -> Context:
-    """`<op>_<key>_run(out, args..., dtype)`: the kernel for `dtype` writing into `out`
-    (skipped when empty); shared by the functional, in-place and out= kernels of the key."""
+    """`<op>_<key>_run(out, args..., dtype)`: the kernel for `dtype` writing into a non-empty
+    `out`; shared by the functional, in-place and out= kernels of the key."""
     promoted = f.dtype_rule.args if isinstance(f.dtype_rule, rules.Promote) else ()
     # Tensor? inputs need not share the result's dtype: converted like the promoted ones.
     converted = [*promoted, *(n for n in _if_none(f) if n not in promoted)]
     loss = f.pointwise.reduction if f.pointwise is not None else None
-    lines = ["if (out.numel() == 0) {", "  return;", "}"]
+    lines = []
     for n in converted:
         if loss is not None and n == loss.grad:
             lines.append(
@@ -168,45 +167,37 @@ def _step(f: OpDecl, size: str) -> list[str]:
 
 
 def _kernel_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> list[str]:
-    """The body of `op` (f itself, or its in-place / out= variant) on a backend key or Meta."""
+    """The body of `op` (f itself, or its in-place / out= variant) on a backend key or Meta:
+    the device checks, then the call sequence's pointwise form (Note [Call sequence] in
+    opforge/structured_call.h) around the meta step and the run function."""
     backend = key != "Meta"
     size = "int64_t" if backend else "c10::SymInt"
     lines = cpp.device_checks(f, "CPU" if simulated else key, simulated=simulated)
     if key == "CUDA" and not simulated:
         lines += cpp.device_guard(f)
-    lines += _step(f, size)
+    lines += _present(f)
     ref = inputs(f)[0]
-    functional = f"opforge::ops::{f.api_name}({_args(f)})"
+    step = f"[&](at::ScalarType& dtype) {{ return {f.cpp_id}_meta_step<{size}>({_inner_args(f)}, dtype); }}"
+    run = "opforge::pointwise::no_kernel{}"
+    if backend:
+        name = _run_name(f, "CUDA" if simulated else key)
+        run = f"[&](const at::Tensor& out, at::ScalarType dtype) {{ {name}(out, {_inner_args(f)}, dtype); }}"
     kind = op.generated_variant
     if kind is None:
-        lines.append(
-            f"at::Tensor out = opforge::pointwise::empty_output(geometry, {ref}.options().dtype(dtype));"
-        )
-        target = "out"
-    elif kind == "inplace":
-        target = _target(op)
-        lines.append(
-            f'if (opforge::pointwise::check_inplace(kOp, "{target}", {target}, geometry, dtype) == {_MODE}) {{'
-        )
-        lines += [f"  return {target}.copy_({functional});", "}"]
-    else:
-        target = _target(op)
-        lines.append(
-            f'if (opforge::pointwise::prepare_out(kOp, "{target}", {target}, geometry, dtype, {ref}.device()) == {_MODE}) {{'
-        )
-        lines += [f"  return {target}.copy_({functional});", "}"]
-    if backend:
-        if kind is not None:
-            lines.append(
-                f'opforge::pointwise::check_no_overlap(kOp, "{target}", {target}, {_named(inputs(f), dict.fromkeys(_if_none(f), "_or"))});'
-            )
-        lines.append(
-            f"{_run_name(f, 'CUDA' if simulated else key)}({target}, {_inner_args(f)}, dtype);"
-        )
-    loss = f.pointwise.reduction if f.pointwise is not None else None
-    if loss is not None and loss.grad is None:
-        return [*lines, f"return opforge::pointwise::reduce_loss({target}, {loss.arg});"]
-    return [*lines, f"return {target};"]
+        call = f"opforge::pointwise::run_functional({ref},\n    {step},\n    {run})"
+        loss = f.pointwise.reduction if f.pointwise is not None else None
+        if loss is not None and loss.grad is None:
+            call = f"opforge::pointwise::reduce_loss({call}, {loss.arg})"
+        return [*lines, f"return {call};"]
+    target = _target(op)
+    named = _named(inputs(f), dict.fromkeys(_if_none(f), "_or"))
+    functional = f"[&] {{ return opforge::ops::{f.api_name}({_args(f)}); }}"
+    driver = f"opforge::pointwise::run_into<{'true' if kind == 'inplace' else 'false'}>"
+    return [
+        *lines,
+        f'return {driver}(kOp, "{target}", {target}, {ref}, {named},\n'
+        f"    {step},\n    {run},\n    {functional});",
+    ]
 
 
 def _write_check(op: OpDecl, f: OpDecl, target: str) -> str:

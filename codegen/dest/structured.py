@@ -12,7 +12,7 @@ from typing import Any
 
 from codegen.api import cpp as cpp_api
 from codegen.dest import cpp, lists, pointwise, variant_kernels
-from codegen.dest.common import sources
+from codegen.dest.common import return_results, sources
 from codegen.model import FunctionSchema, ListType, OptionalType
 from codegen.opdecl import CPP_SCALAR, DTYPES, OpDecl, Structured, kernel_name
 from codegen.parse import output_names
@@ -157,40 +157,32 @@ def _reference(f: OpDecl, renames: dict[str, str]) -> str:
     return renames.get(first, first)
 
 
-def _meta_call(f: OpDecl, size: str, renames: dict[str, str], key: str | None) -> list[str]:
-    """The meta function's call (and, for a backend `key`, the layout its kernel computes in)."""
-    # Not const: the generated code attaches scratch, index reports and Philox state to the plan.
+def _meta_call(f: OpDecl, size: str, renames: dict[str, str]) -> list[str]:
+    """The meta function's call."""
+    # Not const for a backend: the call sequence attaches scratch, index reports and Philox
+    # state to the plan.
     qualifier = "auto" if size == "int64_t" else "const auto"
     if not outputs(f):
         qualifier = f"[[maybe_unused]] {qualifier}"  # Meta allocates nothing from it
-    lines = [f"{qualifier} meta = opforge::{_spec(f).meta}<{size}>(kOp, {_args(f, renames)});"]
-    if key is not None:
-        # Note [Structured memory format] in structured.h.
-        reads = "true" if key in _spec(f).channels_last else "false"
-        lines.append(
-            f"const at::MemoryFormat layout = opforge::structured::kernel_layout<{reads}>(meta);"
-        )
-    return lines
+    return [f"{qualifier} meta = opforge::{_spec(f).meta}<{size}>(kOp, {_args(f, renames)});"]
 
 
-def _allocate(f: OpDecl, size: str, renames: dict[str, str], key: str | None = None) -> list[str]:
-    """The meta function's call and the outputs' allocation (for a backend `key`, in the
-    layout its kernel computes in)."""
+def _allocate(f: OpDecl, size: str, renames: dict[str, str]) -> list[str]:
+    """The meta function's call and the outputs' allocation (the Meta kernel)."""
     ref = _reference(f, renames)
-    layout = "" if key is None else ", layout"
-    return _meta_call(f, size, renames, key) + [
-        f"at::Tensor {o} = opforge::structured::allocate(meta.outputs[{i}], {ref}{layout});"
+    return _meta_call(f, size, renames) + [
+        f"at::Tensor {o} = opforge::structured::allocate(meta.outputs[{i}], {ref});"
         for i, o in enumerate(outputs(f))
     ]
 
 
-def _prepare_targets(op: OpDecl, f: OpDecl, size: str, key: str | None = None) -> list[str]:
+def _prepare_targets(op: OpDecl, f: OpDecl, size: str) -> list[str]:
     """A variant's meta call and the checks of the tensors it writes: `out` tensors are
     resized, `self` in place must already be the result's shape and dtype (Note
     [Structured out=] in structured.h)."""
     ref = _reference(f, {})
     prepare = "prepare_inplace" if op.generated_variant == "inplace" else "prepare_out"
-    return _meta_call(f, size, {}, key) + [
+    return _meta_call(f, size, {}) + [
         f'opforge::structured::{prepare}(kOp, "{o}", {o}, meta.outputs[{i}], {ref});'
         for i, o in enumerate(variant_kernels.targets(op))
     ]
@@ -203,21 +195,18 @@ def _return(f: OpDecl) -> str:
     return f"return {outs[0]};" if len(outs) == 1 else f"return std::make_tuple({', '.join(outs)});"
 
 
-def _launch(f: OpDecl, key: str, written_to: list[str]) -> str:
-    """The kernel call; `written_to` are the tensors holding f's outputs, in order."""
-    pointers = [
-        f"opforge::structured::mutable_data_or_null<{_element(f, o, SCALAR)}>({t})"
-        for o, t in zip(outputs(f), written_to, strict=True)
-    ]
+def _kernel_tensors(f: OpDecl) -> str:
+    """The type of the dense tensors f's kernel gets (Note [Call sequence])."""
+    return f"opforge::structured::kernel_tensors<{len(outputs(f))}, {len(_tensor_inputs(f))}>"
+
+
+def _launch(f: OpDecl, key: str) -> str:
+    """The kernel call on the dense tensors `k`: its outputs, then the tensors it reads."""
+    pointers = [f"k.out_ptr<{_element(f, o, SCALAR)}>({i})" for i, o in enumerate(outputs(f))]
     written = _written(f.schema)
-    for n, optional in _tensor_inputs(f):
-        t = _element(f, n, SCALAR)
-        if n in written:
-            pointers.append(f"opforge::structured::mutable_data_or_null<{t}>({n}_c)")
-        elif optional:
-            pointers.append(f"opforge::structured::data_or_null<{t}>({n}_c)")
-        else:
-            pointers.append(f"{n}_c.const_data_ptr<{t}>()")
+    for j, (n, _) in enumerate(_tensor_inputs(f)):
+        access = "written_ptr" if n in written else "in_ptr"
+        pointers.append(f"k.{access}<{_element(f, n, SCALAR)}>({j})")
     params = ", ".join([SCALAR, *map(type_parameter, own_dtype_arguments(dict(f.arg_dtypes)))])
     kernel = kernel_name(f.kernel(key) or "")
     if key == "CUDA":
@@ -227,32 +216,37 @@ def _launch(f: OpDecl, key: str, written_to: list[str]) -> str:
     return f"OPFORGE_CPU_KERNEL({kernel}<{params}>)({', '.join(pointers)}, meta.plan);"
 
 
-def _dispatch(f: OpDecl, key: str, renames: dict[str, str], written_to: list[str]) -> list[str]:
-    """The kernel call inside one `structured::dispatch` per template parameter: the entry's
-    dtypes on the dispatch argument, then each argument of several dtypes on its own."""
+def _dispatch(f: OpDecl, key: str, renames: dict[str, str]) -> list[str]:
+    """The call sequence's one generated step: a lambda taking the dense tensors `k` that
+    calls the kernel inside one `structured::dispatch` per template parameter (the entry's
+    dtypes on the dispatch argument, then each argument of several dtypes on its own)."""
     levels = [(cpp.dispatch_dtype(f), f.dtypes, SCALAR)]
     arg_dtypes = dict(f.arg_dtypes)
+    position = {n: j for j, (n, _) in enumerate(_tensor_inputs(f))}
     optional = {n for n, opt in _tensor_inputs(f) if opt}
 
     def dtype_of(n: str) -> str:
+        if n in outputs(f):  # an output of its own dtype (the meta function's choice)
+            return f"k.out[{outputs(f).index(n)}].scalar_type()"
         if n in optional:  # absent: the first dtype's kernel, which gets a null pointer
             first = f"at::ScalarType::{DTYPES[arg_dtypes[n][0]]}"
-            return f"({n}_c.defined() ? {n}_c.scalar_type() : {first})"
+            dense = f"k.in[{position[n]}]"
+            return f"({dense}.defined() ? {dense}.scalar_type() : {first})"
         return f"{renames.get(n, n)}.scalar_type()"
 
     levels += [
         (dtype_of(n), arg_dtypes[n], type_parameter(n)) for n in own_dtype_arguments(arg_dtypes)
     ]
-    lines = []
+    lines = [f"[&](const {_kernel_tensors(f)}& k) {{"]
     for depth, (dtype, dtypes, param) in enumerate(levels):
         types = ", ".join(CPP_SCALAR[d] for d in dtypes)
         lines.append(
             f"{'  ' * (depth + 1)}opforge::structured::dispatch<{types}>({dtype}, kOp, "
             f"[&]<typename {param}>() {{"
         )
-    lines.append(f"{'  ' * (len(levels) + 1)}{_launch(f, key, written_to)}")
+    lines.append(f"{'  ' * (len(levels) + 1)}{_launch(f, key)}")
     lines += [f"{'  ' * (depth + 1)}}});" for depth in reversed(range(len(levels)))]
-    return lines
+    return [*lines, "});"]
 
 
 def _generator(f: OpDecl) -> str | None:
@@ -261,81 +255,59 @@ def _generator(f: OpDecl) -> str | None:
     return gens[0] if gens else None
 
 
-def _backend_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> list[str]:
-    """Checks, meta function, outputs (allocated, or op's `out` tensors prepared), then the
-    kernel for the argument's dtype."""
-    if f.lists is not None:
-        return lists.backend_body(f, key, simulated=simulated)
-    lines, renames = cpp.checks_before_kernel(f, key, simulated=simulated)
-    variant = op.generated_variant is not None
-    if variant:
-        lines += _prepare_targets(op, f, "int64_t", key)
-        results = variant_kernels.targets(op)
-    else:
-        lines += _allocate(f, "int64_t", renames, key)
-        results = outputs(f)
-    ref = _reference(f, renames)
-    # An op returning () writes only its Tensor(a!) arguments (Note [Structured ops]).
-    targets = results if results else sorted(_written(f.schema))
-    outs = ", ".join(f"&{renames.get(o, o)}" for o in targets)
-    lines.append(f"if (!opforge::structured::nothing_to_do(meta.plan, {{{outs}}})) {{")
-    if key in _spec(f).nondeterministic:
-        # Atomic accumulation: the result's rounding depends on the threads' order.
-        lines.append(f'  opforge::structured::alert_not_deterministic("opforge.{f.name} ({key})");')
-    cuda = key == "CUDA"
-    if cuda:
-        lines.append(
-            f"  const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, {ref});"
-        )
-    capturing = "&opforge::cuda::stream_capturing" if cuda else "nullptr"
-    lines.append(
-        "  const at::Tensor index_report = "
-        f"opforge::structured::attach_index_report(meta.plan, {ref}, {capturing});"
-    )
-    if _spec(f).data_dependent:
-        lines.append(
-            "  const at::Tensor length_report = "
-            f"opforge::structured::attach_length_report(meta.plan, {ref});"
-        )
+def _call_options(f: OpDecl, key: str, renames: dict[str, str]) -> str:
+    """The `structured::call_options` of f's `key` kernel: what its plan's services need
+    that the plan does not say."""
+    fields = []
     generator = _generator(f)
     if generator is not None:
-        draw = "opforge::cuda::draw_philox" if cuda else "opforge::structured::draw_philox"
-        lines.append(f"  {draw}(meta.plan, {renames.get(generator, generator)}, {ref});")
-    for n, optional in _tensor_inputs(f):
-        src = renames.get(n, n)
-        value = (
-            f"opforge::structured::contiguous_or_undefined({src}, layout)"
-            if optional
-            else f"opforge::structured::contiguous_in({src}, layout)"
-        )
-        lines.append(f"  const at::Tensor {n}_c = {value};")
-    written_to = results
-    if variant:
-        reads = ", ".join(f"&{n}_c" for n, _ in _tensor_inputs(f))
-        written_to = [f"{o}_k" for o in results]
-        lines += [
-            f'  const at::Tensor {o}_k = opforge::structured::kernel_target(kOp, "{o}", {o}, '
-            f"meta.outputs[{i}], layout, {{{reads}}});"
-            for i, o in enumerate(results)
-        ]
-    lines += _dispatch(f, key, renames, written_to)
-    lines.append("  opforge::structured::raise_bad_index(kOp, meta.plan, index_report);")
-    for n in sorted(_written(f.schema)):
-        # The kernel updated a contiguous copy: write it back.
-        lines.append(f"  opforge::structured::write_back({renames.get(n, n)}, {n}_c);")
-    if variant:
-        lines += [f"  opforge::structured::finish_out({o}, {o}_k);" for o in results]
-        return [*lines, "}", variant_kernels.returned(op)]
-    lines += [
-        f"  {o} = opforge::structured::narrow_to_length({o}, length_report);"
-        for o in _spec(f).data_dependent
-    ]
-    lines.append("}")
-    lines += [
-        f"{o} = opforge::structured::as_declared({o}, meta.outputs[{i}], layout);"
-        for i, o in enumerate(outputs(f))
-    ]
-    return [*lines, _return(f)]
+        fields.append(f".generator = &{renames.get(generator, generator)}")
+    if key in _spec(f).nondeterministic:
+        # Atomic accumulation: the result's rounding depends on the threads' order.
+        fields.append(f'.nondeterministic = "opforge.{f.name} ({key})"')
+    dependent = [i for i, o in enumerate(outputs(f)) if o in _spec(f).data_dependent]
+    if dependent:
+        fields.append(f".data_dependent = {sum(1 << i for i in dependent)}u")
+    return "{" + ", ".join(fields) + "}"
+
+
+def key_traits(key: str) -> str:
+    """The C++ traits of a backend key for the call sequence."""
+    return "opforge::cuda::key" if key == "CUDA" else "opforge::structured::cpu_key"
+
+
+def _backend_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> list[str]:
+    """Checks and the meta function's call, then the call sequence (Note [Call sequence] in
+    opforge/structured_call.h) for f's functional, out= or in-place variant `op`."""
+    if f.lists is not None:
+        return lists.backend_body(f, key, key_traits(key), simulated=simulated)
+    lines, renames = cpp.checks_before_kernel(f, key, simulated=simulated)
+    lines += _meta_call(f, "int64_t", renames)
+    traits = key_traits(key)
+    reads_layout = "true" if key in _spec(f).channels_last else "false"
+    written = _written(f.schema)
+    reads = ", ".join(
+        f"opforge::structured::read_arg({renames.get(n, n)}, true)"
+        if n in written
+        else renames.get(n, n)
+        for n, _ in _tensor_inputs(f)
+    )
+    reads = f"std::array<opforge::structured::read_arg, {len(_tensor_inputs(f))}>{{{reads}}}"
+    common = f"kOp, meta, {_reference(f, renames)}"
+    tail = [f"    {reads}, {_call_options(f, key, renames)},", *_dispatch(f, key, renames)]
+    variant = op.generated_variant
+    if variant is not None:
+        names = variant_kernels.targets(op)
+        targets = ", ".join(f'{{"{o}", &{o}}}' for o in names)
+        targets = f"std::array<opforge::structured::target_arg, {len(names)}>{{{{{targets}}}}}"
+        run = f"run_into<{traits}, {reads_layout}, {'true' if variant == 'inplace' else 'false'}>"
+        lines.append(f"opforge::structured::{run}({common}, {targets},")
+        return [*lines, *tail, variant_kernels.returned(op)]
+    run = f"run_functional<{traits}, {reads_layout}>"
+    outs = outputs(f)
+    lines.append(f"{'const auto results = ' if outs else ''}opforge::structured::{run}({common},")
+    lines += tail
+    return [*lines, return_results(len(outs))]
 
 
 def _meta_body(op: OpDecl, f: OpDecl) -> list[str]:

@@ -167,6 +167,7 @@
 #include <opforge/pointwise/geometry.h>
 #include <opforge/pointwise/loss.h>
 #include <opforge/structured_lists.h>
+#include <opforge/structured_call.h>
 #include <opforge/structured_lengths.h>
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
@@ -3016,19 +3017,13 @@ void adadelta_step__cuda_simulated(at::TensorList params, at::TensorList grads, 
   opforge::check::list_same_shape(kOp, "acc_deltas", acc_deltas, "params", params);
   opforge::check::written_once(kOp, {{"params", params}, {"square_avgs", square_avgs}, {"acc_deltas", acc_deltas}}, {{"params", params}, {"grads", grads}, {"square_avgs", square_avgs}, {"acc_deltas", acc_deltas}});
   auto meta = opforge::adadelta_step_meta<int64_t>(kOp, params, grads, square_avgs, acc_deltas, lr, rho, eps, weight_decay, maximize);
-  if (params.empty()) {
-    return;
-  }
-  const opforge::structured::kernel_list params_k(params);
-  const opforge::structured::kernel_list grads_k(grads);
-  const opforge::structured::kernel_list square_avgs_k(square_avgs);
-  const opforge::structured::kernel_list acc_deltas_k(acc_deltas);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
-    OPFORGE_CUDA_CHECK(opforge::adadelta_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), square_avgs_k.as<scalar_t>(), acc_deltas_k.as<scalar_t>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
+  opforge::structured::run_lists<opforge::cuda::key>(meta, (params.empty() ? at::empty({}, at::kFloat) : params[0]),
+      std::array<opforge::structured::list_arg, 4>{{{params, true}, {grads}, {square_avgs, true}, {acc_deltas, true}}},
+  [&](const opforge::structured::list_tensors<0, 4>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::adadelta_step_cuda<scalar_t>(k.lists[0].as<scalar_t>(), k.lists[1].as<const scalar_t>(), k.lists[2].as<scalar_t>(), k.lists[3].as<scalar_t>(), k.lists[0].sizes(), meta.plan, opforge::cuda::current_stream()));
+    });
   });
-  params_k.write_back(params);
-  square_avgs_k.write_back(square_avgs);
-  acc_deltas_k.write_back(acc_deltas);
   return;
 }
 
@@ -3056,18 +3051,13 @@ void adagrad_step__cuda_simulated(at::TensorList params, at::TensorList grads, a
   opforge::check::list_same_shape(kOp, "state_sums", state_sums, "params", params);
   opforge::check::written_once(kOp, {{"params", params}, {"state_sums", state_sums}}, {{"params", params}, {"grads", grads}, {"state_sums", state_sums}, {"state_steps", state_steps}});
   auto meta = opforge::adagrad_step_meta<int64_t>(kOp, params, grads, state_sums, state_steps, lr, lr_decay, weight_decay, eps, maximize);
-  if (params.empty()) {
-    return;
-  }
-  const opforge::structured::kernel_list params_k(params);
-  const opforge::structured::kernel_list grads_k(grads);
-  const opforge::structured::kernel_list state_sums_k(state_sums);
-  const opforge::structured::kernel_list state_steps_k(state_steps);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
-    OPFORGE_CUDA_CHECK(opforge::adagrad_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), state_sums_k.as<scalar_t>(), state_steps_k.as<const float>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
+  opforge::structured::run_lists<opforge::cuda::key>(meta, (params.empty() ? at::empty({}, at::kFloat) : params[0]),
+      std::array<opforge::structured::list_arg, 4>{{{params, true}, {grads}, {state_sums, true}, {state_steps}}},
+  [&](const opforge::structured::list_tensors<0, 4>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::adagrad_step_cuda<scalar_t>(k.lists[0].as<scalar_t>(), k.lists[1].as<const scalar_t>(), k.lists[2].as<scalar_t>(), k.lists[3].as<const float>(), k.lists[0].sizes(), meta.plan, opforge::cuda::current_stream()));
+    });
   });
-  params_k.write_back(params);
-  state_sums_k.write_back(state_sums);
   return;
 }
 
@@ -3107,22 +3097,13 @@ void adam_step__cuda_simulated(at::TensorList params, at::TensorList grads, at::
   opforge::check::list_same_shape(kOp, "max_exp_avg_sqs", max_exp_avg_sqs, "params", params);
   opforge::check::written_once(kOp, {{"params", params}, {"exp_avgs", exp_avgs}, {"exp_avg_sqs", exp_avg_sqs}, {"max_exp_avg_sqs", max_exp_avg_sqs}}, {{"params", params}, {"grads", grads}, {"exp_avgs", exp_avgs}, {"exp_avg_sqs", exp_avg_sqs}, {"max_exp_avg_sqs", max_exp_avg_sqs}, {"state_steps", state_steps}});
   auto meta = opforge::adam_step_meta<int64_t>(kOp, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize);
-  if (params.empty()) {
-    return;
-  }
-  const opforge::structured::kernel_list params_k(params);
-  const opforge::structured::kernel_list grads_k(grads);
-  const opforge::structured::kernel_list exp_avgs_k(exp_avgs);
-  const opforge::structured::kernel_list exp_avg_sqs_k(exp_avg_sqs);
-  const opforge::structured::kernel_list max_exp_avg_sqs_k(max_exp_avg_sqs);
-  const opforge::structured::kernel_list state_steps_k(state_steps);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
-    OPFORGE_CUDA_CHECK(opforge::adam_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), exp_avgs_k.as<scalar_t>(), exp_avg_sqs_k.as<scalar_t>(), max_exp_avg_sqs_k.as<scalar_t>(), state_steps_k.as<const float>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
+  opforge::structured::run_lists<opforge::cuda::key>(meta, (params.empty() ? at::empty({}, at::kFloat) : params[0]),
+      std::array<opforge::structured::list_arg, 6>{{{params, true}, {grads}, {exp_avgs, true}, {exp_avg_sqs, true}, {max_exp_avg_sqs, true}, {state_steps}}},
+  [&](const opforge::structured::list_tensors<0, 6>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::adam_step_cuda<scalar_t>(k.lists[0].as<scalar_t>(), k.lists[1].as<const scalar_t>(), k.lists[2].as<scalar_t>(), k.lists[3].as<scalar_t>(), k.lists[4].as<scalar_t>(), k.lists[5].as<const float>(), k.lists[0].sizes(), meta.plan, opforge::cuda::current_stream()));
+    });
   });
-  params_k.write_back(params);
-  exp_avgs_k.write_back(exp_avgs);
-  exp_avg_sqs_k.write_back(exp_avg_sqs);
-  max_exp_avg_sqs_k.write_back(max_exp_avg_sqs);
   return;
 }
 
@@ -3162,22 +3143,13 @@ void adamw_step__cuda_simulated(at::TensorList params, at::TensorList grads, at:
   opforge::check::list_same_shape(kOp, "max_exp_avg_sqs", max_exp_avg_sqs, "params", params);
   opforge::check::written_once(kOp, {{"params", params}, {"exp_avgs", exp_avgs}, {"exp_avg_sqs", exp_avg_sqs}, {"max_exp_avg_sqs", max_exp_avg_sqs}}, {{"params", params}, {"grads", grads}, {"exp_avgs", exp_avgs}, {"exp_avg_sqs", exp_avg_sqs}, {"max_exp_avg_sqs", max_exp_avg_sqs}, {"state_steps", state_steps}});
   auto meta = opforge::adamw_step_meta<int64_t>(kOp, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize);
-  if (params.empty()) {
-    return;
-  }
-  const opforge::structured::kernel_list params_k(params);
-  const opforge::structured::kernel_list grads_k(grads);
-  const opforge::structured::kernel_list exp_avgs_k(exp_avgs);
-  const opforge::structured::kernel_list exp_avg_sqs_k(exp_avg_sqs);
-  const opforge::structured::kernel_list max_exp_avg_sqs_k(max_exp_avg_sqs);
-  const opforge::structured::kernel_list state_steps_k(state_steps);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
-    OPFORGE_CUDA_CHECK(opforge::adamw_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), exp_avgs_k.as<scalar_t>(), exp_avg_sqs_k.as<scalar_t>(), max_exp_avg_sqs_k.as<scalar_t>(), state_steps_k.as<const float>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
+  opforge::structured::run_lists<opforge::cuda::key>(meta, (params.empty() ? at::empty({}, at::kFloat) : params[0]),
+      std::array<opforge::structured::list_arg, 6>{{{params, true}, {grads}, {exp_avgs, true}, {exp_avg_sqs, true}, {max_exp_avg_sqs, true}, {state_steps}}},
+  [&](const opforge::structured::list_tensors<0, 6>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::adamw_step_cuda<scalar_t>(k.lists[0].as<scalar_t>(), k.lists[1].as<const scalar_t>(), k.lists[2].as<scalar_t>(), k.lists[3].as<scalar_t>(), k.lists[4].as<scalar_t>(), k.lists[5].as<const float>(), k.lists[0].sizes(), meta.plan, opforge::cuda::current_stream()));
+    });
   });
-  params_k.write_back(params);
-  exp_avgs_k.write_back(exp_avgs);
-  exp_avg_sqs_k.write_back(exp_avg_sqs);
-  max_exp_avg_sqs_k.write_back(max_exp_avg_sqs);
   return;
 }
 
@@ -3186,19 +3158,14 @@ at::Tensor adaptive_avg_pool2d_cuda_simulated(const at::Tensor& self, c10::SymIn
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::adaptive_avg_pool2d_meta<int64_t>(kOp, self, output_size);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 1>{self}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor adaptive_avg_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self) {
@@ -3209,20 +3176,14 @@ at::Tensor adaptive_avg_pool2d_backward_cuda_simulated(const at::Tensor& grad_ou
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::adaptive_avg_pool2d_backward_meta<int64_t>(kOp, grad_output, self);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 2>{grad_output, self}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::adaptive_avg_pool2d_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor adaptive_max_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices) {
@@ -3235,21 +3196,14 @@ at::Tensor adaptive_max_pool2d_backward_cuda_simulated(const at::Tensor& grad_ou
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long}, "a tensor of dtype (int64)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::adaptive_max_pool2d_backward_meta<int64_t>(kOp, grad_output, self, indices);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 3>{grad_output, self, indices}, {},
+  [&](const opforge::structured::kernel_tensors<1, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<int64_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_cuda_simulated(const at::Tensor& self, at::IntArrayRef output_size) {
@@ -3257,28 +3211,18 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_cuda_simulat
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::adaptive_max_pool2d_with_indices_meta<int64_t>(kOp, self, output_size);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 1>{self}, {},
+  [&](const opforge::structured::kernel_tensors<2, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<int64_t>(1), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 
 void add_Tensor_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor other_p = other.to(dtype);
   switch (dtype) {
@@ -3295,18 +3239,13 @@ at::Tensor add_Tensor_cuda_simulated(const at::Tensor& self, const at::Tensor& o
   [[maybe_unused]] constexpr const char* kOp = "opforge.add";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "other", other, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = add_Tensor_meta_step<int64_t>(self, other, alpha, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  add_Tensor_cuda_run(out, self, other, alpha, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return add_Tensor_meta_step<int64_t>(self, other, alpha, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { add_Tensor_cuda_run(out, self, other, alpha, dtype); });
 }
 
 void add_relu_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add_relu";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor other_p = other.to(dtype);
   switch (dtype) {
@@ -3322,11 +3261,9 @@ at::Tensor add_relu_cuda_simulated(const at::Tensor& self, const at::Tensor& oth
   [[maybe_unused]] constexpr const char* kOp = "opforge.add_relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "other", other, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = add_relu_meta_step<int64_t>(self, other, alpha, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  add_relu_cuda_run(out, self, other, alpha, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return add_relu_meta_step<int64_t>(self, other, alpha, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { add_relu_cuda_run(out, self, other, alpha, dtype); });
 }
 
 at::Tensor avg_pool2d_cuda_simulated(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
@@ -3334,19 +3271,14 @@ at::Tensor avg_pool2d_cuda_simulated(const at::Tensor& self, at::IntArrayRef ker
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::avg_pool2d_meta<int64_t>(kOp, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 1>{self}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::avg_pool2d_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor avg_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
@@ -3357,20 +3289,14 @@ at::Tensor avg_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, con
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::avg_pool2d_backward_meta<int64_t>(kOp, grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 2>{grad_output, self}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::avg_pool2d_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cuda_simulated(const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& save_mean, const at::Tensor& save_invstd, bool training, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_invstd) {
@@ -3396,29 +3322,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cuda_simulate
   opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "grad_invstd", grad_invstd, "grad_out", grad_out);
   auto meta = opforge::batch_norm_backward_meta<int64_t>(kOp, grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out, layout);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_out);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_out, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_out_c = opforge::structured::contiguous_in(grad_out, layout);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor save_mean_c = opforge::structured::contiguous_in(save_mean, layout);
-    const at::Tensor save_invstd_c = opforge::structured::contiguous_in(save_invstd, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
-    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean, layout);
-    const at::Tensor grad_invstd_c = opforge::structured::contiguous_or_undefined(grad_invstd, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_out,
+      std::array<opforge::structured::read_arg, 7>{grad_out, input, save_mean, save_invstd, weight, grad_mean, grad_invstd}, {},
+  [&](const opforge::structured::kernel_tensors<3, 7>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), save_mean_c.const_data_ptr<scalar_t>(), save_invstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.in_ptr<scalar_t>(3), k.in_ptr<scalar_t>(4), k.in_ptr<scalar_t>(5), k.in_ptr<scalar_t>(6), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
-  return std::make_tuple(result0, result1, result2);
+  });
+  return std::make_tuple(results[0], results[1], results[2]);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cuda_simulated(const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps) {
@@ -3438,29 +3349,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cuda_simulated
   opforge::check::same_dtype(kOp, "running_mean", running_mean, "input", input);
   opforge::check::same_dtype(kOp, "running_var", running_var, "input", input);
   auto meta = opforge::batch_norm_forward_meta<int64_t>(kOp, input, weight, bias, running_mean, running_var, training, momentum, eps);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input, layout);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
-    const at::Tensor running_mean_c = opforge::structured::contiguous_or_undefined(running_mean, layout);
-    const at::Tensor running_var_c = opforge::structured::contiguous_or_undefined(running_var, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 5>{input, weight, bias, opforge::structured::read_arg(running_mean, true), opforge::structured::read_arg(running_var, true)}, {},
+  [&](const opforge::structured::kernel_tensors<3, 5>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::batch_norm_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), opforge::structured::mutable_data_or_null<scalar_t>(running_mean_c), opforge::structured::mutable_data_or_null<scalar_t>(running_var_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::batch_norm_forward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.written_ptr<scalar_t>(3), k.written_ptr<scalar_t>(4), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-    opforge::structured::write_back(running_mean, running_mean_c);
-    opforge::structured::write_back(running_var, running_var_c);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
-  return std::make_tuple(result0, result1, result2);
+  });
+  return std::make_tuple(results[0], results[1], results[2]);
 }
 
 at::Tensor batched_nms_cuda_simulated(const at::Tensor& boxes, const at::Tensor& scores, const at::Tensor& idxs, double iou_threshold) {
@@ -3473,25 +3369,16 @@ at::Tensor batched_nms_cuda_simulated(const at::Tensor& boxes, const at::Tensor&
   opforge::check::dtype(kOp, "'idxs'", idxs, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
   opforge::check::same_dtype(kOp, "scores", scores, "boxes", boxes);
   auto meta = opforge::batched_nms_meta<int64_t>(kOp, boxes, scores, idxs, iou_threshold);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], boxes, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, boxes);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, boxes, &opforge::cuda::stream_capturing);
-    const at::Tensor length_report = opforge::structured::attach_length_report(meta.plan, boxes);
-    const at::Tensor boxes_c = opforge::structured::contiguous_in(boxes, layout);
-    const at::Tensor scores_c = opforge::structured::contiguous_in(scores, layout);
-    const at::Tensor idxs_c = opforge::structured::contiguous_in(idxs, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, boxes,
+      std::array<opforge::structured::read_arg, 3>{boxes, scores, idxs}, {.data_dependent = 1u},
+  [&](const opforge::structured::kernel_tensors<1, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(boxes.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<int64_t, int32_t>(idxs.scalar_type(), kOp, [&]<typename idxs_t>() {
-        OPFORGE_CUDA_CHECK(opforge::batched_nms_cuda<scalar_t, idxs_t>(opforge::structured::mutable_data_or_null<int64_t>(result), boxes_c.const_data_ptr<scalar_t>(), scores_c.const_data_ptr<scalar_t>(), idxs_c.const_data_ptr<idxs_t>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::batched_nms_cuda<scalar_t, idxs_t>(k.out_ptr<int64_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<idxs_t>(2), meta.plan, opforge::cuda::current_stream()));
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-    result = opforge::structured::narrow_to_length(result, length_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor bfloat16_truncate_cuda_simulated(const at::Tensor& self) {
@@ -3499,26 +3386,18 @@ at::Tensor bfloat16_truncate_cuda_simulated(const at::Tensor& self) {
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float}, "a floating tensor (float32)");
   auto meta = opforge::bfloat16_truncate_meta<int64_t>(kOp, self);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 1>{self}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::bfloat16_truncate_cuda<scalar_t>(opforge::structured::mutable_data_or_null<c10::BFloat16>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::bfloat16_truncate_cuda<scalar_t>(k.out_ptr<c10::BFloat16>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 void binary_cross_entropy_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   const at::Tensor weight_p = weight.to(dtype);
@@ -3537,18 +3416,13 @@ at::Tensor binary_cross_entropy_cuda_simulated(const at::Tensor& self, const at:
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
   const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, self);
-  at::ScalarType dtype;
-  const auto geometry = binary_cross_entropy_meta_step<int64_t>(self, target, weight_or, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  binary_cross_entropy_cuda_run(out, self, target, weight_or, reduction, dtype);
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return binary_cross_entropy_meta_step<int64_t>(self, target, weight_or, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_cuda_run(out, self, target, weight_or, reduction, dtype); }), reduction);
 }
 
 void binary_cross_entropy_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
@@ -3569,18 +3443,13 @@ at::Tensor binary_cross_entropy_backward_cuda_simulated(const at::Tensor& grad_o
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
   const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, grad_output);
-  at::ScalarType dtype;
-  const auto geometry = binary_cross_entropy_backward_meta_step<int64_t>(grad_output, self, target, weight_or, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  binary_cross_entropy_backward_cuda_run(out, grad_output, self, target, weight_or, reduction, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return binary_cross_entropy_backward_meta_step<int64_t>(grad_output, self, target, weight_or, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_backward_cuda_run(out, grad_output, self, target, weight_or, reduction, dtype); });
 }
 
 void binary_cross_entropy_target_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_target_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
@@ -3601,18 +3470,13 @@ at::Tensor binary_cross_entropy_target_backward_cuda_simulated(const at::Tensor&
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
   const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, grad_output);
-  at::ScalarType dtype;
-  const auto geometry = binary_cross_entropy_target_backward_meta_step<int64_t>(grad_output, self, target, weight_or, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  binary_cross_entropy_target_backward_cuda_run(out, grad_output, self, target, weight_or, reduction, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return binary_cross_entropy_target_backward_meta_step<int64_t>(grad_output, self, target, weight_or, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_target_backward_cuda_run(out, grad_output, self, target, weight_or, reduction, dtype); });
 }
 
 void binary_cross_entropy_with_logits_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, const at::Tensor& pos_weight, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_with_logits";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   const at::Tensor weight_p = weight.to(dtype);
@@ -3634,18 +3498,13 @@ at::Tensor binary_cross_entropy_with_logits_cuda_simulated(const at::Tensor& sel
   opforge::check::device_type(kOp, "pos_weight", pos_weight, c10::DeviceType::CPU);
   const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, self);
   const at::Tensor pos_weight_or = opforge::pointwise::value_or(pos_weight, 1.0, self);
-  at::ScalarType dtype;
-  const auto geometry = binary_cross_entropy_with_logits_meta_step<int64_t>(self, target, weight_or, pos_weight_or, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  binary_cross_entropy_with_logits_cuda_run(out, self, target, weight_or, pos_weight_or, reduction, dtype);
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return binary_cross_entropy_with_logits_meta_step<int64_t>(self, target, weight_or, pos_weight_or, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_with_logits_cuda_run(out, self, target, weight_or, pos_weight_or, reduction, dtype); }), reduction);
 }
 
 void binary_cross_entropy_with_logits_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, const at::Tensor& pos_weight, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_with_logits_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
@@ -3669,18 +3528,13 @@ at::Tensor binary_cross_entropy_with_logits_backward_cuda_simulated(const at::Te
   opforge::check::device_type(kOp, "pos_weight", pos_weight, c10::DeviceType::CPU);
   const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, grad_output);
   const at::Tensor pos_weight_or = opforge::pointwise::value_or(pos_weight, 1.0, grad_output);
-  at::ScalarType dtype;
-  const auto geometry = binary_cross_entropy_with_logits_backward_meta_step<int64_t>(grad_output, self, target, weight_or, pos_weight_or, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  binary_cross_entropy_with_logits_backward_cuda_run(out, grad_output, self, target, weight_or, pos_weight_or, reduction, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return binary_cross_entropy_with_logits_backward_meta_step<int64_t>(grad_output, self, target, weight_or, pos_weight_or, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_with_logits_backward_cuda_run(out, grad_output, self, target, weight_or, pos_weight_or, reduction, dtype); });
 }
 
 void binary_cross_entropy_with_logits_target_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, const at::Tensor& pos_weight, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_with_logits_target_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
@@ -3704,11 +3558,9 @@ at::Tensor binary_cross_entropy_with_logits_target_backward_cuda_simulated(const
   opforge::check::device_type(kOp, "pos_weight", pos_weight, c10::DeviceType::CPU);
   const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, grad_output);
   const at::Tensor pos_weight_or = opforge::pointwise::value_or(pos_weight, 1.0, grad_output);
-  at::ScalarType dtype;
-  const auto geometry = binary_cross_entropy_with_logits_target_backward_meta_step<int64_t>(grad_output, self, target, weight_or, pos_weight_or, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  binary_cross_entropy_with_logits_target_backward_cuda_run(out, grad_output, self, target, weight_or, pos_weight_or, reduction, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return binary_cross_entropy_with_logits_target_backward_meta_step<int64_t>(grad_output, self, target, weight_or, pos_weight_or, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_with_logits_target_backward_cuda_run(out, grad_output, self, target, weight_or, pos_weight_or, reduction, dtype); });
 }
 
 at::Tensor box_decode_cuda_simulated(const at::Tensor& rel_codes, const at::Tensor& boxes, at::ArrayRef<double> weights, double bbox_xform_clip) {
@@ -3719,20 +3571,14 @@ at::Tensor box_decode_cuda_simulated(const at::Tensor& rel_codes, const at::Tens
   opforge::check::dtype(kOp, "'boxes'", boxes, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "boxes", boxes, "rel_codes", rel_codes);
   auto meta = opforge::box_decode_meta<int64_t>(kOp, rel_codes, boxes, weights, bbox_xform_clip);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], rel_codes, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, rel_codes);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, rel_codes, &opforge::cuda::stream_capturing);
-    const at::Tensor rel_codes_c = opforge::structured::contiguous_in(rel_codes, layout);
-    const at::Tensor boxes_c = opforge::structured::contiguous_in(boxes, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, rel_codes,
+      std::array<opforge::structured::read_arg, 2>{rel_codes, boxes}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(rel_codes.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::box_decode_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), rel_codes_c.const_data_ptr<scalar_t>(), boxes_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::box_decode_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 std::tuple<at::Tensor, at::Tensor> box_decode_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& rel_codes, const at::Tensor& boxes, at::ArrayRef<double> weights, double bbox_xform_clip, std::array<bool,2> output_mask) {
@@ -3746,23 +3592,14 @@ std::tuple<at::Tensor, at::Tensor> box_decode_backward_cuda_simulated(const at::
   opforge::check::same_dtype(kOp, "rel_codes", rel_codes, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "boxes", boxes, "grad_output", grad_output);
   auto meta = opforge::box_decode_backward_meta<int64_t>(kOp, grad_output, rel_codes, boxes, weights, bbox_xform_clip, output_mask);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor rel_codes_c = opforge::structured::contiguous_in(rel_codes, layout);
-    const at::Tensor boxes_c = opforge::structured::contiguous_in(boxes, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 3>{grad_output, rel_codes, boxes}, {},
+  [&](const opforge::structured::kernel_tensors<2, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::box_decode_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), grad_output_c.const_data_ptr<scalar_t>(), rel_codes_c.const_data_ptr<scalar_t>(), boxes_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::box_decode_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 
 at::Tensor box_encode_cuda_simulated(const at::Tensor& reference_boxes, const at::Tensor& proposals, at::ArrayRef<double> weights) {
@@ -3773,20 +3610,14 @@ at::Tensor box_encode_cuda_simulated(const at::Tensor& reference_boxes, const at
   opforge::check::dtype(kOp, "'proposals'", proposals, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "proposals", proposals, "reference_boxes", reference_boxes);
   auto meta = opforge::box_encode_meta<int64_t>(kOp, reference_boxes, proposals, weights);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], reference_boxes, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, reference_boxes);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, reference_boxes, &opforge::cuda::stream_capturing);
-    const at::Tensor reference_boxes_c = opforge::structured::contiguous_in(reference_boxes, layout);
-    const at::Tensor proposals_c = opforge::structured::contiguous_in(proposals, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, reference_boxes,
+      std::array<opforge::structured::read_arg, 2>{reference_boxes, proposals}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(reference_boxes.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::box_encode_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), reference_boxes_c.const_data_ptr<scalar_t>(), proposals_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::box_encode_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 std::tuple<at::Tensor, at::Tensor> box_encode_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& reference_boxes, const at::Tensor& proposals, at::ArrayRef<double> weights, std::array<bool,2> output_mask) {
@@ -3800,23 +3631,14 @@ std::tuple<at::Tensor, at::Tensor> box_encode_backward_cuda_simulated(const at::
   opforge::check::same_dtype(kOp, "reference_boxes", reference_boxes, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "proposals", proposals, "grad_output", grad_output);
   auto meta = opforge::box_encode_backward_meta<int64_t>(kOp, grad_output, reference_boxes, proposals, weights, output_mask);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor reference_boxes_c = opforge::structured::contiguous_in(reference_boxes, layout);
-    const at::Tensor proposals_c = opforge::structured::contiguous_in(proposals, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 3>{grad_output, reference_boxes, proposals}, {},
+  [&](const opforge::structured::kernel_tensors<2, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::box_encode_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), grad_output_c.const_data_ptr<scalar_t>(), reference_boxes_c.const_data_ptr<scalar_t>(), proposals_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::box_encode_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 
 at::Tensor box_iou_cuda_simulated(const at::Tensor& boxes1, const at::Tensor& boxes2, bool legacy_plus_one) {
@@ -3827,20 +3649,14 @@ at::Tensor box_iou_cuda_simulated(const at::Tensor& boxes1, const at::Tensor& bo
   opforge::check::dtype(kOp, "'boxes2'", boxes2, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "boxes2", boxes2, "boxes1", boxes1);
   auto meta = opforge::box_iou_meta<int64_t>(kOp, boxes1, boxes2, legacy_plus_one);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], boxes1, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, boxes1);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, boxes1, &opforge::cuda::stream_capturing);
-    const at::Tensor boxes1_c = opforge::structured::contiguous_in(boxes1, layout);
-    const at::Tensor boxes2_c = opforge::structured::contiguous_in(boxes2, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, boxes1,
+      std::array<opforge::structured::read_arg, 2>{boxes1, boxes2}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(boxes1.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::box_iou_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), boxes1_c.const_data_ptr<scalar_t>(), boxes2_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::box_iou_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 std::tuple<at::Tensor, at::Tensor> box_iou_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& boxes1, const at::Tensor& boxes2, bool legacy_plus_one, std::array<bool,2> output_mask) {
@@ -3854,23 +3670,14 @@ std::tuple<at::Tensor, at::Tensor> box_iou_backward_cuda_simulated(const at::Ten
   opforge::check::same_dtype(kOp, "boxes1", boxes1, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "boxes2", boxes2, "grad_output", grad_output);
   auto meta = opforge::box_iou_backward_meta<int64_t>(kOp, grad_output, boxes1, boxes2, legacy_plus_one, output_mask);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor boxes1_c = opforge::structured::contiguous_in(boxes1, layout);
-    const at::Tensor boxes2_c = opforge::structured::contiguous_in(boxes2, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 3>{grad_output, boxes1, boxes2}, {},
+  [&](const opforge::structured::kernel_tensors<2, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::box_iou_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), grad_output_c.const_data_ptr<scalar_t>(), boxes1_c.const_data_ptr<scalar_t>(), boxes2_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::box_iou_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 
 at::Tensor channel_norm_cuda_simulated(const at::Tensor& weight, double p, int64_t dim) {
@@ -3878,19 +3685,14 @@ at::Tensor channel_norm_cuda_simulated(const at::Tensor& weight, double p, int64
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::channel_norm_meta<int64_t>(kOp, weight, p, dim);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], weight, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, weight);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, weight, &opforge::cuda::stream_capturing);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, weight,
+      std::array<opforge::structured::read_arg, 1>{weight}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::channel_norm_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::channel_norm_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor channel_shuffle_cuda_simulated(const at::Tensor& self, c10::SymInt groups) {
@@ -3898,19 +3700,14 @@ at::Tensor channel_shuffle_cuda_simulated(const at::Tensor& self, c10::SymInt gr
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Char, at::ScalarType::Byte, at::ScalarType::Short, at::ScalarType::Int, at::ScalarType::Long, at::ScalarType::Bool}, "a tensor of dtype (float32, float64, float16, bfloat16, int8, uint8, int16, int32, int64, bool)");
   auto meta = opforge::channel_shuffle_meta<int64_t>(kOp, self, groups);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 1>{self}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16, int8_t, uint8_t, int16_t, int32_t, int64_t, bool>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::channel_shuffle_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 std::tuple<at::Tensor, at::Tensor> choose_qparams_cuda_simulated(const at::Tensor& min_val, const at::Tensor& max_val, int64_t quant_min, int64_t quant_max, bool symmetric, double eps) {
@@ -3921,22 +3718,14 @@ std::tuple<at::Tensor, at::Tensor> choose_qparams_cuda_simulated(const at::Tenso
   opforge::check::dtype(kOp, "'max_val'", max_val, {at::ScalarType::Float}, "a floating tensor (float32)");
   opforge::check::same_dtype(kOp, "max_val", max_val, "min_val", min_val);
   auto meta = opforge::choose_qparams_meta<int64_t>(kOp, min_val, max_val, quant_min, quant_max, symmetric, eps);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], min_val, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], min_val, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, min_val);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, min_val, &opforge::cuda::stream_capturing);
-    const at::Tensor min_val_c = opforge::structured::contiguous_in(min_val, layout);
-    const at::Tensor max_val_c = opforge::structured::contiguous_in(max_val, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, min_val,
+      std::array<opforge::structured::read_arg, 2>{min_val, max_val}, {},
+  [&](const opforge::structured::kernel_tensors<2, 2>& k) {
     opforge::structured::dispatch<float>(min_val.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::choose_qparams_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int32_t>(result1), min_val_c.const_data_ptr<scalar_t>(), max_val_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::choose_qparams_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<int32_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 
 at::Tensor clip_boxes_to_image_cuda_simulated(const at::Tensor& boxes, c10::SymIntArrayRef size) {
@@ -3944,19 +3733,14 @@ at::Tensor clip_boxes_to_image_cuda_simulated(const at::Tensor& boxes, c10::SymI
   opforge::check::device_type(kOp, "boxes", boxes, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'boxes'", boxes, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::clip_boxes_to_image_meta<int64_t>(kOp, boxes, size);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], boxes, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, boxes);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, boxes, &opforge::cuda::stream_capturing);
-    const at::Tensor boxes_c = opforge::structured::contiguous_in(boxes, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, boxes,
+      std::array<opforge::structured::read_arg, 1>{boxes}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(boxes.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::clip_boxes_to_image_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), boxes_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::clip_boxes_to_image_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor clip_boxes_to_image_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& boxes, c10::SymIntArrayRef size) {
@@ -3967,20 +3751,14 @@ at::Tensor clip_boxes_to_image_backward_cuda_simulated(const at::Tensor& grad_ou
   opforge::check::dtype(kOp, "'boxes'", boxes, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "boxes", boxes, "grad_output", grad_output);
   auto meta = opforge::clip_boxes_to_image_backward_meta<int64_t>(kOp, grad_output, boxes, size);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor boxes_c = opforge::structured::contiguous_in(boxes, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 2>{grad_output, boxes}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::clip_boxes_to_image_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), boxes_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::clip_boxes_to_image_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor clip_grad_norm__cuda_simulated(at::TensorList grads, double max_norm, double norm_type) {
@@ -3991,14 +3769,14 @@ at::Tensor clip_grad_norm__cuda_simulated(at::TensorList grads, double max_norm,
   opforge::check::list_same_dtype(kOp, "grads", grads, "grads", grads);
   opforge::check::written_once(kOp, {{"grads", grads}}, {{"grads", grads}});
   auto meta = opforge::clip_grad_norm_meta<int64_t>(kOp, grads, max_norm, norm_type);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], (grads.empty() ? at::empty({}, at::kFloat) : grads[0]));
-  const opforge::structured::kernel_list grads_k(grads);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((grads.empty() ? at::ScalarType::Float : grads[0].scalar_type()), kOp, [&]<typename scalar_t>() {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, result);
-    OPFORGE_CUDA_CHECK(opforge::clip_grad_norm_cuda<scalar_t>(result.mutable_data_ptr<scalar_t>(), grads_k.as<scalar_t>(), grads_k.sizes(), meta.plan, opforge::cuda::current_stream()));
+  const auto results = opforge::structured::run_lists<opforge::cuda::key>(meta, (grads.empty() ? at::empty({}, at::kFloat) : grads[0]),
+      std::array<opforge::structured::list_arg, 1>{{{grads, true}}},
+  [&](const opforge::structured::list_tensors<1, 1>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((grads.empty() ? at::ScalarType::Float : grads[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::clip_grad_norm_cuda<scalar_t>(k.out[0].mutable_data_ptr<scalar_t>(), k.lists[0].as<scalar_t>(), k.lists[0].sizes(), meta.plan, opforge::cuda::current_stream()));
+    });
   });
-  grads_k.write_back(grads);
-  return result;
+  return results[0];
 }
 
 at::Tensor constant_cuda_simulated(const at::Tensor& tensor, double val) {
@@ -4006,18 +3784,14 @@ at::Tensor constant_cuda_simulated(const at::Tensor& tensor, double val) {
   opforge::check::device_type(kOp, "tensor", tensor, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'tensor'", tensor, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::constant_meta<int64_t>(kOp, tensor, val);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], tensor, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, tensor);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, tensor, &opforge::cuda::stream_capturing);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, tensor,
+      std::array<opforge::structured::read_arg, 0>{}, {},
+  [&](const opforge::structured::kernel_tensors<1, 0>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(tensor.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::constant_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::constant_cuda<scalar_t>(k.out_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor conv2d_cuda_simulated(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
@@ -4031,21 +3805,14 @@ at::Tensor conv2d_cuda_simulated(const at::Tensor& input, const at::Tensor& weig
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   auto meta = opforge::conv2d_meta<int64_t>(kOp, input, weight, bias, stride, padding, dilation, groups);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 3>{input, weight, bias}, {},
+  [&](const opforge::structured::kernel_tensors<1, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::conv2d_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::conv2d_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask) {
@@ -4059,25 +3826,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cuda_simulated(co
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
   auto meta = opforge::conv2d_backward_meta<int64_t>(kOp, grad_output, input, weight, stride, padding, dilation, groups, output_mask);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output, layout);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 3>{grad_output, input, weight}, {},
+  [&](const opforge::structured::kernel_tensors<3, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::conv2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_output_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::conv2d_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
-  return std::make_tuple(result0, result1, result2);
+  });
+  return std::make_tuple(results[0], results[1], results[2]);
 }
 
 at::Tensor conv2d_bias_act_cuda_simulated(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, c10::string_view activation) {
@@ -4091,21 +3847,14 @@ at::Tensor conv2d_bias_act_cuda_simulated(const at::Tensor& input, const at::Ten
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   auto meta = opforge::conv2d_bias_act_meta<int64_t>(kOp, input, weight, bias, stride, padding, dilation, groups, activation);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 3>{input, weight, bias}, {},
+  [&](const opforge::structured::kernel_tensors<1, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::conv2d_bias_act_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::conv2d_bias_act_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor conv_transpose2d_cuda_simulated(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation) {
@@ -4119,21 +3868,14 @@ at::Tensor conv_transpose2d_cuda_simulated(const at::Tensor& input, const at::Te
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   auto meta = opforge::conv_transpose2d_meta<int64_t>(kOp, input, weight, bias, stride, padding, output_padding, groups, dilation);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 3>{input, weight, bias}, {},
+  [&](const opforge::structured::kernel_tensors<1, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::conv_transpose2d_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::conv_transpose2d_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation, std::array<bool,3> output_mask) {
@@ -4147,25 +3889,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cuda_si
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
   auto meta = opforge::conv_transpose2d_backward_meta<int64_t>(kOp, grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output, layout);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 3>{grad_output, input, weight}, {},
+  [&](const opforge::structured::kernel_tensors<3, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::conv_transpose2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_output_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::conv_transpose2d_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
-  return std::make_tuple(result0, result1, result2);
+  });
+  return std::make_tuple(results[0], results[1], results[2]);
 }
 
 at::Tensor cross_entropy_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index, double label_smoothing) {
@@ -4181,22 +3912,14 @@ at::Tensor cross_entropy_backward_cuda_simulated(const at::Tensor& grad_output, 
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
   auto meta = opforge::cross_entropy_backward_meta<int64_t>(kOp, grad_output, self, target, weight, ignore_index, label_smoothing);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor target_c = opforge::structured::contiguous_in(target, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 4>{grad_output, self, target, weight}, {},
+  [&](const opforge::structured::kernel_tensors<1, 4>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::cross_entropy_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), target_c.const_data_ptr<int64_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::cross_entropy_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<int64_t>(2), k.in_ptr<scalar_t>(3), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 std::tuple<at::Tensor, at::Tensor> cross_entropy_forward_cuda_simulated(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index, double label_smoothing) {
@@ -4209,23 +3932,14 @@ std::tuple<at::Tensor, at::Tensor> cross_entropy_forward_cuda_simulated(const at
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "weight", weight, "self", self);
   auto meta = opforge::cross_entropy_forward_meta<int64_t>(kOp, self, target, weight, ignore_index, label_smoothing);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor target_c = opforge::structured::contiguous_in(target, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 3>{self, target, weight}, {},
+  [&](const opforge::structured::kernel_tensors<2, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::cross_entropy_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), self_c.const_data_ptr<scalar_t>(), target_c.const_data_ptr<int64_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::cross_entropy_forward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<int64_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 
 at::Tensor dequantize_per_channel_cuda_simulated(const at::Tensor& input, const at::Tensor& scales, const std::optional<at::Tensor>& zero_points, int64_t axis, int64_t quant_min, int64_t quant_max, at::ScalarType dtype, std::optional<at::ScalarType> out_dtype) {
@@ -4237,27 +3951,20 @@ at::Tensor dequantize_per_channel_cuda_simulated(const at::Tensor& input, const 
   opforge::check::dtype(kOp, "'scales'", scales, {at::ScalarType::Float, at::ScalarType::Double}, "a floating tensor (float32, float64)");
   opforge::check::dtype(kOp, "'zero_points'", zero_points, {at::ScalarType::Int, at::ScalarType::Long}, "a tensor of dtype (int32, int64)");
   auto meta = opforge::dequantize_per_channel_meta<int64_t>(kOp, input, scales, zero_points, axis, quant_min, quant_max, dtype, out_dtype);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor scales_c = opforge::structured::contiguous_in(scales, layout);
-    const at::Tensor zero_points_c = opforge::structured::contiguous_or_undefined(zero_points, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 3>{input, scales, zero_points}, {},
+  [&](const opforge::structured::kernel_tensors<1, 3>& k) {
     opforge::structured::dispatch<uint8_t, int8_t, int16_t, int32_t>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<float, double>(scales.scalar_type(), kOp, [&]<typename scales_t>() {
-        opforge::structured::dispatch<int32_t, int64_t>((zero_points_c.defined() ? zero_points_c.scalar_type() : at::ScalarType::Int), kOp, [&]<typename zero_points_t>() {
-          opforge::structured::dispatch<float, c10::Half, c10::BFloat16, double>(result.scalar_type(), kOp, [&]<typename result_t>() {
-            OPFORGE_CUDA_CHECK(opforge::dequantize_per_channel_cuda<scalar_t, scales_t, zero_points_t, result_t>(opforge::structured::mutable_data_or_null<result_t>(result), input_c.const_data_ptr<scalar_t>(), scales_c.const_data_ptr<scales_t>(), opforge::structured::data_or_null<zero_points_t>(zero_points_c), meta.plan, opforge::cuda::current_stream()));
+        opforge::structured::dispatch<int32_t, int64_t>((k.in[2].defined() ? k.in[2].scalar_type() : at::ScalarType::Int), kOp, [&]<typename zero_points_t>() {
+          opforge::structured::dispatch<float, c10::Half, c10::BFloat16, double>(k.out[0].scalar_type(), kOp, [&]<typename result_t>() {
+            OPFORGE_CUDA_CHECK(opforge::dequantize_per_channel_cuda<scalar_t, scales_t, zero_points_t, result_t>(k.out_ptr<result_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scales_t>(1), k.in_ptr<zero_points_t>(2), meta.plan, opforge::cuda::current_stream()));
           });
         });
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor dequantize_per_tensor_cuda_simulated(const at::Tensor& input, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max, at::ScalarType dtype, std::optional<at::ScalarType> out_dtype) {
@@ -4265,21 +3972,16 @@ at::Tensor dequantize_per_tensor_cuda_simulated(const at::Tensor& input, double 
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Byte, at::ScalarType::Char, at::ScalarType::Short, at::ScalarType::Int}, "a tensor of dtype (uint8, int8, int16, int32)");
   auto meta = opforge::dequantize_per_tensor_meta<int64_t>(kOp, input, scale, zero_point, quant_min, quant_max, dtype, out_dtype);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 1>{input}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<uint8_t, int8_t, int16_t, int32_t>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::structured::dispatch<float, c10::Half, c10::BFloat16, double>(result.scalar_type(), kOp, [&]<typename result_t>() {
-        OPFORGE_CUDA_CHECK(opforge::dequantize_per_tensor_cuda<scalar_t, result_t>(opforge::structured::mutable_data_or_null<result_t>(result), input_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      opforge::structured::dispatch<float, c10::Half, c10::BFloat16, double>(k.out[0].scalar_type(), kOp, [&]<typename result_t>() {
+        OPFORGE_CUDA_CHECK(opforge::dequantize_per_tensor_cuda<scalar_t, result_t>(k.out_ptr<result_t>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor dropout_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& mask, double scale) {
@@ -4289,20 +3991,14 @@ at::Tensor dropout_backward_cuda_simulated(const at::Tensor& grad_output, const 
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'mask'", mask, {at::ScalarType::Bool}, "a tensor of dtype (bool)");
   auto meta = opforge::dropout_backward_meta<int64_t>(kOp, grad_output, mask, scale);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor mask_c = opforge::structured::contiguous_in(mask, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 2>{grad_output, mask}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::dropout_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), mask_c.const_data_ptr<bool>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::dropout_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<bool>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 std::tuple<at::Tensor, at::Tensor> dropout_forward_cuda_simulated(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator) {
@@ -4310,29 +4006,18 @@ std::tuple<at::Tensor, at::Tensor> dropout_forward_cuda_simulated(const at::Tens
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::dropout_forward_meta<int64_t>(kOp, input, p, train, generator);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    opforge::cuda::draw_philox(meta.plan, generator, input);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 1>{input}, {.generator = &generator},
+  [&](const opforge::structured::kernel_tensors<2, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::dropout_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<bool>(result1), input_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::dropout_forward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<bool>(1), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 
 void elu_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& alpha, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::elu_cuda<float>(out, self, alpha); break;
     case at::ScalarType::Double: opforge::elu_cuda<double>(out, self, alpha); break;
@@ -4345,18 +4030,13 @@ void elu_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scala
 at::Tensor elu_cuda_simulated(const at::Tensor& self, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = elu_meta_step<int64_t>(self, alpha, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  elu_cuda_run(out, self, alpha, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return elu_meta_step<int64_t>(self, alpha, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { elu_cuda_run(out, self, alpha, dtype); });
 }
 
 void elu_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& alpha, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::elu_backward_cuda<float>(out, grad_output, self, alpha); break;
     case at::ScalarType::Double: opforge::elu_backward_cuda<double>(out, grad_output, self, alpha); break;
@@ -4370,11 +4050,9 @@ at::Tensor elu_backward_cuda_simulated(const at::Tensor& grad_output, const at::
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = elu_backward_meta_step<int64_t>(grad_output, self, alpha, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  elu_backward_cuda_run(out, grad_output, self, alpha, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return elu_backward_meta_step<int64_t>(grad_output, self, alpha, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { elu_backward_cuda_run(out, grad_output, self, alpha, dtype); });
 }
 
 at::Tensor embedding_cuda_simulated(const at::Tensor& weight, const at::Tensor& indices, c10::SymInt padding_idx) {
@@ -4384,22 +4062,16 @@ at::Tensor embedding_cuda_simulated(const at::Tensor& weight, const at::Tensor& 
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
   auto meta = opforge::embedding_meta<int64_t>(kOp, weight, indices, padding_idx);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], weight, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, weight);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, weight, &opforge::cuda::stream_capturing);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
-    const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, weight,
+      std::array<opforge::structured::read_arg, 2>{weight, indices}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
-        OPFORGE_CUDA_CHECK(opforge::embedding_cuda<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), weight_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::embedding_cuda<scalar_t, indices_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<indices_t>(1), meta.plan, opforge::cuda::current_stream()));
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor embedding_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights, c10::SymInt padding_idx) {
@@ -4409,23 +4081,16 @@ at::Tensor embedding_backward_cuda_simulated(const at::Tensor& grad_output, cons
   opforge::check::dtype(kOp, "'grad_output'", grad_output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
   auto meta = opforge::embedding_backward_meta<int64_t>(kOp, grad_output, indices, num_weights, padding_idx);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    opforge::structured::alert_not_deterministic("opforge.embedding_backward (CUDA)");
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 2>{grad_output, indices}, {.nondeterministic = "opforge.embedding_backward (CUDA)"},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
-        OPFORGE_CUDA_CHECK(opforge::embedding_backward_cuda<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::embedding_backward_cuda<scalar_t, indices_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<indices_t>(1), meta.plan, opforge::cuda::current_stream()));
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor fake_quantize_learnable_per_channel_affine_cuda_simulated(const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max, double grad_factor) {
@@ -4437,21 +4102,14 @@ at::Tensor fake_quantize_learnable_per_channel_affine_cuda_simulated(const at::T
   opforge::check::dtype(kOp, "'scale'", scale, {at::ScalarType::Float}, "a floating tensor (float32)");
   opforge::check::dtype(kOp, "'zero_point'", zero_point, {at::ScalarType::Float}, "a floating tensor (float32)");
   auto meta = opforge::fake_quantize_learnable_per_channel_meta<int64_t>(kOp, self, scale, zero_point, axis, quant_min, quant_max, grad_factor);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor scale_c = opforge::structured::contiguous_in(scale, layout);
-    const at::Tensor zero_point_c = opforge::structured::contiguous_in(zero_point, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 3>{self, scale, zero_point}, {},
+  [&](const opforge::structured::kernel_tensors<1, 3>& k) {
     opforge::structured::dispatch<float>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::fake_quantize_learnable_per_channel_affine_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), scale_c.const_data_ptr<float>(), zero_point_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::fake_quantize_learnable_per_channel_affine_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<float>(1), k.in_ptr<float>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> fake_quantize_learnable_per_channel_affine_backward_cuda_simulated(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max, double grad_factor) {
@@ -4466,26 +4124,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fake_quantize_learnable_per_chann
   opforge::check::dtype(kOp, "'zero_point'", zero_point, {at::ScalarType::Float}, "a floating tensor (float32)");
   opforge::check::same_dtype(kOp, "self", self, "grad", grad);
   auto meta = opforge::fake_quantize_learnable_per_channel_backward_meta<int64_t>(kOp, grad, self, scale, zero_point, axis, quant_min, quant_max, grad_factor);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad, layout);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_c = opforge::structured::contiguous_in(grad, layout);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor scale_c = opforge::structured::contiguous_in(scale, layout);
-    const at::Tensor zero_point_c = opforge::structured::contiguous_in(zero_point, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad,
+      std::array<opforge::structured::read_arg, 4>{grad, self, scale, zero_point}, {},
+  [&](const opforge::structured::kernel_tensors<3, 4>& k) {
     opforge::structured::dispatch<float>(grad.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::fake_quantize_learnable_per_channel_affine_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), scale_c.const_data_ptr<float>(), zero_point_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::fake_quantize_learnable_per_channel_affine_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<float>(2), k.in_ptr<float>(3), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
-  return std::make_tuple(result0, result1, result2);
+  });
+  return std::make_tuple(results[0], results[1], results[2]);
 }
 
 at::Tensor fake_quantize_learnable_per_tensor_affine_cuda_simulated(const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t quant_min, int64_t quant_max, double grad_factor) {
@@ -4497,21 +4143,14 @@ at::Tensor fake_quantize_learnable_per_tensor_affine_cuda_simulated(const at::Te
   opforge::check::dtype(kOp, "'scale'", scale, {at::ScalarType::Float}, "a floating tensor (float32)");
   opforge::check::dtype(kOp, "'zero_point'", zero_point, {at::ScalarType::Float}, "a floating tensor (float32)");
   auto meta = opforge::fake_quantize_learnable_per_tensor_meta<int64_t>(kOp, self, scale, zero_point, quant_min, quant_max, grad_factor);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor scale_c = opforge::structured::contiguous_in(scale, layout);
-    const at::Tensor zero_point_c = opforge::structured::contiguous_in(zero_point, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 3>{self, scale, zero_point}, {},
+  [&](const opforge::structured::kernel_tensors<1, 3>& k) {
     opforge::structured::dispatch<float>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::fake_quantize_learnable_per_tensor_affine_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), scale_c.const_data_ptr<float>(), zero_point_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::fake_quantize_learnable_per_tensor_affine_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<float>(1), k.in_ptr<float>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> fake_quantize_learnable_per_tensor_affine_backward_cuda_simulated(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t quant_min, int64_t quant_max, double grad_factor) {
@@ -4526,26 +4165,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fake_quantize_learnable_per_tenso
   opforge::check::dtype(kOp, "'zero_point'", zero_point, {at::ScalarType::Float}, "a floating tensor (float32)");
   opforge::check::same_dtype(kOp, "self", self, "grad", grad);
   auto meta = opforge::fake_quantize_learnable_per_tensor_backward_meta<int64_t>(kOp, grad, self, scale, zero_point, quant_min, quant_max, grad_factor);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad, layout);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_c = opforge::structured::contiguous_in(grad, layout);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor scale_c = opforge::structured::contiguous_in(scale, layout);
-    const at::Tensor zero_point_c = opforge::structured::contiguous_in(zero_point, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad,
+      std::array<opforge::structured::read_arg, 4>{grad, self, scale, zero_point}, {},
+  [&](const opforge::structured::kernel_tensors<3, 4>& k) {
     opforge::structured::dispatch<float>(grad.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::fake_quantize_learnable_per_tensor_affine_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), scale_c.const_data_ptr<float>(), zero_point_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::fake_quantize_learnable_per_tensor_affine_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<float>(2), k.in_ptr<float>(3), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
-  return std::make_tuple(result0, result1, result2);
+  });
+  return std::make_tuple(results[0], results[1], results[2]);
 }
 
 at::Tensor fake_quantize_per_channel_affine_cuda_simulated(const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max) {
@@ -4557,21 +4184,14 @@ at::Tensor fake_quantize_per_channel_affine_cuda_simulated(const at::Tensor& sel
   opforge::check::dtype(kOp, "'scale'", scale, {at::ScalarType::Float}, "a floating tensor (float32)");
   opforge::check::dtype(kOp, "'zero_point'", zero_point, {at::ScalarType::Int}, "a tensor of dtype (int32)");
   auto meta = opforge::fake_quantize_per_channel_meta<int64_t>(kOp, self, scale, zero_point, axis, quant_min, quant_max);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor scale_c = opforge::structured::contiguous_in(scale, layout);
-    const at::Tensor zero_point_c = opforge::structured::contiguous_in(zero_point, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 3>{self, scale, zero_point}, {},
+  [&](const opforge::structured::kernel_tensors<1, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::fake_quantize_per_channel_affine_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), scale_c.const_data_ptr<float>(), zero_point_c.const_data_ptr<int32_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::fake_quantize_per_channel_affine_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<float>(1), k.in_ptr<int32_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor fake_quantize_per_channel_affine_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& scale, const at::Tensor& zero_point, int64_t axis, int64_t quant_min, int64_t quant_max) {
@@ -4586,29 +4206,18 @@ at::Tensor fake_quantize_per_channel_affine_backward_cuda_simulated(const at::Te
   opforge::check::dtype(kOp, "'zero_point'", zero_point, {at::ScalarType::Int}, "a tensor of dtype (int32)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::fake_quantize_per_channel_backward_meta<int64_t>(kOp, grad_output, self, scale, zero_point, axis, quant_min, quant_max);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor scale_c = opforge::structured::contiguous_in(scale, layout);
-    const at::Tensor zero_point_c = opforge::structured::contiguous_in(zero_point, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 4>{grad_output, self, scale, zero_point}, {},
+  [&](const opforge::structured::kernel_tensors<1, 4>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::fake_quantize_per_channel_affine_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), scale_c.const_data_ptr<float>(), zero_point_c.const_data_ptr<int32_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::fake_quantize_per_channel_affine_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<float>(2), k.in_ptr<int32_t>(3), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 void fake_quantize_per_tensor_affine_cuda_run(const at::Tensor& out, const at::Tensor& self, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_tensor_affine";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::fake_quantize_per_tensor_affine_cuda<float>(out, self, scale, zero_point, quant_min, quant_max); break;
     case at::ScalarType::Double: opforge::fake_quantize_per_tensor_affine_cuda<double>(out, self, scale, zero_point, quant_min, quant_max); break;
@@ -4621,18 +4230,13 @@ void fake_quantize_per_tensor_affine_cuda_run(const at::Tensor& out, const at::T
 at::Tensor fake_quantize_per_tensor_affine_cuda_simulated(const at::Tensor& self, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_tensor_affine";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = fake_quantize_per_tensor_affine_meta_step<int64_t>(self, scale, zero_point, quant_min, quant_max, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  fake_quantize_per_tensor_affine_cuda_run(out, self, scale, zero_point, quant_min, quant_max, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return fake_quantize_per_tensor_affine_meta_step<int64_t>(self, scale, zero_point, quant_min, quant_max, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { fake_quantize_per_tensor_affine_cuda_run(out, self, scale, zero_point, quant_min, quant_max, dtype); });
 }
 
 void fake_quantize_per_tensor_affine_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_tensor_affine_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = grad_output.to(dtype);
   const at::Tensor self_p = self.to(dtype);
   switch (dtype) {
@@ -4648,11 +4252,9 @@ at::Tensor fake_quantize_per_tensor_affine_backward_cuda_simulated(const at::Ten
   [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_tensor_affine_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = fake_quantize_per_tensor_affine_backward_meta_step<int64_t>(grad_output, self, scale, zero_point, quant_min, quant_max, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  fake_quantize_per_tensor_affine_backward_cuda_run(out, grad_output, self, scale, zero_point, quant_min, quant_max, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return fake_quantize_per_tensor_affine_backward_meta_step<int64_t>(grad_output, self, scale, zero_point, quant_min, quant_max, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { fake_quantize_per_tensor_affine_backward_cuda_run(out, grad_output, self, scale, zero_point, quant_min, quant_max, dtype); });
 }
 
 std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cuda_simulated(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias, const at::Tensor& bn_weight, const at::Tensor& bn_bias, const at::Tensor& running_mean, const at::Tensor& running_var, double eps) {
@@ -4675,33 +4277,18 @@ std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cuda_simulated(const at::Tensor&
   opforge::check::same_dtype(kOp, "running_mean", running_mean, "conv_weight", conv_weight);
   opforge::check::same_dtype(kOp, "running_var", running_var, "conv_weight", conv_weight);
   auto meta = opforge::fold_conv_bn_meta<int64_t>(kOp, conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], conv_weight, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], conv_weight, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, conv_weight);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, conv_weight, &opforge::cuda::stream_capturing);
-    const at::Tensor conv_weight_c = opforge::structured::contiguous_in(conv_weight, layout);
-    const at::Tensor conv_bias_c = opforge::structured::contiguous_or_undefined(conv_bias, layout);
-    const at::Tensor bn_weight_c = opforge::structured::contiguous_in(bn_weight, layout);
-    const at::Tensor bn_bias_c = opforge::structured::contiguous_in(bn_bias, layout);
-    const at::Tensor running_mean_c = opforge::structured::contiguous_in(running_mean, layout);
-    const at::Tensor running_var_c = opforge::structured::contiguous_in(running_var, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, conv_weight,
+      std::array<opforge::structured::read_arg, 6>{conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var}, {},
+  [&](const opforge::structured::kernel_tensors<2, 6>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(conv_weight.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::fold_conv_bn_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), conv_weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(conv_bias_c), bn_weight_c.const_data_ptr<scalar_t>(), bn_bias_c.const_data_ptr<scalar_t>(), running_mean_c.const_data_ptr<scalar_t>(), running_var_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::fold_conv_bn_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.in_ptr<scalar_t>(3), k.in_ptr<scalar_t>(4), k.in_ptr<scalar_t>(5), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 
 void gelu_cuda_run(const at::Tensor& out, const at::Tensor& self, c10::string_view approximate, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::gelu_cuda<float>(out, self, approximate); break;
     case at::ScalarType::Double: opforge::gelu_cuda<double>(out, self, approximate); break;
@@ -4714,18 +4301,13 @@ void gelu_cuda_run(const at::Tensor& out, const at::Tensor& self, c10::string_vi
 at::Tensor gelu_cuda_simulated(const at::Tensor& self, c10::string_view approximate) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = gelu_meta_step<int64_t>(self, approximate, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  gelu_cuda_run(out, self, approximate, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return gelu_meta_step<int64_t>(self, approximate, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { gelu_cuda_run(out, self, approximate, dtype); });
 }
 
 void gelu_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::gelu_backward_cuda<float>(out, grad_output, self, approximate); break;
     case at::ScalarType::Double: opforge::gelu_backward_cuda<double>(out, grad_output, self, approximate); break;
@@ -4739,11 +4321,9 @@ at::Tensor gelu_backward_cuda_simulated(const at::Tensor& grad_output, const at:
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = gelu_backward_meta_step<int64_t>(grad_output, self, approximate, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  gelu_backward_cuda_run(out, grad_output, self, approximate, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return gelu_backward_meta_step<int64_t>(grad_output, self, approximate, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { gelu_backward_cuda_run(out, grad_output, self, approximate, dtype); });
 }
 
 at::Tensor generalized_box_iou_cuda_simulated(const at::Tensor& boxes1, const at::Tensor& boxes2) {
@@ -4754,20 +4334,14 @@ at::Tensor generalized_box_iou_cuda_simulated(const at::Tensor& boxes1, const at
   opforge::check::dtype(kOp, "'boxes2'", boxes2, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "boxes2", boxes2, "boxes1", boxes1);
   auto meta = opforge::generalized_box_iou_meta<int64_t>(kOp, boxes1, boxes2);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], boxes1, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, boxes1);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, boxes1, &opforge::cuda::stream_capturing);
-    const at::Tensor boxes1_c = opforge::structured::contiguous_in(boxes1, layout);
-    const at::Tensor boxes2_c = opforge::structured::contiguous_in(boxes2, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, boxes1,
+      std::array<opforge::structured::read_arg, 2>{boxes1, boxes2}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(boxes1.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::generalized_box_iou_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), boxes1_c.const_data_ptr<scalar_t>(), boxes2_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::generalized_box_iou_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 std::tuple<at::Tensor, at::Tensor> generalized_box_iou_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& boxes1, const at::Tensor& boxes2, std::array<bool,2> output_mask) {
@@ -4781,23 +4355,14 @@ std::tuple<at::Tensor, at::Tensor> generalized_box_iou_backward_cuda_simulated(c
   opforge::check::same_dtype(kOp, "boxes1", boxes1, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "boxes2", boxes2, "grad_output", grad_output);
   auto meta = opforge::generalized_box_iou_backward_meta<int64_t>(kOp, grad_output, boxes1, boxes2, output_mask);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor boxes1_c = opforge::structured::contiguous_in(boxes1, layout);
-    const at::Tensor boxes2_c = opforge::structured::contiguous_in(boxes2, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 3>{grad_output, boxes1, boxes2}, {},
+  [&](const opforge::structured::kernel_tensors<2, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::generalized_box_iou_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), grad_output_c.const_data_ptr<scalar_t>(), boxes1_c.const_data_ptr<scalar_t>(), boxes2_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::generalized_box_iou_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 
 at::Tensor grid_anchors_cuda_simulated(const at::Tensor& base_anchors, int64_t feat_h, int64_t feat_w, int64_t stride) {
@@ -4805,19 +4370,14 @@ at::Tensor grid_anchors_cuda_simulated(const at::Tensor& base_anchors, int64_t f
   opforge::check::device_type(kOp, "base_anchors", base_anchors, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'base_anchors'", base_anchors, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::grid_anchors_meta<int64_t>(kOp, base_anchors, feat_h, feat_w, stride);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], base_anchors, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, base_anchors);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, base_anchors, &opforge::cuda::stream_capturing);
-    const at::Tensor base_anchors_c = opforge::structured::contiguous_in(base_anchors, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, base_anchors,
+      std::array<opforge::structured::read_arg, 1>{base_anchors}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(base_anchors.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::grid_anchors_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), base_anchors_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::grid_anchors_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward_cuda_simulated(const at::Tensor& grad_out, const at::Tensor& input, int64_t num_groups, const at::Tensor& mean, const at::Tensor& rstd, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd) {
@@ -4843,29 +4403,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward_cuda_simulate
   opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "grad_rstd", grad_rstd, "grad_out", grad_out);
   auto meta = opforge::group_norm_backward_meta<int64_t>(kOp, grad_out, input, num_groups, mean, rstd, output_mask, weight, grad_mean, grad_rstd);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out, layout);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_out);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_out, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_out_c = opforge::structured::contiguous_in(grad_out, layout);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor mean_c = opforge::structured::contiguous_in(mean, layout);
-    const at::Tensor rstd_c = opforge::structured::contiguous_in(rstd, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
-    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean, layout);
-    const at::Tensor grad_rstd_c = opforge::structured::contiguous_or_undefined(grad_rstd, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_out,
+      std::array<opforge::structured::read_arg, 7>{grad_out, input, mean, rstd, weight, grad_mean, grad_rstd}, {},
+  [&](const opforge::structured::kernel_tensors<3, 7>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::group_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), mean_c.const_data_ptr<scalar_t>(), rstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::group_norm_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.in_ptr<scalar_t>(3), k.in_ptr<scalar_t>(4), k.in_ptr<scalar_t>(5), k.in_ptr<scalar_t>(6), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
-  return std::make_tuple(result0, result1, result2);
+  });
+  return std::make_tuple(results[0], results[1], results[2]);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cuda_simulated(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
@@ -4879,32 +4424,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cuda_simulated
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   auto meta = opforge::group_norm_forward_meta<int64_t>(kOp, input, num_groups, weight, bias, eps);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input, layout);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 3>{input, weight, bias}, {},
+  [&](const opforge::structured::kernel_tensors<3, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
-  return std::make_tuple(result0, result1, result2);
+  });
+  return std::make_tuple(results[0], results[1], results[2]);
 }
 
 void hardsigmoid_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardsigmoid";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::hardsigmoid_cuda<float>(out, self); break;
     case at::ScalarType::Double: opforge::hardsigmoid_cuda<double>(out, self); break;
@@ -4917,18 +4448,13 @@ void hardsigmoid_cuda_run(const at::Tensor& out, const at::Tensor& self, at::Sca
 at::Tensor hardsigmoid_cuda_simulated(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardsigmoid";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = hardsigmoid_meta_step<int64_t>(self, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  hardsigmoid_cuda_run(out, self, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return hardsigmoid_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { hardsigmoid_cuda_run(out, self, dtype); });
 }
 
 void hardsigmoid_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardsigmoid_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::hardsigmoid_backward_cuda<float>(out, grad_output, self); break;
     case at::ScalarType::Double: opforge::hardsigmoid_backward_cuda<double>(out, grad_output, self); break;
@@ -4942,18 +4468,13 @@ at::Tensor hardsigmoid_backward_cuda_simulated(const at::Tensor& grad_output, co
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardsigmoid_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = hardsigmoid_backward_meta_step<int64_t>(grad_output, self, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  hardsigmoid_backward_cuda_run(out, grad_output, self, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return hardsigmoid_backward_meta_step<int64_t>(grad_output, self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { hardsigmoid_backward_cuda_run(out, grad_output, self, dtype); });
 }
 
 void hardswish_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::hardswish_cuda<float>(out, self); break;
     case at::ScalarType::Double: opforge::hardswish_cuda<double>(out, self); break;
@@ -4966,18 +4487,13 @@ void hardswish_cuda_run(const at::Tensor& out, const at::Tensor& self, at::Scala
 at::Tensor hardswish_cuda_simulated(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = hardswish_meta_step<int64_t>(self, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  hardswish_cuda_run(out, self, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return hardswish_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { hardswish_cuda_run(out, self, dtype); });
 }
 
 void hardswish_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::hardswish_backward_cuda<float>(out, grad_output, self); break;
     case at::ScalarType::Double: opforge::hardswish_backward_cuda<double>(out, grad_output, self); break;
@@ -4991,18 +4507,13 @@ at::Tensor hardswish_backward_cuda_simulated(const at::Tensor& grad_output, cons
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = hardswish_backward_meta_step<int64_t>(grad_output, self, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  hardswish_backward_cuda_run(out, grad_output, self, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return hardswish_backward_meta_step<int64_t>(grad_output, self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { hardswish_backward_cuda_run(out, grad_output, self, dtype); });
 }
 
 void huber_loss_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double delta, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.huber_loss";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -5018,18 +4529,13 @@ at::Tensor huber_loss_cuda_simulated(const at::Tensor& self, const at::Tensor& t
   [[maybe_unused]] constexpr const char* kOp = "opforge.huber_loss";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = huber_loss_meta_step<int64_t>(self, target, reduction, delta, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  huber_loss_cuda_run(out, self, target, reduction, delta, dtype);
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return huber_loss_meta_step<int64_t>(self, target, reduction, delta, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { huber_loss_cuda_run(out, self, target, reduction, delta, dtype); }), reduction);
 }
 
 void huber_loss_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double delta, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.huber_loss_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
@@ -5047,11 +4553,9 @@ at::Tensor huber_loss_backward_cuda_simulated(const at::Tensor& grad_output, con
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = huber_loss_backward_meta_step<int64_t>(grad_output, self, target, reduction, delta, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  huber_loss_backward_cuda_run(out, grad_output, self, target, reduction, delta, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return huber_loss_backward_meta_step<int64_t>(grad_output, self, target, reduction, delta, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { huber_loss_backward_cuda_run(out, grad_output, self, target, reduction, delta, dtype); });
 }
 
 at::Tensor int8_mm_cuda_simulated(const at::Tensor& self, const at::Tensor& mat2) {
@@ -5062,27 +4566,18 @@ at::Tensor int8_mm_cuda_simulated(const at::Tensor& self, const at::Tensor& mat2
   opforge::check::dtype(kOp, "'mat2'", mat2, {at::ScalarType::Char}, "a tensor of dtype (int8)");
   opforge::check::same_dtype(kOp, "mat2", mat2, "self", self);
   auto meta = opforge::int8_mm_meta<int64_t>(kOp, self, mat2);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor mat2_c = opforge::structured::contiguous_in(mat2, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 2>{self, mat2}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<int8_t>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::int8_mm_cuda<scalar_t>(opforge::structured::mutable_data_or_null<int32_t>(result), self_c.const_data_ptr<scalar_t>(), mat2_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::int8_mm_cuda<scalar_t>(k.out_ptr<int32_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 void kl_div_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, bool log_target, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.kl_div";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -5098,18 +4593,13 @@ at::Tensor kl_div_cuda_simulated(const at::Tensor& self, const at::Tensor& targe
   [[maybe_unused]] constexpr const char* kOp = "opforge.kl_div";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = kl_div_meta_step<int64_t>(self, target, reduction, log_target, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  kl_div_cuda_run(out, self, target, reduction, log_target, dtype);
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return kl_div_meta_step<int64_t>(self, target, reduction, log_target, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { kl_div_cuda_run(out, self, target, reduction, log_target, dtype); }), reduction);
 }
 
 void kl_div_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, bool log_target, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.kl_div_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
@@ -5127,18 +4617,13 @@ at::Tensor kl_div_backward_cuda_simulated(const at::Tensor& grad_output, const a
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = kl_div_backward_meta_step<int64_t>(grad_output, self, target, reduction, log_target, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  kl_div_backward_cuda_run(out, grad_output, self, target, reduction, log_target, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return kl_div_backward_meta_step<int64_t>(grad_output, self, target, reduction, log_target, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { kl_div_backward_cuda_run(out, grad_output, self, target, reduction, log_target, dtype); });
 }
 
 void kl_div_target_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, bool log_target, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.kl_div_target_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
@@ -5156,18 +4641,13 @@ at::Tensor kl_div_target_backward_cuda_simulated(const at::Tensor& grad_output, 
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = kl_div_target_backward_meta_step<int64_t>(grad_output, self, target, reduction, log_target, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  kl_div_target_backward_cuda_run(out, grad_output, self, target, reduction, log_target, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return kl_div_target_backward_meta_step<int64_t>(grad_output, self, target, reduction, log_target, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { kl_div_target_backward_cuda_run(out, grad_output, self, target, reduction, log_target, dtype); });
 }
 
 void l1_loss_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.l1_loss";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -5183,18 +4663,13 @@ at::Tensor l1_loss_cuda_simulated(const at::Tensor& self, const at::Tensor& targ
   [[maybe_unused]] constexpr const char* kOp = "opforge.l1_loss";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = l1_loss_meta_step<int64_t>(self, target, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  l1_loss_cuda_run(out, self, target, reduction, dtype);
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return l1_loss_meta_step<int64_t>(self, target, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { l1_loss_cuda_run(out, self, target, reduction, dtype); }), reduction);
 }
 
 void l1_loss_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.l1_loss_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
@@ -5212,11 +4687,9 @@ at::Tensor l1_loss_backward_cuda_simulated(const at::Tensor& grad_output, const 
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = l1_loss_backward_meta_step<int64_t>(grad_output, self, target, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  l1_loss_backward_cuda_run(out, grad_output, self, target, reduction, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return l1_loss_backward_meta_step<int64_t>(grad_output, self, target, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { l1_loss_backward_cuda_run(out, grad_output, self, target, reduction, dtype); });
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cuda_simulated(const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean, const at::Tensor& rstd, std::array<bool,3> output_mask, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd) {
@@ -5242,29 +4715,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cuda_simulate
   opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "grad_rstd", grad_rstd, "grad_out", grad_out);
   auto meta = opforge::layer_norm_backward_meta<int64_t>(kOp, grad_out, input, normalized_shape, mean, rstd, output_mask, weight, grad_mean, grad_rstd);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out, layout);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_out);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_out, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_out_c = opforge::structured::contiguous_in(grad_out, layout);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor mean_c = opforge::structured::contiguous_in(mean, layout);
-    const at::Tensor rstd_c = opforge::structured::contiguous_in(rstd, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
-    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean, layout);
-    const at::Tensor grad_rstd_c = opforge::structured::contiguous_or_undefined(grad_rstd, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_out,
+      std::array<opforge::structured::read_arg, 7>{grad_out, input, mean, rstd, weight, grad_mean, grad_rstd}, {},
+  [&](const opforge::structured::kernel_tensors<3, 7>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::layer_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), mean_c.const_data_ptr<scalar_t>(), rstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_rstd_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::layer_norm_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.in_ptr<scalar_t>(3), k.in_ptr<scalar_t>(4), k.in_ptr<scalar_t>(5), k.in_ptr<scalar_t>(6), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
-  return std::make_tuple(result0, result1, result2);
+  });
+  return std::make_tuple(results[0], results[1], results[2]);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cuda_simulated(const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
@@ -5278,32 +4736,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cuda_simulated
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   auto meta = opforge::layer_norm_forward_meta<int64_t>(kOp, input, normalized_shape, weight, bias, eps);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input, layout);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 3>{input, weight, bias}, {},
+  [&](const opforge::structured::kernel_tensors<3, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::layer_norm_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::layer_norm_forward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
-  return std::make_tuple(result0, result1, result2);
+  });
+  return std::make_tuple(results[0], results[1], results[2]);
 }
 
 void leaky_relu_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& negative_slope, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::leaky_relu_cuda<float>(out, self, negative_slope); break;
     case at::ScalarType::Double: opforge::leaky_relu_cuda<double>(out, self, negative_slope); break;
@@ -5316,18 +4760,13 @@ void leaky_relu_cuda_run(const at::Tensor& out, const at::Tensor& self, const at
 at::Tensor leaky_relu_cuda_simulated(const at::Tensor& self, const at::Scalar& negative_slope) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = leaky_relu_meta_step<int64_t>(self, negative_slope, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  leaky_relu_cuda_run(out, self, negative_slope, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return leaky_relu_meta_step<int64_t>(self, negative_slope, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { leaky_relu_cuda_run(out, self, negative_slope, dtype); });
 }
 
 void leaky_relu_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& negative_slope, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::leaky_relu_backward_cuda<float>(out, grad_output, self, negative_slope); break;
     case at::ScalarType::Double: opforge::leaky_relu_backward_cuda<double>(out, grad_output, self, negative_slope); break;
@@ -5341,11 +4780,9 @@ at::Tensor leaky_relu_backward_cuda_simulated(const at::Tensor& grad_output, con
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = leaky_relu_backward_meta_step<int64_t>(grad_output, self, negative_slope, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  leaky_relu_backward_cuda_run(out, grad_output, self, negative_slope, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return leaky_relu_backward_meta_step<int64_t>(grad_output, self, negative_slope, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { leaky_relu_backward_cuda_run(out, grad_output, self, negative_slope, dtype); });
 }
 
 at::Tensor ln_structured_mask_cuda_simulated(const at::Tensor& weight, double amount, double n, int64_t dim) {
@@ -5353,19 +4790,14 @@ at::Tensor ln_structured_mask_cuda_simulated(const at::Tensor& weight, double am
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::ln_structured_mask_meta<int64_t>(kOp, weight, amount, n, dim);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], weight, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, weight);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, weight, &opforge::cuda::stream_capturing);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, weight,
+      std::array<opforge::structured::read_arg, 1>{weight}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::ln_structured_mask_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::ln_structured_mask_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor local_response_norm_cuda_simulated(const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
@@ -5373,19 +4805,14 @@ at::Tensor local_response_norm_cuda_simulated(const at::Tensor& input, int64_t s
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::local_response_norm_meta<int64_t>(kOp, input, size, alpha, beta, k);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 1>{input}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::local_response_norm_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::local_response_norm_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor local_response_norm_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& input, int64_t size, double alpha, double beta, double k) {
@@ -5396,20 +4823,14 @@ at::Tensor local_response_norm_backward_cuda_simulated(const at::Tensor& grad_ou
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
   auto meta = opforge::local_response_norm_backward_meta<int64_t>(kOp, grad_output, input, size, alpha, beta, k);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 2>{grad_output, input}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::local_response_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::local_response_norm_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor log_softmax_cuda_simulated(const at::Tensor& self, int64_t dim) {
@@ -5417,19 +4838,14 @@ at::Tensor log_softmax_cuda_simulated(const at::Tensor& self, int64_t dim) {
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::softmax_meta<int64_t>(kOp, self, dim);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 1>{self}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor log_softmax_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim) {
@@ -5440,20 +4856,14 @@ at::Tensor log_softmax_backward_cuda_simulated(const at::Tensor& grad_output, co
   opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
   auto meta = opforge::softmax_backward_meta<int64_t>(kOp, grad_output, output, dim);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor output_c = opforge::structured::contiguous_in(output, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 2>{grad_output, output}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), output_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::log_softmax_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor magnitude_prune_mask_cuda_simulated(const at::Tensor& weight, const at::Scalar& amount) {
@@ -5461,19 +4871,14 @@ at::Tensor magnitude_prune_mask_cuda_simulated(const at::Tensor& weight, const a
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::magnitude_prune_mask_meta<int64_t>(kOp, weight, amount);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], weight, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, weight);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, weight, &opforge::cuda::stream_capturing);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, weight,
+      std::array<opforge::structured::read_arg, 1>{weight}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::magnitude_prune_mask_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::magnitude_prune_mask_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor max_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& indices, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
@@ -5486,21 +4891,14 @@ at::Tensor max_pool2d_backward_cuda_simulated(const at::Tensor& grad_output, con
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long}, "a tensor of dtype (int64)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::max_pool2d_backward_meta<int64_t>(kOp, grad_output, self, indices, kernel_size, stride, padding, dilation, ceil_mode);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 3>{grad_output, self, indices}, {},
+  [&](const opforge::structured::kernel_tensors<1, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::max_pool2d_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<int64_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cuda_simulated(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
@@ -5508,21 +4906,14 @@ std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_cuda_simulated(const 
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::max_pool2d_with_indices_meta<int64_t>(kOp, self, kernel_size, stride, padding, dilation, ceil_mode);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 1>{self}, {},
+  [&](const opforge::structured::kernel_tensors<2, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::max_pool2d_with_indices_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<int64_t>(1), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 
 void minmax_observer_update__cuda_simulated(at::Tensor& min_val, at::Tensor& max_val, const at::Tensor& x, std::optional<double> averaging_constant, std::optional<int64_t> ch_axis) {
@@ -5535,30 +4926,20 @@ void minmax_observer_update__cuda_simulated(at::Tensor& min_val, at::Tensor& max
   opforge::check::dtype(kOp, "'x'", x, {at::ScalarType::Float, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Double}, "a floating tensor (float32, float16, bfloat16, float64)");
   opforge::check::same_dtype(kOp, "max_val", max_val, "min_val", min_val);
   [[maybe_unused]] auto meta = opforge::minmax_observer_update_meta<int64_t>(kOp, min_val, max_val, x, averaging_constant, ch_axis);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&max_val, &min_val})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, min_val);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, min_val, &opforge::cuda::stream_capturing);
-    const at::Tensor min_val_c = opforge::structured::contiguous_in(min_val, layout);
-    const at::Tensor max_val_c = opforge::structured::contiguous_in(max_val, layout);
-    const at::Tensor x_c = opforge::structured::contiguous_in(x, layout);
+  opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, min_val,
+      std::array<opforge::structured::read_arg, 3>{opforge::structured::read_arg(min_val, true), opforge::structured::read_arg(max_val, true), x}, {},
+  [&](const opforge::structured::kernel_tensors<0, 3>& k) {
     opforge::structured::dispatch<float>(min_val.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<float, c10::Half, c10::BFloat16, double>(x.scalar_type(), kOp, [&]<typename x_t>() {
-        OPFORGE_CUDA_CHECK(opforge::minmax_observer_update_cuda<scalar_t, x_t>(opforge::structured::mutable_data_or_null<scalar_t>(min_val_c), opforge::structured::mutable_data_or_null<scalar_t>(max_val_c), x_c.const_data_ptr<x_t>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::minmax_observer_update_cuda<scalar_t, x_t>(k.written_ptr<scalar_t>(0), k.written_ptr<scalar_t>(1), k.in_ptr<x_t>(2), meta.plan, opforge::cuda::current_stream()));
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-    opforge::structured::write_back(max_val, max_val_c);
-    opforge::structured::write_back(min_val, min_val_c);
-  }
+  });
   return;
 }
 
 void mse_loss_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.mse_loss";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -5574,18 +4955,13 @@ at::Tensor mse_loss_cuda_simulated(const at::Tensor& self, const at::Tensor& tar
   [[maybe_unused]] constexpr const char* kOp = "opforge.mse_loss";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = mse_loss_meta_step<int64_t>(self, target, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  mse_loss_cuda_run(out, self, target, reduction, dtype);
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return mse_loss_meta_step<int64_t>(self, target, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { mse_loss_cuda_run(out, self, target, reduction, dtype); }), reduction);
 }
 
 void mse_loss_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.mse_loss_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
@@ -5603,11 +4979,9 @@ at::Tensor mse_loss_backward_cuda_simulated(const at::Tensor& grad_output, const
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = mse_loss_backward_meta_step<int64_t>(grad_output, self, target, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  mse_loss_backward_cuda_run(out, grad_output, self, target, reduction, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return mse_loss_backward_meta_step<int64_t>(grad_output, self, target, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { mse_loss_backward_cuda_run(out, grad_output, self, target, reduction, dtype); });
 }
 
 at::Tensor nll_loss_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index) {
@@ -5623,22 +4997,14 @@ at::Tensor nll_loss_backward_cuda_simulated(const at::Tensor& grad_output, const
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
   auto meta = opforge::nll_loss_backward_meta<int64_t>(kOp, grad_output, self, target, weight, ignore_index);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor target_c = opforge::structured::contiguous_in(target, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 4>{grad_output, self, target, weight}, {},
+  [&](const opforge::structured::kernel_tensors<1, 4>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::nll_loss_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), target_c.const_data_ptr<int64_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::nll_loss_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<int64_t>(2), k.in_ptr<scalar_t>(3), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 std::tuple<at::Tensor, at::Tensor> nll_loss_forward_cuda_simulated(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index) {
@@ -5651,23 +5017,14 @@ std::tuple<at::Tensor, at::Tensor> nll_loss_forward_cuda_simulated(const at::Ten
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "weight", weight, "self", self);
   auto meta = opforge::nll_loss_forward_meta<int64_t>(kOp, self, target, weight, ignore_index);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor target_c = opforge::structured::contiguous_in(target, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 3>{self, target, weight}, {},
+  [&](const opforge::structured::kernel_tensors<2, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::nll_loss_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), self_c.const_data_ptr<scalar_t>(), target_c.const_data_ptr<int64_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::nll_loss_forward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<int64_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 
 at::Tensor nms_cuda_simulated(const at::Tensor& boxes, const at::Tensor& scores, double iou_threshold) {
@@ -5678,22 +5035,14 @@ at::Tensor nms_cuda_simulated(const at::Tensor& boxes, const at::Tensor& scores,
   opforge::check::dtype(kOp, "'scores'", scores, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "scores", scores, "boxes", boxes);
   auto meta = opforge::nms_meta<int64_t>(kOp, boxes, scores, iou_threshold);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], boxes, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, boxes);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, boxes, &opforge::cuda::stream_capturing);
-    const at::Tensor length_report = opforge::structured::attach_length_report(meta.plan, boxes);
-    const at::Tensor boxes_c = opforge::structured::contiguous_in(boxes, layout);
-    const at::Tensor scores_c = opforge::structured::contiguous_in(scores, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, boxes,
+      std::array<opforge::structured::read_arg, 2>{boxes, scores}, {.data_dependent = 1u},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(boxes.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::nms_cuda<scalar_t>(opforge::structured::mutable_data_or_null<int64_t>(result), boxes_c.const_data_ptr<scalar_t>(), scores_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::nms_cuda<scalar_t>(k.out_ptr<int64_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-    result = opforge::structured::narrow_to_length(result, length_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor normal_cuda_simulated(const at::Tensor& tensor, double mean, double std, std::optional<at::Generator> generator) {
@@ -5701,19 +5050,14 @@ at::Tensor normal_cuda_simulated(const at::Tensor& tensor, double mean, double s
   opforge::check::device_type(kOp, "tensor", tensor, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'tensor'", tensor, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::normal_meta<int64_t>(kOp, tensor, mean, std, generator);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], tensor, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, tensor);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, tensor, &opforge::cuda::stream_capturing);
-    opforge::cuda::draw_philox(meta.plan, generator, tensor);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, tensor,
+      std::array<opforge::structured::read_arg, 0>{}, {.generator = &generator},
+  [&](const opforge::structured::kernel_tensors<1, 0>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(tensor.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::normal_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::normal_cuda<scalar_t>(k.out_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor prelu_cuda_simulated(const at::Tensor& self, const at::Tensor& weight) {
@@ -5724,20 +5068,14 @@ at::Tensor prelu_cuda_simulated(const at::Tensor& self, const at::Tensor& weight
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "weight", weight, "self", self);
   auto meta = opforge::prelu_meta<int64_t>(kOp, self, weight);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 2>{self, weight}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::prelu_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::prelu_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& weight) {
@@ -5751,23 +5089,14 @@ std::tuple<at::Tensor, at::Tensor> prelu_backward_cuda_simulated(const at::Tenso
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
   auto meta = opforge::prelu_backward_meta<int64_t>(kOp, grad_output, self, weight);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 3>{grad_output, self, weight}, {},
+  [&](const opforge::structured::kernel_tensors<2, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::prelu_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::prelu_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 
 at::Tensor quantize_per_channel_cuda_simulated(const at::Tensor& input, const at::Tensor& scales, const at::Tensor& zero_points, int64_t axis, int64_t quant_min, int64_t quant_max, at::ScalarType dtype) {
@@ -5779,27 +5108,20 @@ at::Tensor quantize_per_channel_cuda_simulated(const at::Tensor& input, const at
   opforge::check::dtype(kOp, "'scales'", scales, {at::ScalarType::Float, at::ScalarType::Double}, "a floating tensor (float32, float64)");
   opforge::check::dtype(kOp, "'zero_points'", zero_points, {at::ScalarType::Int, at::ScalarType::Long}, "a tensor of dtype (int32, int64)");
   auto meta = opforge::quantize_per_channel_meta<int64_t>(kOp, input, scales, zero_points, axis, quant_min, quant_max, dtype);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor scales_c = opforge::structured::contiguous_in(scales, layout);
-    const at::Tensor zero_points_c = opforge::structured::contiguous_in(zero_points, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 3>{input, scales, zero_points}, {},
+  [&](const opforge::structured::kernel_tensors<1, 3>& k) {
     opforge::structured::dispatch<float, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<float, double>(scales.scalar_type(), kOp, [&]<typename scales_t>() {
         opforge::structured::dispatch<int32_t, int64_t>(zero_points.scalar_type(), kOp, [&]<typename zero_points_t>() {
-          opforge::structured::dispatch<uint8_t, int8_t, int16_t, int32_t>(result.scalar_type(), kOp, [&]<typename result_t>() {
-            OPFORGE_CUDA_CHECK(opforge::quantize_per_channel_cuda<scalar_t, scales_t, zero_points_t, result_t>(opforge::structured::mutable_data_or_null<result_t>(result), input_c.const_data_ptr<scalar_t>(), scales_c.const_data_ptr<scales_t>(), zero_points_c.const_data_ptr<zero_points_t>(), meta.plan, opforge::cuda::current_stream()));
+          opforge::structured::dispatch<uint8_t, int8_t, int16_t, int32_t>(k.out[0].scalar_type(), kOp, [&]<typename result_t>() {
+            OPFORGE_CUDA_CHECK(opforge::quantize_per_channel_cuda<scalar_t, scales_t, zero_points_t, result_t>(k.out_ptr<result_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scales_t>(1), k.in_ptr<zero_points_t>(2), meta.plan, opforge::cuda::current_stream()));
           });
         });
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor quantize_per_tensor_cuda_simulated(const at::Tensor& input, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max, at::ScalarType dtype) {
@@ -5807,21 +5129,16 @@ at::Tensor quantize_per_tensor_cuda_simulated(const at::Tensor& input, double sc
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float16, bfloat16)");
   auto meta = opforge::quantize_per_tensor_meta<int64_t>(kOp, input, scale, zero_point, quant_min, quant_max, dtype);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 1>{input}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::structured::dispatch<uint8_t, int8_t, int16_t, int32_t>(result.scalar_type(), kOp, [&]<typename result_t>() {
-        OPFORGE_CUDA_CHECK(opforge::quantize_per_tensor_cuda<scalar_t, result_t>(opforge::structured::mutable_data_or_null<result_t>(result), input_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      opforge::structured::dispatch<uint8_t, int8_t, int16_t, int32_t>(k.out[0].scalar_type(), kOp, [&]<typename result_t>() {
+        OPFORGE_CUDA_CHECK(opforge::quantize_per_tensor_cuda<scalar_t, result_t>(k.out_ptr<result_t>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor quantized_conv2d_cuda_simulated(const at::Tensor& input, double input_scale, int64_t input_zero_point, const at::Tensor& weight, const at::Tensor& weight_scales, const at::Tensor& weight_zero_points, const std::optional<at::Tensor>& bias, double output_scale, int64_t output_zero_point, int64_t quant_min, int64_t quant_max, at::ScalarType dtype, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
@@ -5837,27 +5154,18 @@ at::Tensor quantized_conv2d_cuda_simulated(const at::Tensor& input, double input
   opforge::check::dtype(kOp, "'weight_zero_points'", weight_zero_points, {at::ScalarType::Int, at::ScalarType::Long}, "a tensor of dtype (int32, int64)");
   opforge::check::dtype(kOp, "'bias'", bias, {at::ScalarType::Float}, "a floating tensor (float32)");
   auto meta = opforge::quantized_conv2d_meta<int64_t>(kOp, input, input_scale, input_zero_point, weight, weight_scales, weight_zero_points, bias, output_scale, output_zero_point, quant_min, quant_max, dtype, stride, padding, dilation, groups);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
-    const at::Tensor weight_scales_c = opforge::structured::contiguous_in(weight_scales, layout);
-    const at::Tensor weight_zero_points_c = opforge::structured::contiguous_in(weight_zero_points, layout);
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 5>{input, weight, weight_scales, weight_zero_points, bias}, {},
+  [&](const opforge::structured::kernel_tensors<1, 5>& k) {
     opforge::structured::dispatch<int8_t, uint8_t>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<int32_t, int64_t>(weight_zero_points.scalar_type(), kOp, [&]<typename weight_zero_points_t>() {
-        opforge::structured::dispatch<int8_t, uint8_t>(result.scalar_type(), kOp, [&]<typename result_t>() {
-          OPFORGE_CUDA_CHECK(opforge::quantized_conv2d_cuda<scalar_t, weight_zero_points_t, result_t>(opforge::structured::mutable_data_or_null<result_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<int8_t>(), weight_scales_c.const_data_ptr<float>(), weight_zero_points_c.const_data_ptr<weight_zero_points_t>(), opforge::structured::data_or_null<float>(bias_c), meta.plan, opforge::cuda::current_stream()));
+        opforge::structured::dispatch<int8_t, uint8_t>(k.out[0].scalar_type(), kOp, [&]<typename result_t>() {
+          OPFORGE_CUDA_CHECK(opforge::quantized_conv2d_cuda<scalar_t, weight_zero_points_t, result_t>(k.out_ptr<result_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<int8_t>(1), k.in_ptr<float>(2), k.in_ptr<weight_zero_points_t>(3), k.in_ptr<float>(4), meta.plan, opforge::cuda::current_stream()));
         });
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor quantized_linear_cuda_simulated(const at::Tensor& input, double input_scale, int64_t input_zero_point, const at::Tensor& weight, const at::Tensor& weight_scales, const at::Tensor& weight_zero_points, const std::optional<at::Tensor>& bias, double output_scale, int64_t output_zero_point, int64_t quant_min, int64_t quant_max, at::ScalarType dtype) {
@@ -5873,27 +5181,18 @@ at::Tensor quantized_linear_cuda_simulated(const at::Tensor& input, double input
   opforge::check::dtype(kOp, "'weight_zero_points'", weight_zero_points, {at::ScalarType::Int, at::ScalarType::Long}, "a tensor of dtype (int32, int64)");
   opforge::check::dtype(kOp, "'bias'", bias, {at::ScalarType::Float}, "a floating tensor (float32)");
   auto meta = opforge::quantized_linear_meta<int64_t>(kOp, input, input_scale, input_zero_point, weight, weight_scales, weight_zero_points, bias, output_scale, output_zero_point, quant_min, quant_max, dtype);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
-    const at::Tensor weight_scales_c = opforge::structured::contiguous_in(weight_scales, layout);
-    const at::Tensor weight_zero_points_c = opforge::structured::contiguous_in(weight_zero_points, layout);
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 5>{input, weight, weight_scales, weight_zero_points, bias}, {},
+  [&](const opforge::structured::kernel_tensors<1, 5>& k) {
     opforge::structured::dispatch<int8_t, uint8_t>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<int32_t, int64_t>(weight_zero_points.scalar_type(), kOp, [&]<typename weight_zero_points_t>() {
-        opforge::structured::dispatch<int8_t, uint8_t>(result.scalar_type(), kOp, [&]<typename result_t>() {
-          OPFORGE_CUDA_CHECK(opforge::quantized_linear_cuda<scalar_t, weight_zero_points_t, result_t>(opforge::structured::mutable_data_or_null<result_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<int8_t>(), weight_scales_c.const_data_ptr<float>(), weight_zero_points_c.const_data_ptr<weight_zero_points_t>(), opforge::structured::data_or_null<float>(bias_c), meta.plan, opforge::cuda::current_stream()));
+        opforge::structured::dispatch<int8_t, uint8_t>(k.out[0].scalar_type(), kOp, [&]<typename result_t>() {
+          OPFORGE_CUDA_CHECK(opforge::quantized_linear_cuda<scalar_t, weight_zero_points_t, result_t>(k.out_ptr<result_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<int8_t>(1), k.in_ptr<float>(2), k.in_ptr<weight_zero_points_t>(3), k.in_ptr<float>(4), meta.plan, opforge::cuda::current_stream()));
         });
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor random_prune_mask_cuda_simulated(const at::Tensor& weight, const at::Scalar& amount, std::optional<at::Generator> generator) {
@@ -5901,26 +5200,18 @@ at::Tensor random_prune_mask_cuda_simulated(const at::Tensor& weight, const at::
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::random_prune_mask_meta<int64_t>(kOp, weight, amount, generator);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], weight, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, weight);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, weight, &opforge::cuda::stream_capturing);
-    opforge::cuda::draw_philox(meta.plan, generator, weight);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, weight,
+      std::array<opforge::structured::read_arg, 0>{}, {.generator = &generator},
+  [&](const opforge::structured::kernel_tensors<1, 0>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::random_prune_mask_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::random_prune_mask_cuda<scalar_t>(k.out_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 void relu_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::relu_cuda<float>(out, self); break;
     case at::ScalarType::Double: opforge::relu_cuda<double>(out, self); break;
@@ -5933,18 +5224,13 @@ void relu_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType
 at::Tensor relu_cuda_simulated(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = relu_meta_step<int64_t>(self, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  relu_cuda_run(out, self, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return relu_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { relu_cuda_run(out, self, dtype); });
 }
 
 void relu_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::relu_backward_cuda<float>(out, grad_output, output); break;
     case at::ScalarType::Double: opforge::relu_backward_cuda<double>(out, grad_output, output); break;
@@ -5958,11 +5244,9 @@ at::Tensor relu_backward_cuda_simulated(const at::Tensor& grad_output, const at:
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "output", output, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = relu_backward_meta_step<int64_t>(grad_output, output, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  relu_backward_cuda_run(out, grad_output, output, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return relu_backward_meta_step<int64_t>(grad_output, output, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { relu_backward_cuda_run(out, grad_output, output, dtype); });
 }
 
 void rmsprop_step__cuda_simulated(at::TensorList params, at::TensorList grads, at::TensorList square_avgs, at::TensorList grad_avgs, at::TensorList momentum_buffers, double lr, double alpha, double eps, double weight_decay, double momentum, bool centered, bool maximize, bool eps_in_sqrt) {
@@ -5997,21 +5281,13 @@ void rmsprop_step__cuda_simulated(at::TensorList params, at::TensorList grads, a
   opforge::check::list_same_shape(kOp, "momentum_buffers", momentum_buffers, "params", params);
   opforge::check::written_once(kOp, {{"params", params}, {"square_avgs", square_avgs}, {"grad_avgs", grad_avgs}, {"momentum_buffers", momentum_buffers}}, {{"params", params}, {"grads", grads}, {"square_avgs", square_avgs}, {"grad_avgs", grad_avgs}, {"momentum_buffers", momentum_buffers}});
   auto meta = opforge::rmsprop_step_meta<int64_t>(kOp, params, grads, square_avgs, grad_avgs, momentum_buffers, lr, alpha, eps, weight_decay, momentum, centered, maximize, eps_in_sqrt);
-  if (params.empty()) {
-    return;
-  }
-  const opforge::structured::kernel_list params_k(params);
-  const opforge::structured::kernel_list grads_k(grads);
-  const opforge::structured::kernel_list square_avgs_k(square_avgs);
-  const opforge::structured::kernel_list grad_avgs_k(grad_avgs);
-  const opforge::structured::kernel_list momentum_buffers_k(momentum_buffers);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
-    OPFORGE_CUDA_CHECK(opforge::rmsprop_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), square_avgs_k.as<scalar_t>(), grad_avgs_k.as<scalar_t>(), momentum_buffers_k.as<scalar_t>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
+  opforge::structured::run_lists<opforge::cuda::key>(meta, (params.empty() ? at::empty({}, at::kFloat) : params[0]),
+      std::array<opforge::structured::list_arg, 5>{{{params, true}, {grads}, {square_avgs, true}, {grad_avgs, true}, {momentum_buffers, true}}},
+  [&](const opforge::structured::list_tensors<0, 5>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::rmsprop_step_cuda<scalar_t>(k.lists[0].as<scalar_t>(), k.lists[1].as<const scalar_t>(), k.lists[2].as<scalar_t>(), k.lists[3].as<scalar_t>(), k.lists[4].as<scalar_t>(), k.lists[0].sizes(), meta.plan, opforge::cuda::current_stream()));
+    });
   });
-  params_k.write_back(params);
-  square_avgs_k.write_back(square_avgs);
-  grad_avgs_k.write_back(grad_avgs);
-  momentum_buffers_k.write_back(momentum_buffers);
   return;
 }
 
@@ -6023,20 +5299,14 @@ at::Tensor roi_align_cuda_simulated(const at::Tensor& input, const at::Tensor& b
   opforge::check::dtype(kOp, "'boxes'", boxes, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "boxes", boxes, "input", input);
   auto meta = opforge::roi_align_meta<int64_t>(kOp, input, boxes, output_size, spatial_scale, sampling_ratio, aligned, pool_mode);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor boxes_c = opforge::structured::contiguous_in(boxes, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 2>{input, boxes}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::roi_align_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), boxes_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::roi_align_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor roi_align_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& boxes, c10::SymIntArrayRef input_size, c10::SymIntArrayRef output_size, double spatial_scale, int64_t sampling_ratio, bool aligned, c10::string_view pool_mode, const std::optional<at::Tensor>& input) {
@@ -6050,22 +5320,14 @@ at::Tensor roi_align_backward_cuda_simulated(const at::Tensor& grad_output, cons
   opforge::check::same_dtype(kOp, "boxes", boxes, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
   auto meta = opforge::roi_align_backward_meta<int64_t>(kOp, grad_output, boxes, input_size, output_size, spatial_scale, sampling_ratio, aligned, pool_mode, input);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    opforge::structured::alert_not_deterministic("opforge.roi_align_backward (CUDA)");
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor boxes_c = opforge::structured::contiguous_in(boxes, layout);
-    const at::Tensor input_c = opforge::structured::contiguous_or_undefined(input, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 3>{grad_output, boxes, input}, {.nondeterministic = "opforge.roi_align_backward (CUDA)"},
+  [&](const opforge::structured::kernel_tensors<1, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::roi_align_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), boxes_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(input_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::roi_align_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 std::tuple<at::Tensor, at::Tensor> roi_pool_cuda_simulated(const at::Tensor& input, const at::Tensor& boxes, c10::SymIntArrayRef output_size, double spatial_scale) {
@@ -6076,22 +5338,14 @@ std::tuple<at::Tensor, at::Tensor> roi_pool_cuda_simulated(const at::Tensor& inp
   opforge::check::dtype(kOp, "'boxes'", boxes, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "boxes", boxes, "input", input);
   auto meta = opforge::roi_pool_meta<int64_t>(kOp, input, boxes, output_size, spatial_scale);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor boxes_c = opforge::structured::contiguous_in(boxes, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 2>{input, boxes}, {},
+  [&](const opforge::structured::kernel_tensors<2, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::roi_pool_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), input_c.const_data_ptr<scalar_t>(), boxes_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::roi_pool_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<int64_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 
 at::Tensor roi_pool_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& boxes, const at::Tensor& argmax, c10::SymIntArrayRef input_size) {
@@ -6104,22 +5358,14 @@ at::Tensor roi_pool_backward_cuda_simulated(const at::Tensor& grad_output, const
   opforge::check::dtype(kOp, "'argmax'", argmax, {at::ScalarType::Long}, "a tensor of dtype (int64)");
   opforge::check::same_dtype(kOp, "boxes", boxes, "grad_output", grad_output);
   auto meta = opforge::roi_pool_backward_meta<int64_t>(kOp, grad_output, boxes, argmax, input_size);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    opforge::structured::alert_not_deterministic("opforge.roi_pool_backward (CUDA)");
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor boxes_c = opforge::structured::contiguous_in(boxes, layout);
-    const at::Tensor argmax_c = opforge::structured::contiguous_in(argmax, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 3>{grad_output, boxes, argmax}, {.nondeterministic = "opforge.roi_pool_backward (CUDA)"},
+  [&](const opforge::structured::kernel_tensors<1, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::roi_pool_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), boxes_c.const_data_ptr<scalar_t>(), argmax_c.const_data_ptr<int64_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::roi_pool_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<int64_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 void sgd_step__cuda_simulated(at::TensorList params, at::TensorList grads, at::TensorList momentum_buffers, double lr, double momentum, double dampening, double weight_decay, bool nesterov, bool maximize, bool is_first_step) {
@@ -6142,25 +5388,18 @@ void sgd_step__cuda_simulated(at::TensorList params, at::TensorList grads, at::T
   opforge::check::list_same_shape(kOp, "momentum_buffers", momentum_buffers, "params", params);
   opforge::check::written_once(kOp, {{"params", params}, {"momentum_buffers", momentum_buffers}}, {{"params", params}, {"grads", grads}, {"momentum_buffers", momentum_buffers}});
   auto meta = opforge::sgd_step_meta<int64_t>(kOp, params, grads, momentum_buffers, lr, momentum, dampening, weight_decay, nesterov, maximize, is_first_step);
-  if (params.empty()) {
-    return;
-  }
-  const opforge::structured::kernel_list params_k(params);
-  const opforge::structured::kernel_list grads_k(grads);
-  const opforge::structured::kernel_list momentum_buffers_k(momentum_buffers);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
-    OPFORGE_CUDA_CHECK(opforge::sgd_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), momentum_buffers_k.as<scalar_t>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
+  opforge::structured::run_lists<opforge::cuda::key>(meta, (params.empty() ? at::empty({}, at::kFloat) : params[0]),
+      std::array<opforge::structured::list_arg, 3>{{{params, true}, {grads}, {momentum_buffers, true}}},
+  [&](const opforge::structured::list_tensors<0, 3>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::sgd_step_cuda<scalar_t>(k.lists[0].as<scalar_t>(), k.lists[1].as<const scalar_t>(), k.lists[2].as<scalar_t>(), k.lists[0].sizes(), meta.plan, opforge::cuda::current_stream()));
+    });
   });
-  params_k.write_back(params);
-  momentum_buffers_k.write_back(momentum_buffers);
   return;
 }
 
 void sigmoid_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::sigmoid_cuda<float>(out, self); break;
     case at::ScalarType::Double: opforge::sigmoid_cuda<double>(out, self); break;
@@ -6173,18 +5412,13 @@ void sigmoid_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarT
 at::Tensor sigmoid_cuda_simulated(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = sigmoid_meta_step<int64_t>(self, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  sigmoid_cuda_run(out, self, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return sigmoid_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { sigmoid_cuda_run(out, self, dtype); });
 }
 
 void sigmoid_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::sigmoid_backward_cuda<float>(out, grad_output, output); break;
     case at::ScalarType::Double: opforge::sigmoid_backward_cuda<double>(out, grad_output, output); break;
@@ -6198,18 +5432,13 @@ at::Tensor sigmoid_backward_cuda_simulated(const at::Tensor& grad_output, const 
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "output", output, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = sigmoid_backward_meta_step<int64_t>(grad_output, output, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  sigmoid_backward_cuda_run(out, grad_output, output, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return sigmoid_backward_meta_step<int64_t>(grad_output, output, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { sigmoid_backward_cuda_run(out, grad_output, output, dtype); });
 }
 
 void sigmoid_focal_loss_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_focal_loss";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -6225,18 +5454,13 @@ at::Tensor sigmoid_focal_loss_cuda_simulated(const at::Tensor& self, const at::T
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_focal_loss";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = sigmoid_focal_loss_meta_step<int64_t>(self, target, alpha, gamma, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  sigmoid_focal_loss_cuda_run(out, self, target, alpha, gamma, reduction, dtype);
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return sigmoid_focal_loss_meta_step<int64_t>(self, target, alpha, gamma, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { sigmoid_focal_loss_cuda_run(out, self, target, alpha, gamma, reduction, dtype); }), reduction);
 }
 
 void sigmoid_focal_loss_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_focal_loss_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
@@ -6254,18 +5478,13 @@ at::Tensor sigmoid_focal_loss_backward_cuda_simulated(const at::Tensor& grad_out
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = sigmoid_focal_loss_backward_meta_step<int64_t>(grad_output, self, target, alpha, gamma, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  sigmoid_focal_loss_backward_cuda_run(out, grad_output, self, target, alpha, gamma, reduction, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return sigmoid_focal_loss_backward_meta_step<int64_t>(grad_output, self, target, alpha, gamma, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { sigmoid_focal_loss_backward_cuda_run(out, grad_output, self, target, alpha, gamma, reduction, dtype); });
 }
 
 void sigmoid_focal_loss_target_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_focal_loss_target_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
@@ -6283,18 +5502,13 @@ at::Tensor sigmoid_focal_loss_target_backward_cuda_simulated(const at::Tensor& g
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = sigmoid_focal_loss_target_backward_meta_step<int64_t>(grad_output, self, target, alpha, gamma, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  sigmoid_focal_loss_target_backward_cuda_run(out, grad_output, self, target, alpha, gamma, reduction, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return sigmoid_focal_loss_target_backward_meta_step<int64_t>(grad_output, self, target, alpha, gamma, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { sigmoid_focal_loss_target_backward_cuda_run(out, grad_output, self, target, alpha, gamma, reduction, dtype); });
 }
 
 void silu_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.silu";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::silu_cuda<float>(out, self); break;
     case at::ScalarType::Double: opforge::silu_cuda<double>(out, self); break;
@@ -6307,18 +5521,13 @@ void silu_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType
 at::Tensor silu_cuda_simulated(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.silu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = silu_meta_step<int64_t>(self, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  silu_cuda_run(out, self, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return silu_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { silu_cuda_run(out, self, dtype); });
 }
 
 void silu_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.silu_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::silu_backward_cuda<float>(out, grad_output, self); break;
     case at::ScalarType::Double: opforge::silu_backward_cuda<double>(out, grad_output, self); break;
@@ -6332,18 +5541,13 @@ at::Tensor silu_backward_cuda_simulated(const at::Tensor& grad_output, const at:
   [[maybe_unused]] constexpr const char* kOp = "opforge.silu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = silu_backward_meta_step<int64_t>(grad_output, self, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  silu_backward_cuda_run(out, grad_output, self, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return silu_backward_meta_step<int64_t>(grad_output, self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { silu_backward_cuda_run(out, grad_output, self, dtype); });
 }
 
 void smooth_l1_loss_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double beta, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.smooth_l1_loss";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -6359,18 +5563,13 @@ at::Tensor smooth_l1_loss_cuda_simulated(const at::Tensor& self, const at::Tenso
   [[maybe_unused]] constexpr const char* kOp = "opforge.smooth_l1_loss";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = smooth_l1_loss_meta_step<int64_t>(self, target, reduction, beta, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  smooth_l1_loss_cuda_run(out, self, target, reduction, beta, dtype);
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return smooth_l1_loss_meta_step<int64_t>(self, target, reduction, beta, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { smooth_l1_loss_cuda_run(out, self, target, reduction, beta, dtype); }), reduction);
 }
 
 void smooth_l1_loss_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double beta, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.smooth_l1_loss_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
@@ -6388,11 +5587,9 @@ at::Tensor smooth_l1_loss_backward_cuda_simulated(const at::Tensor& grad_output,
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = smooth_l1_loss_backward_meta_step<int64_t>(grad_output, self, target, reduction, beta, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  smooth_l1_loss_backward_cuda_run(out, grad_output, self, target, reduction, beta, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return smooth_l1_loss_backward_meta_step<int64_t>(grad_output, self, target, reduction, beta, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { smooth_l1_loss_backward_cuda_run(out, grad_output, self, target, reduction, beta, dtype); });
 }
 
 at::Tensor softmax_cuda_simulated(const at::Tensor& self, int64_t dim) {
@@ -6400,19 +5597,14 @@ at::Tensor softmax_cuda_simulated(const at::Tensor& self, int64_t dim) {
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::softmax_meta<int64_t>(kOp, self, dim);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 1>{self}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::softmax_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::softmax_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor softmax_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& output, int64_t dim) {
@@ -6423,27 +5615,18 @@ at::Tensor softmax_backward_cuda_simulated(const at::Tensor& grad_output, const 
   opforge::check::dtype(kOp, "'output'", output, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "output", output, "grad_output", grad_output);
   auto meta = opforge::softmax_backward_meta<int64_t>(kOp, grad_output, output, dim);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor output_c = opforge::structured::contiguous_in(output, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 2>{grad_output, output}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), output_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::softmax_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 void softplus_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::softplus_cuda<float>(out, self, beta, threshold); break;
     case at::ScalarType::Double: opforge::softplus_cuda<double>(out, self, beta, threshold); break;
@@ -6456,18 +5639,13 @@ void softplus_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::
 at::Tensor softplus_cuda_simulated(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = softplus_meta_step<int64_t>(self, beta, threshold, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  softplus_cuda_run(out, self, beta, threshold, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return softplus_meta_step<int64_t>(self, beta, threshold, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { softplus_cuda_run(out, self, beta, threshold, dtype); });
 }
 
 void softplus_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::softplus_backward_cuda<float>(out, grad_output, self, beta, threshold); break;
     case at::ScalarType::Double: opforge::softplus_backward_cuda<double>(out, grad_output, self, beta, threshold); break;
@@ -6481,11 +5659,9 @@ at::Tensor softplus_backward_cuda_simulated(const at::Tensor& grad_output, const
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = softplus_backward_meta_step<int64_t>(grad_output, self, beta, threshold, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  softplus_backward_cuda_run(out, grad_output, self, beta, threshold, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return softplus_backward_meta_step<int64_t>(grad_output, self, beta, threshold, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { softplus_backward_cuda_run(out, grad_output, self, beta, threshold, dtype); });
 }
 
 at::Tensor spatial_pyramid_pool_cuda_simulated(const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
@@ -6493,19 +5669,14 @@ at::Tensor spatial_pyramid_pool_cuda_simulated(const at::Tensor& self, at::IntAr
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::spatial_pyramid_pool_meta<int64_t>(kOp, self, levels, mode);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 1>{self}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor spatial_pyramid_pool_backward_cuda_simulated(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef levels, c10::string_view mode) {
@@ -6516,20 +5687,14 @@ at::Tensor spatial_pyramid_pool_backward_cuda_simulated(const at::Tensor& grad_o
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::spatial_pyramid_pool_backward_meta<int64_t>(kOp, grad_output, self, levels, mode);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 2>{grad_output, self}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::spatial_pyramid_pool_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor sum_cuda_simulated(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
@@ -6537,26 +5702,18 @@ at::Tensor sum_cuda_simulated(const at::Tensor& self, at::OptionalIntArrayRef di
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::sum_meta<int64_t>(kOp, self, dim, keepdim);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 1>{self}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::sum_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::sum_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 void tanh_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::tanh_cuda<float>(out, self); break;
     case at::ScalarType::Double: opforge::tanh_cuda<double>(out, self); break;
@@ -6569,18 +5726,13 @@ void tanh_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType
 at::Tensor tanh_cuda_simulated(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = tanh_meta_step<int64_t>(self, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  tanh_cuda_run(out, self, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return tanh_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { tanh_cuda_run(out, self, dtype); });
 }
 
 void tanh_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::tanh_backward_cuda<float>(out, grad_output, output); break;
     case at::ScalarType::Double: opforge::tanh_backward_cuda<double>(out, grad_output, output); break;
@@ -6594,11 +5746,9 @@ at::Tensor tanh_backward_cuda_simulated(const at::Tensor& grad_output, const at:
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "output", output, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = tanh_backward_meta_step<int64_t>(grad_output, output, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  tanh_backward_cuda_run(out, grad_output, output, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return tanh_backward_meta_step<int64_t>(grad_output, output, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { tanh_backward_cuda_run(out, grad_output, output, dtype); });
 }
 
 at::Tensor trunc_normal_cuda_simulated(const at::Tensor& tensor, double mean, double std, double a, double b, std::optional<at::Generator> generator) {
@@ -6606,19 +5756,14 @@ at::Tensor trunc_normal_cuda_simulated(const at::Tensor& tensor, double mean, do
   opforge::check::device_type(kOp, "tensor", tensor, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'tensor'", tensor, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::trunc_normal_meta<int64_t>(kOp, tensor, mean, std, a, b, generator);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], tensor, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, tensor);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, tensor, &opforge::cuda::stream_capturing);
-    opforge::cuda::draw_philox(meta.plan, generator, tensor);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, tensor,
+      std::array<opforge::structured::read_arg, 0>{}, {.generator = &generator},
+  [&](const opforge::structured::kernel_tensors<1, 0>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(tensor.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::trunc_normal_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::trunc_normal_cuda<scalar_t>(k.out_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 
 at::Tensor uniform_cuda_simulated(const at::Tensor& tensor, double a, double b, std::optional<at::Generator> generator) {
@@ -6626,19 +5771,14 @@ at::Tensor uniform_cuda_simulated(const at::Tensor& tensor, double a, double b, 
   opforge::check::device_type(kOp, "tensor", tensor, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'tensor'", tensor, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::uniform_meta<int64_t>(kOp, tensor, a, b, generator);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], tensor, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, tensor);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, tensor, &opforge::cuda::stream_capturing);
-    opforge::cuda::draw_philox(meta.plan, generator, tensor);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, tensor,
+      std::array<opforge::structured::read_arg, 0>{}, {.generator = &generator},
+  [&](const opforge::structured::kernel_tensors<1, 0>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(tensor.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::uniform_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::uniform_cuda<scalar_t>(k.out_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 }  // namespace
 

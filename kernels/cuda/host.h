@@ -92,3 +92,19 @@ void draw_philox(Plan& plan, const std::optional<at::Generator>& generator, cons
 
 #define OPFORGE_CUDA_CHECK(...) C10_CUDA_CHECK((__VA_ARGS__))
 #endif
+
+namespace opforge::cuda {
+
+// The CUDA key's traits for the call sequence (Note [Call sequence] in
+// opforge/structured_call.h): plan workspace from the caching allocator, no
+// synchronizing index report under graph capture, the CUDA generator's Philox.
+struct key {
+  static constexpr bool has_workspace = true;
+  static constexpr bool (*capturing)() = &stream_capturing;
+  template <typename Plan>
+  static void draw(Plan& plan, const std::optional<at::Generator>& generator, const at::Tensor& like) {
+    draw_philox(plan, generator, like);
+  }
+};
+
+}  // namespace opforge::cuda

@@ -56,7 +56,9 @@ def test_new_structured_op_passes_check_and_compiles(
     checkout: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`codegen new` without --pointwise: a structured entry, its plan, meta function and
-    pointer kernels; the generated registration and kernel unit compile around the stubs."""
+    pointer kernels; the generated registration and kernel unit compile around the stubs.
+    About 14 s on 2 cores: the two translation units include torch, and compiling them is
+    the point."""
     args = ["new", "cube", "--family", "cubes", "--reference", "torch.square"]
     args += ["--func", "cube(Tensor self, Tensor? weight, int dim) -> (Tensor, Tensor)"]
     assert main([*args, "--root", str(checkout)]) == 0

@@ -15,8 +15,8 @@ from tests.ops import opdb
 # real CUDA kernel, on copies of the arguments moved to the device.
 ON_GPU = os.environ.get("OPFORGE_SIM_ON_GPU") == "1"
 sim_only = pytest.mark.skipif(ON_GPU, reason="about the simulator itself")
-# Under pytest-xdist (`make test`) the simulated suite runs in one worker: the
-# coverage tests read the kernels launched in their own process.
+# `make test` runs the simulated suite in one process; under pytest-xdist (-n) it
+# stays in one worker: the coverage tests read the kernels launched in their own process.
 IN_ONE_WORKER = pytest.mark.xdist_group("cuda_sim")
 
 

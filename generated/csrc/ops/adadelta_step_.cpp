@@ -13,6 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #include <opforge/structured_lists.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
@@ -62,19 +63,13 @@ void adadelta_step__cpu_structured(at::TensorList params, at::TensorList grads, 
   opforge::check::list_same_shape(kOp, "acc_deltas", acc_deltas, "params", params);
   opforge::check::written_once(kOp, {{"params", params}, {"square_avgs", square_avgs}, {"acc_deltas", acc_deltas}}, {{"params", params}, {"grads", grads}, {"square_avgs", square_avgs}, {"acc_deltas", acc_deltas}});
   auto meta = opforge::adadelta_step_meta<int64_t>(kOp, params, grads, square_avgs, acc_deltas, lr, rho, eps, weight_decay, maximize);
-  if (params.empty()) {
-    return;
-  }
-  const opforge::structured::kernel_list params_k(params);
-  const opforge::structured::kernel_list grads_k(grads);
-  const opforge::structured::kernel_list square_avgs_k(square_avgs);
-  const opforge::structured::kernel_list acc_deltas_k(acc_deltas);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
-    OPFORGE_CPU_KERNEL(adadelta_step_cpu<scalar_t>)(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), square_avgs_k.as<scalar_t>(), acc_deltas_k.as<scalar_t>(), params_k.sizes(), meta.plan);
+  opforge::structured::run_lists<opforge::structured::cpu_key>(meta, (params.empty() ? at::empty({}, at::kFloat) : params[0]),
+      std::array<opforge::structured::list_arg, 4>{{{params, true}, {grads}, {square_avgs, true}, {acc_deltas, true}}},
+  [&](const opforge::structured::list_tensors<0, 4>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CPU_KERNEL(adadelta_step_cpu<scalar_t>)(k.lists[0].as<scalar_t>(), k.lists[1].as<const scalar_t>(), k.lists[2].as<scalar_t>(), k.lists[3].as<scalar_t>(), k.lists[0].sizes(), meta.plan);
+    });
   });
-  params_k.write_back(params);
-  square_avgs_k.write_back(square_avgs);
-  acc_deltas_k.write_back(acc_deltas);
   return;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -106,19 +101,13 @@ void adadelta_step__cuda_structured(at::TensorList params, at::TensorList grads,
   opforge::check::written_once(kOp, {{"params", params}, {"square_avgs", square_avgs}, {"acc_deltas", acc_deltas}}, {{"params", params}, {"grads", grads}, {"square_avgs", square_avgs}, {"acc_deltas", acc_deltas}});
   const c10::OptionalDeviceGuard device_guard(params.empty() ? std::nullopt : std::optional<c10::Device>(params[0].device()));
   auto meta = opforge::adadelta_step_meta<int64_t>(kOp, params, grads, square_avgs, acc_deltas, lr, rho, eps, weight_decay, maximize);
-  if (params.empty()) {
-    return;
-  }
-  const opforge::structured::kernel_list params_k(params);
-  const opforge::structured::kernel_list grads_k(grads);
-  const opforge::structured::kernel_list square_avgs_k(square_avgs);
-  const opforge::structured::kernel_list acc_deltas_k(acc_deltas);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
-    OPFORGE_CUDA_CHECK(opforge::adadelta_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), square_avgs_k.as<scalar_t>(), acc_deltas_k.as<scalar_t>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
+  opforge::structured::run_lists<opforge::cuda::key>(meta, (params.empty() ? at::empty({}, at::kFloat) : params[0]),
+      std::array<opforge::structured::list_arg, 4>{{{params, true}, {grads}, {square_avgs, true}, {acc_deltas, true}}},
+  [&](const opforge::structured::list_tensors<0, 4>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::adadelta_step_cuda<scalar_t>(k.lists[0].as<scalar_t>(), k.lists[1].as<const scalar_t>(), k.lists[2].as<scalar_t>(), k.lists[3].as<scalar_t>(), k.lists[0].sizes(), meta.plan, opforge::cuda::current_stream()));
+    });
   });
-  params_k.write_back(params);
-  square_avgs_k.write_back(square_avgs);
-  acc_deltas_k.write_back(acc_deltas);
   return;
 }
 #endif  // OPFORGE_WITH_CUDA

@@ -13,6 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #include <opforge/structured_lists.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
@@ -60,18 +61,13 @@ void adagrad_step__cpu_structured(at::TensorList params, at::TensorList grads, a
   opforge::check::list_same_shape(kOp, "state_sums", state_sums, "params", params);
   opforge::check::written_once(kOp, {{"params", params}, {"state_sums", state_sums}}, {{"params", params}, {"grads", grads}, {"state_sums", state_sums}, {"state_steps", state_steps}});
   auto meta = opforge::adagrad_step_meta<int64_t>(kOp, params, grads, state_sums, state_steps, lr, lr_decay, weight_decay, eps, maximize);
-  if (params.empty()) {
-    return;
-  }
-  const opforge::structured::kernel_list params_k(params);
-  const opforge::structured::kernel_list grads_k(grads);
-  const opforge::structured::kernel_list state_sums_k(state_sums);
-  const opforge::structured::kernel_list state_steps_k(state_steps);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
-    OPFORGE_CPU_KERNEL(adagrad_step_cpu<scalar_t>)(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), state_sums_k.as<scalar_t>(), state_steps_k.as<const float>(), params_k.sizes(), meta.plan);
+  opforge::structured::run_lists<opforge::structured::cpu_key>(meta, (params.empty() ? at::empty({}, at::kFloat) : params[0]),
+      std::array<opforge::structured::list_arg, 4>{{{params, true}, {grads}, {state_sums, true}, {state_steps}}},
+  [&](const opforge::structured::list_tensors<0, 4>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CPU_KERNEL(adagrad_step_cpu<scalar_t>)(k.lists[0].as<scalar_t>(), k.lists[1].as<const scalar_t>(), k.lists[2].as<scalar_t>(), k.lists[3].as<const float>(), k.lists[0].sizes(), meta.plan);
+    });
   });
-  params_k.write_back(params);
-  state_sums_k.write_back(state_sums);
   return;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -101,18 +97,13 @@ void adagrad_step__cuda_structured(at::TensorList params, at::TensorList grads, 
   opforge::check::written_once(kOp, {{"params", params}, {"state_sums", state_sums}}, {{"params", params}, {"grads", grads}, {"state_sums", state_sums}, {"state_steps", state_steps}});
   const c10::OptionalDeviceGuard device_guard(params.empty() ? std::nullopt : std::optional<c10::Device>(params[0].device()));
   auto meta = opforge::adagrad_step_meta<int64_t>(kOp, params, grads, state_sums, state_steps, lr, lr_decay, weight_decay, eps, maximize);
-  if (params.empty()) {
-    return;
-  }
-  const opforge::structured::kernel_list params_k(params);
-  const opforge::structured::kernel_list grads_k(grads);
-  const opforge::structured::kernel_list state_sums_k(state_sums);
-  const opforge::structured::kernel_list state_steps_k(state_steps);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
-    OPFORGE_CUDA_CHECK(opforge::adagrad_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), state_sums_k.as<scalar_t>(), state_steps_k.as<const float>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
+  opforge::structured::run_lists<opforge::cuda::key>(meta, (params.empty() ? at::empty({}, at::kFloat) : params[0]),
+      std::array<opforge::structured::list_arg, 4>{{{params, true}, {grads}, {state_sums, true}, {state_steps}}},
+  [&](const opforge::structured::list_tensors<0, 4>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::adagrad_step_cuda<scalar_t>(k.lists[0].as<scalar_t>(), k.lists[1].as<const scalar_t>(), k.lists[2].as<scalar_t>(), k.lists[3].as<const float>(), k.lists[0].sizes(), meta.plan, opforge::cuda::current_stream()));
+    });
   });
-  params_k.write_back(params);
-  state_sums_k.write_back(state_sums);
   return;
 }
 #endif  // OPFORGE_WITH_CUDA

@@ -13,6 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #include <opforge/structured_lists.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
@@ -72,22 +73,13 @@ void adam_step__cpu_structured(at::TensorList params, at::TensorList grads, at::
   opforge::check::list_same_shape(kOp, "max_exp_avg_sqs", max_exp_avg_sqs, "params", params);
   opforge::check::written_once(kOp, {{"params", params}, {"exp_avgs", exp_avgs}, {"exp_avg_sqs", exp_avg_sqs}, {"max_exp_avg_sqs", max_exp_avg_sqs}}, {{"params", params}, {"grads", grads}, {"exp_avgs", exp_avgs}, {"exp_avg_sqs", exp_avg_sqs}, {"max_exp_avg_sqs", max_exp_avg_sqs}, {"state_steps", state_steps}});
   auto meta = opforge::adam_step_meta<int64_t>(kOp, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize);
-  if (params.empty()) {
-    return;
-  }
-  const opforge::structured::kernel_list params_k(params);
-  const opforge::structured::kernel_list grads_k(grads);
-  const opforge::structured::kernel_list exp_avgs_k(exp_avgs);
-  const opforge::structured::kernel_list exp_avg_sqs_k(exp_avg_sqs);
-  const opforge::structured::kernel_list max_exp_avg_sqs_k(max_exp_avg_sqs);
-  const opforge::structured::kernel_list state_steps_k(state_steps);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
-    OPFORGE_CPU_KERNEL(adam_step_cpu<scalar_t>)(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), exp_avgs_k.as<scalar_t>(), exp_avg_sqs_k.as<scalar_t>(), max_exp_avg_sqs_k.as<scalar_t>(), state_steps_k.as<const float>(), params_k.sizes(), meta.plan);
+  opforge::structured::run_lists<opforge::structured::cpu_key>(meta, (params.empty() ? at::empty({}, at::kFloat) : params[0]),
+      std::array<opforge::structured::list_arg, 6>{{{params, true}, {grads}, {exp_avgs, true}, {exp_avg_sqs, true}, {max_exp_avg_sqs, true}, {state_steps}}},
+  [&](const opforge::structured::list_tensors<0, 6>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CPU_KERNEL(adam_step_cpu<scalar_t>)(k.lists[0].as<scalar_t>(), k.lists[1].as<const scalar_t>(), k.lists[2].as<scalar_t>(), k.lists[3].as<scalar_t>(), k.lists[4].as<scalar_t>(), k.lists[5].as<const float>(), k.lists[0].sizes(), meta.plan);
+    });
   });
-  params_k.write_back(params);
-  exp_avgs_k.write_back(exp_avgs);
-  exp_avg_sqs_k.write_back(exp_avg_sqs);
-  max_exp_avg_sqs_k.write_back(max_exp_avg_sqs);
   return;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -129,22 +121,13 @@ void adam_step__cuda_structured(at::TensorList params, at::TensorList grads, at:
   opforge::check::written_once(kOp, {{"params", params}, {"exp_avgs", exp_avgs}, {"exp_avg_sqs", exp_avg_sqs}, {"max_exp_avg_sqs", max_exp_avg_sqs}}, {{"params", params}, {"grads", grads}, {"exp_avgs", exp_avgs}, {"exp_avg_sqs", exp_avg_sqs}, {"max_exp_avg_sqs", max_exp_avg_sqs}, {"state_steps", state_steps}});
   const c10::OptionalDeviceGuard device_guard(params.empty() ? std::nullopt : std::optional<c10::Device>(params[0].device()));
   auto meta = opforge::adam_step_meta<int64_t>(kOp, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize);
-  if (params.empty()) {
-    return;
-  }
-  const opforge::structured::kernel_list params_k(params);
-  const opforge::structured::kernel_list grads_k(grads);
-  const opforge::structured::kernel_list exp_avgs_k(exp_avgs);
-  const opforge::structured::kernel_list exp_avg_sqs_k(exp_avg_sqs);
-  const opforge::structured::kernel_list max_exp_avg_sqs_k(max_exp_avg_sqs);
-  const opforge::structured::kernel_list state_steps_k(state_steps);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
-    OPFORGE_CUDA_CHECK(opforge::adam_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), exp_avgs_k.as<scalar_t>(), exp_avg_sqs_k.as<scalar_t>(), max_exp_avg_sqs_k.as<scalar_t>(), state_steps_k.as<const float>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
+  opforge::structured::run_lists<opforge::cuda::key>(meta, (params.empty() ? at::empty({}, at::kFloat) : params[0]),
+      std::array<opforge::structured::list_arg, 6>{{{params, true}, {grads}, {exp_avgs, true}, {exp_avg_sqs, true}, {max_exp_avg_sqs, true}, {state_steps}}},
+  [&](const opforge::structured::list_tensors<0, 6>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::adam_step_cuda<scalar_t>(k.lists[0].as<scalar_t>(), k.lists[1].as<const scalar_t>(), k.lists[2].as<scalar_t>(), k.lists[3].as<scalar_t>(), k.lists[4].as<scalar_t>(), k.lists[5].as<const float>(), k.lists[0].sizes(), meta.plan, opforge::cuda::current_stream()));
+    });
   });
-  params_k.write_back(params);
-  exp_avgs_k.write_back(exp_avgs);
-  exp_avg_sqs_k.write_back(exp_avg_sqs);
-  max_exp_avg_sqs_k.write_back(max_exp_avg_sqs);
   return;
 }
 #endif  // OPFORGE_WITH_CUDA

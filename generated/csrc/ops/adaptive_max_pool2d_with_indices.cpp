@@ -14,6 +14,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -48,20 +49,14 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_cpu_structur
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::adaptive_max_pool2d_with_indices_meta<int64_t>(kOp, self, output_size);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<true>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, true>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 1>{self}, {},
+  [&](const opforge::structured::kernel_tensors<2, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(adaptive_max_pool2d_with_indices_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(adaptive_max_pool2d_with_indices_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.out_ptr<int64_t>(1), k.in_ptr<scalar_t>(0), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -71,21 +66,14 @@ std::tuple<at::Tensor, at::Tensor> adaptive_max_pool2d_with_indices_cuda_structu
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
   auto meta = opforge::adaptive_max_pool2d_with_indices_meta<int64_t>(kOp, self, output_size);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 1>{self}, {},
+  [&](const opforge::structured::kernel_tensors<2, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<int64_t>(1), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 #endif  // OPFORGE_WITH_CUDA
 
@@ -103,21 +91,13 @@ std::tuple<at::Tensor&, at::Tensor&> adaptive_max_pool2d_with_indices_out_cpu_st
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::adaptive_max_pool2d_with_indices_meta<int64_t>(kOp, self, output_size);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<true>(meta);
-  opforge::structured::prepare_out(kOp, "out0", out0, meta.outputs[0], self);
-  opforge::structured::prepare_out(kOp, "out1", out1, meta.outputs[1], self);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&out0, &out1})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor out0_k = opforge::structured::kernel_target(kOp, "out0", out0, meta.outputs[0], layout, {&self_c});
-    const at::Tensor out1_k = opforge::structured::kernel_target(kOp, "out1", out1, meta.outputs[1], layout, {&self_c});
+  opforge::structured::run_into<opforge::structured::cpu_key, true, false>(kOp, meta, self, std::array<opforge::structured::target_arg, 2>{{{"out0", &out0}, {"out1", &out1}}},
+      std::array<opforge::structured::read_arg, 1>{self}, {},
+  [&](const opforge::structured::kernel_tensors<2, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(adaptive_max_pool2d_with_indices_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(out0_k), opforge::structured::mutable_data_or_null<int64_t>(out1_k), self_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(adaptive_max_pool2d_with_indices_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.out_ptr<int64_t>(1), k.in_ptr<scalar_t>(0), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-    opforge::structured::finish_out(out0, out0_k);
-    opforge::structured::finish_out(out1, out1_k);
-  }
+  });
   return std::forward_as_tuple(out0, out1);
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -128,22 +108,13 @@ std::tuple<at::Tensor&, at::Tensor&> adaptive_max_pool2d_with_indices_out_cuda_s
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
   auto meta = opforge::adaptive_max_pool2d_with_indices_meta<int64_t>(kOp, self, output_size);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  opforge::structured::prepare_out(kOp, "out0", out0, meta.outputs[0], self);
-  opforge::structured::prepare_out(kOp, "out1", out1, meta.outputs[1], self);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&out0, &out1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor out0_k = opforge::structured::kernel_target(kOp, "out0", out0, meta.outputs[0], layout, {&self_c});
-    const at::Tensor out1_k = opforge::structured::kernel_target(kOp, "out1", out1, meta.outputs[1], layout, {&self_c});
+  opforge::structured::run_into<opforge::cuda::key, false, false>(kOp, meta, self, std::array<opforge::structured::target_arg, 2>{{{"out0", &out0}, {"out1", &out1}}},
+      std::array<opforge::structured::read_arg, 1>{self}, {},
+  [&](const opforge::structured::kernel_tensors<2, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(out0_k), opforge::structured::mutable_data_or_null<int64_t>(out1_k), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::adaptive_max_pool2d_with_indices_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<int64_t>(1), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-    opforge::structured::finish_out(out0, out0_k);
-    opforge::structured::finish_out(out1, out1_k);
-  }
+  });
   return std::forward_as_tuple(out0, out1);
 }
 #endif  // OPFORGE_WITH_CUDA

@@ -14,6 +14,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
@@ -71,9 +72,6 @@ opforge::pointwise::geometry<Int> add_Tensor_meta_step(const at::Tensor& self, c
 
 void add_Tensor_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor other_p = other.to(dtype);
   switch (dtype) {
@@ -89,9 +87,6 @@ void add_Tensor_cpu_run(const at::Tensor& out, const at::Tensor& self, const at:
 
 void add_Tensor_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor other_p = other.to(dtype);
   switch (dtype) {
@@ -109,11 +104,9 @@ at::Tensor add_Tensor_cpu_structured(const at::Tensor& self, const at::Tensor& o
   [[maybe_unused]] constexpr const char* kOp = "opforge.add";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "other", other, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = add_Tensor_meta_step<int64_t>(self, other, alpha, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  add_Tensor_cpu_run(out, self, other, alpha, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return add_Tensor_meta_step<int64_t>(self, other, alpha, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { add_Tensor_cpu_run(out, self, other, alpha, dtype); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -122,35 +115,28 @@ at::Tensor add_Tensor_cuda_structured(const at::Tensor& self, const at::Tensor& 
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "other", other, "self", self);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = add_Tensor_meta_step<int64_t>(self, other, alpha, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  add_Tensor_cuda_run(out, self, other, alpha, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return add_Tensor_meta_step<int64_t>(self, other, alpha, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { add_Tensor_cuda_run(out, self, other, alpha, dtype); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor add_Tensor_meta_structured(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add";
   opforge::check::same_device(kOp, "other", other, "self", self);
-  at::ScalarType dtype;
-  const auto geometry = add_Tensor_meta_step<c10::SymInt>(self, other, alpha, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return add_Tensor_meta_step<c10::SymInt>(self, other, alpha, dtype); },
+    opforge::pointwise::no_kernel{});
 }
 
 at::Tensor& add_out_cpu_structured(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "other", other, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = add_Tensor_meta_step<int64_t>(self, other, alpha, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::add(self, other, alpha));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}});
-  add_Tensor_cpu_run(out, self, other, alpha, dtype);
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}},
+    [&](at::ScalarType& dtype) { return add_Tensor_meta_step<int64_t>(self, other, alpha, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { add_Tensor_cpu_run(out, self, other, alpha, dtype); },
+    [&] { return opforge::ops::add(self, other, alpha); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -159,26 +145,20 @@ at::Tensor& add_out_cuda_structured(const at::Tensor& self, const at::Tensor& ot
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "other", other, "self", self);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = add_Tensor_meta_step<int64_t>(self, other, alpha, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::add(self, other, alpha));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}});
-  add_Tensor_cuda_run(out, self, other, alpha, dtype);
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}},
+    [&](at::ScalarType& dtype) { return add_Tensor_meta_step<int64_t>(self, other, alpha, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { add_Tensor_cuda_run(out, self, other, alpha, dtype); },
+    [&] { return opforge::ops::add(self, other, alpha); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor& add_out_meta_structured(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add";
   opforge::check::same_device(kOp, "other", other, "self", self);
-  at::ScalarType dtype;
-  const auto geometry = add_Tensor_meta_step<c10::SymInt>(self, other, alpha, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::add(self, other, alpha));
-  }
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}},
+    [&](at::ScalarType& dtype) { return add_Tensor_meta_step<c10::SymInt>(self, other, alpha, dtype); },
+    opforge::pointwise::no_kernel{},
+    [&] { return opforge::ops::add(self, other, alpha); });
 }
 
 at::Tensor& add_out_autograd(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out) {
@@ -210,14 +190,10 @@ at::Tensor& add__Tensor_cpu_structured(at::Tensor& self, const at::Tensor& other
   [[maybe_unused]] constexpr const char* kOp = "opforge.add_";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "other", other, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = add_Tensor_meta_step<int64_t>(self, other, alpha, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::add(self, other, alpha));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}});
-  add_Tensor_cpu_run(self, self, other, alpha, dtype);
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}},
+    [&](at::ScalarType& dtype) { return add_Tensor_meta_step<int64_t>(self, other, alpha, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { add_Tensor_cpu_run(out, self, other, alpha, dtype); },
+    [&] { return opforge::ops::add(self, other, alpha); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -226,26 +202,20 @@ at::Tensor& add__Tensor_cuda_structured(at::Tensor& self, const at::Tensor& othe
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "other", other, "self", self);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = add_Tensor_meta_step<int64_t>(self, other, alpha, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::add(self, other, alpha));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}});
-  add_Tensor_cuda_run(self, self, other, alpha, dtype);
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}},
+    [&](at::ScalarType& dtype) { return add_Tensor_meta_step<int64_t>(self, other, alpha, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { add_Tensor_cuda_run(out, self, other, alpha, dtype); },
+    [&] { return opforge::ops::add(self, other, alpha); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor& add__Tensor_meta_structured(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add_";
   opforge::check::same_device(kOp, "other", other, "self", self);
-  at::ScalarType dtype;
-  const auto geometry = add_Tensor_meta_step<c10::SymInt>(self, other, alpha, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::add(self, other, alpha));
-  }
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"other", other}},
+    [&](at::ScalarType& dtype) { return add_Tensor_meta_step<c10::SymInt>(self, other, alpha, dtype); },
+    opforge::pointwise::no_kernel{},
+    [&] { return opforge::ops::add(self, other, alpha); });
 }
 
 at::Tensor& add__Tensor_autograd(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {

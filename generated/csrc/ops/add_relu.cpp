@@ -15,6 +15,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
@@ -56,9 +57,6 @@ opforge::pointwise::geometry<Int> add_relu_meta_step(const at::Tensor& self, con
 
 void add_relu_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add_relu";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor other_p = other.to(dtype);
   switch (dtype) {
@@ -73,9 +71,6 @@ void add_relu_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::T
 
 void add_relu_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add_relu";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor other_p = other.to(dtype);
   switch (dtype) {
@@ -92,11 +87,9 @@ at::Tensor add_relu_cpu_structured(const at::Tensor& self, const at::Tensor& oth
   [[maybe_unused]] constexpr const char* kOp = "opforge.add_relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "other", other, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = add_relu_meta_step<int64_t>(self, other, alpha, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  add_relu_cpu_run(out, self, other, alpha, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return add_relu_meta_step<int64_t>(self, other, alpha, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { add_relu_cpu_run(out, self, other, alpha, dtype); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -105,21 +98,18 @@ at::Tensor add_relu_cuda_structured(const at::Tensor& self, const at::Tensor& ot
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "other", other, "self", self);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = add_relu_meta_step<int64_t>(self, other, alpha, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  add_relu_cuda_run(out, self, other, alpha, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return add_relu_meta_step<int64_t>(self, other, alpha, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { add_relu_cuda_run(out, self, other, alpha, dtype); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor add_relu_meta_structured(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add_relu";
   opforge::check::same_device(kOp, "other", other, "self", self);
-  at::ScalarType dtype;
-  const auto geometry = add_relu_meta_step<c10::SymInt>(self, other, alpha, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return add_relu_meta_step<c10::SymInt>(self, other, alpha, dtype); },
+    opforge::pointwise::no_kernel{});
 }
 
 // Autograd for opforge.add_relu: see Note [Generated autograd] in README.md.

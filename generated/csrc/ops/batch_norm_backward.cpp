@@ -14,6 +14,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -59,28 +60,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cpu_structure
   opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "grad_invstd", grad_invstd, "grad_out", grad_out);
   auto meta = opforge::batch_norm_backward_meta<int64_t>(kOp, grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<true>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out, layout);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_out, nullptr);
-    const at::Tensor grad_out_c = opforge::structured::contiguous_in(grad_out, layout);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor save_mean_c = opforge::structured::contiguous_in(save_mean, layout);
-    const at::Tensor save_invstd_c = opforge::structured::contiguous_in(save_invstd, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
-    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean, layout);
-    const at::Tensor grad_invstd_c = opforge::structured::contiguous_or_undefined(grad_invstd, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, true>(kOp, meta, grad_out,
+      std::array<opforge::structured::read_arg, 7>{grad_out, input, save_mean, save_invstd, weight, grad_mean, grad_invstd}, {},
+  [&](const opforge::structured::kernel_tensors<3, 7>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(batch_norm_backward_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), save_mean_c.const_data_ptr<scalar_t>(), save_invstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_invstd_c), meta.plan);
+      OPFORGE_CPU_KERNEL(batch_norm_backward_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.in_ptr<scalar_t>(3), k.in_ptr<scalar_t>(4), k.in_ptr<scalar_t>(5), k.in_ptr<scalar_t>(6), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
-  return std::make_tuple(result0, result1, result2);
+  });
+  return std::make_tuple(results[0], results[1], results[2]);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -108,29 +95,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cuda_structur
   opforge::check::same_dtype(kOp, "grad_invstd", grad_invstd, "grad_out", grad_out);
   const c10::DeviceGuard device_guard(grad_out.device());
   auto meta = opforge::batch_norm_backward_meta<int64_t>(kOp, grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out, layout);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_out, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_out);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_out, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_out_c = opforge::structured::contiguous_in(grad_out, layout);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor save_mean_c = opforge::structured::contiguous_in(save_mean, layout);
-    const at::Tensor save_invstd_c = opforge::structured::contiguous_in(save_invstd, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
-    const at::Tensor grad_mean_c = opforge::structured::contiguous_or_undefined(grad_mean, layout);
-    const at::Tensor grad_invstd_c = opforge::structured::contiguous_or_undefined(grad_invstd, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_out,
+      std::array<opforge::structured::read_arg, 7>{grad_out, input, save_mean, save_invstd, weight, grad_mean, grad_invstd}, {},
+  [&](const opforge::structured::kernel_tensors<3, 7>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_out_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), save_mean_c.const_data_ptr<scalar_t>(), save_invstd_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(grad_mean_c), opforge::structured::data_or_null<scalar_t>(grad_invstd_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.in_ptr<scalar_t>(3), k.in_ptr<scalar_t>(4), k.in_ptr<scalar_t>(5), k.in_ptr<scalar_t>(6), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
-  return std::make_tuple(result0, result1, result2);
+  });
+  return std::make_tuple(results[0], results[1], results[2]);
 }
 #endif  // OPFORGE_WITH_CUDA
 

@@ -16,6 +16,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #include <opforge/pointwise/loss.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
@@ -59,9 +60,6 @@ opforge::pointwise::geometry<Int> binary_cross_entropy_meta_step(const at::Tenso
 
 void binary_cross_entropy_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   const at::Tensor weight_p = weight.to(dtype);
@@ -77,9 +75,6 @@ void binary_cross_entropy_cpu_run(const at::Tensor& out, const at::Tensor& self,
 
 void binary_cross_entropy_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   const at::Tensor weight_p = weight.to(dtype);
@@ -99,11 +94,9 @@ at::Tensor binary_cross_entropy_cpu_structured(const at::Tensor& self, const at:
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "weight", weight, c10::DeviceType::CPU);
   const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, self);
-  at::ScalarType dtype;
-  const auto geometry = binary_cross_entropy_meta_step<int64_t>(self, target, weight_or, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  binary_cross_entropy_cpu_run(out, self, target, weight_or, reduction, dtype);
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return binary_cross_entropy_meta_step<int64_t>(self, target, weight_or, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_cpu_run(out, self, target, weight_or, reduction, dtype); }), reduction);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -114,11 +107,9 @@ at::Tensor binary_cross_entropy_cuda_structured(const at::Tensor& self, const at
   opforge::check::same_device(kOp, "weight", weight, "self", self);
   const c10::DeviceGuard device_guard(self.device());
   const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, self);
-  at::ScalarType dtype;
-  const auto geometry = binary_cross_entropy_meta_step<int64_t>(self, target, weight_or, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  binary_cross_entropy_cuda_run(out, self, target, weight_or, reduction, dtype);
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return binary_cross_entropy_meta_step<int64_t>(self, target, weight_or, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_cuda_run(out, self, target, weight_or, reduction, dtype); }), reduction);
 }
 #endif  // OPFORGE_WITH_CUDA
 
@@ -127,10 +118,9 @@ at::Tensor binary_cross_entropy_meta_structured(const at::Tensor& self, const at
   opforge::check::same_device(kOp, "target", target, "self", self);
   opforge::check::same_device(kOp, "weight", weight, "self", self);
   const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, self);
-  at::ScalarType dtype;
-  const auto geometry = binary_cross_entropy_meta_step<c10::SymInt>(self, target, weight_or, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return binary_cross_entropy_meta_step<c10::SymInt>(self, target, weight_or, reduction, dtype); },
+    opforge::pointwise::no_kernel{}), reduction);
 }
 
 // Autograd for opforge.binary_cross_entropy: see Note [Generated autograd] in README.md.

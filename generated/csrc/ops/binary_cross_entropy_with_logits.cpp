@@ -16,6 +16,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #include <opforge/pointwise/loss.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
@@ -60,9 +61,6 @@ opforge::pointwise::geometry<Int> binary_cross_entropy_with_logits_meta_step(con
 
 void binary_cross_entropy_with_logits_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, const at::Tensor& pos_weight, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_with_logits";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   const at::Tensor weight_p = weight.to(dtype);
@@ -79,9 +77,6 @@ void binary_cross_entropy_with_logits_cpu_run(const at::Tensor& out, const at::T
 
 void binary_cross_entropy_with_logits_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, const at::Tensor& pos_weight, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_with_logits";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   const at::Tensor weight_p = weight.to(dtype);
@@ -104,11 +99,9 @@ at::Tensor binary_cross_entropy_with_logits_cpu_structured(const at::Tensor& sel
   opforge::check::device_type(kOp, "pos_weight", pos_weight, c10::DeviceType::CPU);
   const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, self);
   const at::Tensor pos_weight_or = opforge::pointwise::value_or(pos_weight, 1.0, self);
-  at::ScalarType dtype;
-  const auto geometry = binary_cross_entropy_with_logits_meta_step<int64_t>(self, target, weight_or, pos_weight_or, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  binary_cross_entropy_with_logits_cpu_run(out, self, target, weight_or, pos_weight_or, reduction, dtype);
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return binary_cross_entropy_with_logits_meta_step<int64_t>(self, target, weight_or, pos_weight_or, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_with_logits_cpu_run(out, self, target, weight_or, pos_weight_or, reduction, dtype); }), reduction);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -121,11 +114,9 @@ at::Tensor binary_cross_entropy_with_logits_cuda_structured(const at::Tensor& se
   const c10::DeviceGuard device_guard(self.device());
   const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, self);
   const at::Tensor pos_weight_or = opforge::pointwise::value_or(pos_weight, 1.0, self);
-  at::ScalarType dtype;
-  const auto geometry = binary_cross_entropy_with_logits_meta_step<int64_t>(self, target, weight_or, pos_weight_or, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  binary_cross_entropy_with_logits_cuda_run(out, self, target, weight_or, pos_weight_or, reduction, dtype);
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return binary_cross_entropy_with_logits_meta_step<int64_t>(self, target, weight_or, pos_weight_or, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_with_logits_cuda_run(out, self, target, weight_or, pos_weight_or, reduction, dtype); }), reduction);
 }
 #endif  // OPFORGE_WITH_CUDA
 
@@ -136,10 +127,9 @@ at::Tensor binary_cross_entropy_with_logits_meta_structured(const at::Tensor& se
   opforge::check::same_device(kOp, "pos_weight", pos_weight, "self", self);
   const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, self);
   const at::Tensor pos_weight_or = opforge::pointwise::value_or(pos_weight, 1.0, self);
-  at::ScalarType dtype;
-  const auto geometry = binary_cross_entropy_with_logits_meta_step<c10::SymInt>(self, target, weight_or, pos_weight_or, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return binary_cross_entropy_with_logits_meta_step<c10::SymInt>(self, target, weight_or, pos_weight_or, reduction, dtype); },
+    opforge::pointwise::no_kernel{}), reduction);
 }
 
 // Autograd for opforge.binary_cross_entropy_with_logits: see Note [Generated autograd] in README.md.

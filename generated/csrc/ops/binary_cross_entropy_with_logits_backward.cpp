@@ -14,6 +14,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #include <opforge/pointwise/loss.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
@@ -58,9 +59,6 @@ opforge::pointwise::geometry<Int> binary_cross_entropy_with_logits_backward_meta
 
 void binary_cross_entropy_with_logits_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, const at::Tensor& pos_weight, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_with_logits_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
@@ -78,9 +76,6 @@ void binary_cross_entropy_with_logits_backward_cpu_run(const at::Tensor& out, co
 
 void binary_cross_entropy_with_logits_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, const at::Tensor& pos_weight, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_with_logits_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
@@ -105,11 +100,9 @@ at::Tensor binary_cross_entropy_with_logits_backward_cpu_structured(const at::Te
   opforge::check::device_type(kOp, "pos_weight", pos_weight, c10::DeviceType::CPU);
   const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, grad_output);
   const at::Tensor pos_weight_or = opforge::pointwise::value_or(pos_weight, 1.0, grad_output);
-  at::ScalarType dtype;
-  const auto geometry = binary_cross_entropy_with_logits_backward_meta_step<int64_t>(grad_output, self, target, weight_or, pos_weight_or, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  binary_cross_entropy_with_logits_backward_cpu_run(out, grad_output, self, target, weight_or, pos_weight_or, reduction, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return binary_cross_entropy_with_logits_backward_meta_step<int64_t>(grad_output, self, target, weight_or, pos_weight_or, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_with_logits_backward_cpu_run(out, grad_output, self, target, weight_or, pos_weight_or, reduction, dtype); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -123,11 +116,9 @@ at::Tensor binary_cross_entropy_with_logits_backward_cuda_structured(const at::T
   const c10::DeviceGuard device_guard(grad_output.device());
   const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, grad_output);
   const at::Tensor pos_weight_or = opforge::pointwise::value_or(pos_weight, 1.0, grad_output);
-  at::ScalarType dtype;
-  const auto geometry = binary_cross_entropy_with_logits_backward_meta_step<int64_t>(grad_output, self, target, weight_or, pos_weight_or, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  binary_cross_entropy_with_logits_backward_cuda_run(out, grad_output, self, target, weight_or, pos_weight_or, reduction, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return binary_cross_entropy_with_logits_backward_meta_step<int64_t>(grad_output, self, target, weight_or, pos_weight_or, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_with_logits_backward_cuda_run(out, grad_output, self, target, weight_or, pos_weight_or, reduction, dtype); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
@@ -139,10 +130,9 @@ at::Tensor binary_cross_entropy_with_logits_backward_meta_structured(const at::T
   opforge::check::same_device(kOp, "pos_weight", pos_weight, "grad_output", grad_output);
   const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, grad_output);
   const at::Tensor pos_weight_or = opforge::pointwise::value_or(pos_weight, 1.0, grad_output);
-  at::ScalarType dtype;
-  const auto geometry = binary_cross_entropy_with_logits_backward_meta_step<c10::SymInt>(grad_output, self, target, weight_or, pos_weight_or, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return binary_cross_entropy_with_logits_backward_meta_step<c10::SymInt>(grad_output, self, target, weight_or, pos_weight_or, reduction, dtype); },
+    opforge::pointwise::no_kernel{});
 }
 
 // Autograd for opforge.binary_cross_entropy_with_logits_backward: see Note [Generated autograd] in README.md.

@@ -14,6 +14,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -44,19 +45,14 @@ at::Tensor box_encode_cpu_structured(const at::Tensor& reference_boxes, const at
   opforge::check::dtype(kOp, "'proposals'", proposals, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "proposals", proposals, "reference_boxes", reference_boxes);
   auto meta = opforge::box_encode_meta<int64_t>(kOp, reference_boxes, proposals, weights);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], reference_boxes, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, reference_boxes, nullptr);
-    const at::Tensor reference_boxes_c = opforge::structured::contiguous_in(reference_boxes, layout);
-    const at::Tensor proposals_c = opforge::structured::contiguous_in(proposals, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, reference_boxes,
+      std::array<opforge::structured::read_arg, 2>{reference_boxes, proposals}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(reference_boxes.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(box_encode_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), reference_boxes_c.const_data_ptr<scalar_t>(), proposals_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(box_encode_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -69,20 +65,14 @@ at::Tensor box_encode_cuda_structured(const at::Tensor& reference_boxes, const a
   opforge::check::same_dtype(kOp, "proposals", proposals, "reference_boxes", reference_boxes);
   const c10::DeviceGuard device_guard(reference_boxes.device());
   auto meta = opforge::box_encode_meta<int64_t>(kOp, reference_boxes, proposals, weights);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], reference_boxes, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, reference_boxes);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, reference_boxes, &opforge::cuda::stream_capturing);
-    const at::Tensor reference_boxes_c = opforge::structured::contiguous_in(reference_boxes, layout);
-    const at::Tensor proposals_c = opforge::structured::contiguous_in(proposals, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, reference_boxes,
+      std::array<opforge::structured::read_arg, 2>{reference_boxes, proposals}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(reference_boxes.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::box_encode_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), reference_boxes_c.const_data_ptr<scalar_t>(), proposals_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::box_encode_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #endif  // OPFORGE_WITH_CUDA
 

@@ -14,6 +14,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -44,19 +45,14 @@ at::Tensor box_iou_cpu_structured(const at::Tensor& boxes1, const at::Tensor& bo
   opforge::check::dtype(kOp, "'boxes2'", boxes2, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "boxes2", boxes2, "boxes1", boxes1);
   auto meta = opforge::box_iou_meta<int64_t>(kOp, boxes1, boxes2, legacy_plus_one);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], boxes1, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, boxes1, nullptr);
-    const at::Tensor boxes1_c = opforge::structured::contiguous_in(boxes1, layout);
-    const at::Tensor boxes2_c = opforge::structured::contiguous_in(boxes2, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, boxes1,
+      std::array<opforge::structured::read_arg, 2>{boxes1, boxes2}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(boxes1.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(box_iou_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), boxes1_c.const_data_ptr<scalar_t>(), boxes2_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(box_iou_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -69,20 +65,14 @@ at::Tensor box_iou_cuda_structured(const at::Tensor& boxes1, const at::Tensor& b
   opforge::check::same_dtype(kOp, "boxes2", boxes2, "boxes1", boxes1);
   const c10::DeviceGuard device_guard(boxes1.device());
   auto meta = opforge::box_iou_meta<int64_t>(kOp, boxes1, boxes2, legacy_plus_one);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], boxes1, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, boxes1);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, boxes1, &opforge::cuda::stream_capturing);
-    const at::Tensor boxes1_c = opforge::structured::contiguous_in(boxes1, layout);
-    const at::Tensor boxes2_c = opforge::structured::contiguous_in(boxes2, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, boxes1,
+      std::array<opforge::structured::read_arg, 2>{boxes1, boxes2}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(boxes1.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::box_iou_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), boxes1_c.const_data_ptr<scalar_t>(), boxes2_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::box_iou_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #endif  // OPFORGE_WITH_CUDA
 

@@ -13,6 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -43,21 +44,14 @@ std::tuple<at::Tensor, at::Tensor> choose_qparams_cpu_structured(const at::Tenso
   opforge::check::dtype(kOp, "'max_val'", max_val, {at::ScalarType::Float}, "a floating tensor (float32)");
   opforge::check::same_dtype(kOp, "max_val", max_val, "min_val", min_val);
   auto meta = opforge::choose_qparams_meta<int64_t>(kOp, min_val, max_val, quant_min, quant_max, symmetric, eps);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], min_val, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], min_val, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, min_val, nullptr);
-    const at::Tensor min_val_c = opforge::structured::contiguous_in(min_val, layout);
-    const at::Tensor max_val_c = opforge::structured::contiguous_in(max_val, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, min_val,
+      std::array<opforge::structured::read_arg, 2>{min_val, max_val}, {},
+  [&](const opforge::structured::kernel_tensors<2, 2>& k) {
     opforge::structured::dispatch<float>(min_val.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(choose_qparams_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int32_t>(result1), min_val_c.const_data_ptr<scalar_t>(), max_val_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(choose_qparams_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.out_ptr<int32_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -70,22 +64,14 @@ std::tuple<at::Tensor, at::Tensor> choose_qparams_cuda_structured(const at::Tens
   opforge::check::same_dtype(kOp, "max_val", max_val, "min_val", min_val);
   const c10::DeviceGuard device_guard(min_val.device());
   auto meta = opforge::choose_qparams_meta<int64_t>(kOp, min_val, max_val, quant_min, quant_max, symmetric, eps);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], min_val, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], min_val, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, min_val);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, min_val, &opforge::cuda::stream_capturing);
-    const at::Tensor min_val_c = opforge::structured::contiguous_in(min_val, layout);
-    const at::Tensor max_val_c = opforge::structured::contiguous_in(max_val, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, min_val,
+      std::array<opforge::structured::read_arg, 2>{min_val, max_val}, {},
+  [&](const opforge::structured::kernel_tensors<2, 2>& k) {
     opforge::structured::dispatch<float>(min_val.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::choose_qparams_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int32_t>(result1), min_val_c.const_data_ptr<scalar_t>(), max_val_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::choose_qparams_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<int32_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 #endif  // OPFORGE_WITH_CUDA
 

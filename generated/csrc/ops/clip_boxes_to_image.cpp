@@ -14,6 +14,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -41,18 +42,14 @@ at::Tensor clip_boxes_to_image_cpu_structured(const at::Tensor& boxes, c10::SymI
   opforge::check::device_type(kOp, "boxes", boxes, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'boxes'", boxes, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::clip_boxes_to_image_meta<int64_t>(kOp, boxes, size);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], boxes, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, boxes, nullptr);
-    const at::Tensor boxes_c = opforge::structured::contiguous_in(boxes, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, boxes,
+      std::array<opforge::structured::read_arg, 1>{boxes}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(boxes.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(clip_boxes_to_image_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), boxes_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(clip_boxes_to_image_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -62,19 +59,14 @@ at::Tensor clip_boxes_to_image_cuda_structured(const at::Tensor& boxes, c10::Sym
   opforge::check::dtype(kOp, "'boxes'", boxes, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(boxes.device());
   auto meta = opforge::clip_boxes_to_image_meta<int64_t>(kOp, boxes, size);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], boxes, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, boxes);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, boxes, &opforge::cuda::stream_capturing);
-    const at::Tensor boxes_c = opforge::structured::contiguous_in(boxes, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, boxes,
+      std::array<opforge::structured::read_arg, 1>{boxes}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(boxes.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::clip_boxes_to_image_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), boxes_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::clip_boxes_to_image_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #endif  // OPFORGE_WITH_CUDA
 

@@ -13,6 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #include <opforge/structured_lists.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
@@ -44,13 +45,14 @@ at::Tensor clip_grad_norm__cpu_structured(at::TensorList grads, double max_norm,
   opforge::check::list_same_dtype(kOp, "grads", grads, "grads", grads);
   opforge::check::written_once(kOp, {{"grads", grads}}, {{"grads", grads}});
   auto meta = opforge::clip_grad_norm_meta<int64_t>(kOp, grads, max_norm, norm_type);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], (grads.empty() ? at::empty({}, at::kFloat) : grads[0]));
-  const opforge::structured::kernel_list grads_k(grads);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((grads.empty() ? at::ScalarType::Float : grads[0].scalar_type()), kOp, [&]<typename scalar_t>() {
-    OPFORGE_CPU_KERNEL(clip_grad_norm_cpu<scalar_t>)(result.mutable_data_ptr<scalar_t>(), grads_k.as<scalar_t>(), grads_k.sizes(), meta.plan);
+  const auto results = opforge::structured::run_lists<opforge::structured::cpu_key>(meta, (grads.empty() ? at::empty({}, at::kFloat) : grads[0]),
+      std::array<opforge::structured::list_arg, 1>{{{grads, true}}},
+  [&](const opforge::structured::list_tensors<1, 1>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((grads.empty() ? at::ScalarType::Float : grads[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CPU_KERNEL(clip_grad_norm_cpu<scalar_t>)(k.out[0].mutable_data_ptr<scalar_t>(), k.lists[0].as<scalar_t>(), k.lists[0].sizes(), meta.plan);
+    });
   });
-  grads_k.write_back(grads);
-  return result;
+  return results[0];
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -63,14 +65,14 @@ at::Tensor clip_grad_norm__cuda_structured(at::TensorList grads, double max_norm
   opforge::check::written_once(kOp, {{"grads", grads}}, {{"grads", grads}});
   const c10::OptionalDeviceGuard device_guard(grads.empty() ? std::nullopt : std::optional<c10::Device>(grads[0].device()));
   auto meta = opforge::clip_grad_norm_meta<int64_t>(kOp, grads, max_norm, norm_type);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], (grads.empty() ? at::empty({}, at::kFloat) : grads[0]));
-  const opforge::structured::kernel_list grads_k(grads);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((grads.empty() ? at::ScalarType::Float : grads[0].scalar_type()), kOp, [&]<typename scalar_t>() {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, result);
-    OPFORGE_CUDA_CHECK(opforge::clip_grad_norm_cuda<scalar_t>(result.mutable_data_ptr<scalar_t>(), grads_k.as<scalar_t>(), grads_k.sizes(), meta.plan, opforge::cuda::current_stream()));
+  const auto results = opforge::structured::run_lists<opforge::cuda::key>(meta, (grads.empty() ? at::empty({}, at::kFloat) : grads[0]),
+      std::array<opforge::structured::list_arg, 1>{{{grads, true}}},
+  [&](const opforge::structured::list_tensors<1, 1>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((grads.empty() ? at::ScalarType::Float : grads[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::clip_grad_norm_cuda<scalar_t>(k.out[0].mutable_data_ptr<scalar_t>(), k.lists[0].as<scalar_t>(), k.lists[0].sizes(), meta.plan, opforge::cuda::current_stream()));
+    });
   });
-  grads_k.write_back(grads);
-  return result;
+  return results[0];
 }
 #endif  // OPFORGE_WITH_CUDA
 

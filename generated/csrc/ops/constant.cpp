@@ -13,7 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
-#include <opforge/structured_inplace.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -48,17 +48,14 @@ at::Tensor constant_cpu_structured(const at::Tensor& tensor, double val) {
   opforge::check::device_type(kOp, "tensor", tensor, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'tensor'", tensor, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::constant_meta<int64_t>(kOp, tensor, val);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], tensor, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, tensor, nullptr);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, tensor,
+      std::array<opforge::structured::read_arg, 0>{}, {},
+  [&](const opforge::structured::kernel_tensors<1, 0>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(tensor.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(constant_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), meta.plan);
+      OPFORGE_CPU_KERNEL(constant_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -68,18 +65,14 @@ at::Tensor constant_cuda_structured(const at::Tensor& tensor, double val) {
   opforge::check::dtype(kOp, "'tensor'", tensor, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(tensor.device());
   auto meta = opforge::constant_meta<int64_t>(kOp, tensor, val);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], tensor, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, tensor);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, tensor, &opforge::cuda::stream_capturing);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, tensor,
+      std::array<opforge::structured::read_arg, 0>{}, {},
+  [&](const opforge::structured::kernel_tensors<1, 0>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(tensor.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::constant_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::constant_cuda<scalar_t>(k.out_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #endif  // OPFORGE_WITH_CUDA
 
@@ -96,17 +89,13 @@ at::Tensor& constant__cpu_structured(at::Tensor& tensor, double val) {
   opforge::check::device_type(kOp, "tensor", tensor, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'tensor'", tensor, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::constant_meta<int64_t>(kOp, tensor, val);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  opforge::structured::prepare_inplace(kOp, "tensor", tensor, meta.outputs[0], tensor);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&tensor})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, tensor, nullptr);
-    const at::Tensor tensor_k = opforge::structured::kernel_target(kOp, "tensor", tensor, meta.outputs[0], layout, {});
+  opforge::structured::run_into<opforge::structured::cpu_key, false, true>(kOp, meta, tensor, std::array<opforge::structured::target_arg, 1>{{{"tensor", &tensor}}},
+      std::array<opforge::structured::read_arg, 0>{}, {},
+  [&](const opforge::structured::kernel_tensors<1, 0>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(tensor.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(constant_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(tensor_k), meta.plan);
+      OPFORGE_CPU_KERNEL(constant_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-    opforge::structured::finish_out(tensor, tensor_k);
-  }
+  });
   return tensor;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -117,18 +106,13 @@ at::Tensor& constant__cuda_structured(at::Tensor& tensor, double val) {
   opforge::check::dtype(kOp, "'tensor'", tensor, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(tensor.device());
   auto meta = opforge::constant_meta<int64_t>(kOp, tensor, val);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  opforge::structured::prepare_inplace(kOp, "tensor", tensor, meta.outputs[0], tensor);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&tensor})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, tensor);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, tensor, &opforge::cuda::stream_capturing);
-    const at::Tensor tensor_k = opforge::structured::kernel_target(kOp, "tensor", tensor, meta.outputs[0], layout, {});
+  opforge::structured::run_into<opforge::cuda::key, false, true>(kOp, meta, tensor, std::array<opforge::structured::target_arg, 1>{{{"tensor", &tensor}}},
+      std::array<opforge::structured::read_arg, 0>{}, {},
+  [&](const opforge::structured::kernel_tensors<1, 0>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(tensor.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::constant_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(tensor_k), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::constant_cuda<scalar_t>(k.out_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-    opforge::structured::finish_out(tensor, tensor_k);
-  }
+  });
   return tensor;
 }
 #endif  // OPFORGE_WITH_CUDA

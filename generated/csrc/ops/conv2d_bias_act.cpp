@@ -13,6 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -46,20 +47,14 @@ at::Tensor conv2d_bias_act_cpu_structured(const at::Tensor& input, const at::Ten
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   auto meta = opforge::conv2d_bias_act_meta<int64_t>(kOp, input, weight, bias, stride, padding, dilation, groups, activation);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<true>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, nullptr);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, true>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 3>{input, weight, bias}, {},
+  [&](const opforge::structured::kernel_tensors<1, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(conv2d_bias_act_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan);
+      OPFORGE_CPU_KERNEL(conv2d_bias_act_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -75,21 +70,14 @@ at::Tensor conv2d_bias_act_cuda_structured(const at::Tensor& input, const at::Te
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   const c10::DeviceGuard device_guard(input.device());
   auto meta = opforge::conv2d_bias_act_meta<int64_t>(kOp, input, weight, bias, stride, padding, dilation, groups, activation);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 3>{input, weight, bias}, {},
+  [&](const opforge::structured::kernel_tensors<1, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::conv2d_bias_act_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::conv2d_bias_act_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #endif  // OPFORGE_WITH_CUDA
 

@@ -13,6 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -46,24 +47,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cpu_str
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
   auto meta = opforge::conv_transpose2d_backward_meta<int64_t>(kOp, grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output, layout);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, nullptr);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 3>{grad_output, input, weight}, {},
+  [&](const opforge::structured::kernel_tensors<3, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(conv_transpose2d_backward_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_output_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(conv_transpose2d_backward_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
-  return std::make_tuple(result0, result1, result2);
+  });
+  return std::make_tuple(results[0], results[1], results[2]);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -79,25 +70,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv_transpose2d_backward_cuda_st
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
   auto meta = opforge::conv_transpose2d_backward_meta<int64_t>(kOp, grad_output, input, weight, stride, padding, output_padding, groups, dilation, output_mask);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_output, layout);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 3>{grad_output, input, weight}, {},
+  [&](const opforge::structured::kernel_tensors<3, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::conv_transpose2d_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_output_c.const_data_ptr<scalar_t>(), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::conv_transpose2d_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
-  return std::make_tuple(result0, result1, result2);
+  });
+  return std::make_tuple(results[0], results[1], results[2]);
 }
 #endif  // OPFORGE_WITH_CUDA
 

@@ -14,6 +14,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -49,21 +50,14 @@ at::Tensor cross_entropy_backward_cpu_structured(const at::Tensor& grad_output, 
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
   auto meta = opforge::cross_entropy_backward_meta<int64_t>(kOp, grad_output, self, target, weight, ignore_index, label_smoothing);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, nullptr);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor target_c = opforge::structured::contiguous_in(target, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 4>{grad_output, self, target, weight}, {},
+  [&](const opforge::structured::kernel_tensors<1, 4>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(cross_entropy_backward_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), target_c.const_data_ptr<int64_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), meta.plan);
+      OPFORGE_CPU_KERNEL(cross_entropy_backward_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<int64_t>(2), k.in_ptr<scalar_t>(3), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -81,22 +75,14 @@ at::Tensor cross_entropy_backward_cuda_structured(const at::Tensor& grad_output,
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
   auto meta = opforge::cross_entropy_backward_meta<int64_t>(kOp, grad_output, self, target, weight, ignore_index, label_smoothing);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor target_c = opforge::structured::contiguous_in(target, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 4>{grad_output, self, target, weight}, {},
+  [&](const opforge::structured::kernel_tensors<1, 4>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::cross_entropy_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), target_c.const_data_ptr<int64_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::cross_entropy_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<int64_t>(2), k.in_ptr<scalar_t>(3), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #endif  // OPFORGE_WITH_CUDA
 

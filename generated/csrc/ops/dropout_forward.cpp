@@ -14,6 +14,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -41,21 +42,14 @@ std::tuple<at::Tensor, at::Tensor> dropout_forward_cpu_structured(const at::Tens
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::dropout_forward_meta<int64_t>(kOp, input, p, train, generator);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, nullptr);
-    opforge::structured::draw_philox(meta.plan, generator, input);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 1>{input}, {.generator = &generator},
+  [&](const opforge::structured::kernel_tensors<2, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(dropout_forward_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<bool>(result1), input_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(dropout_forward_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.out_ptr<bool>(1), k.in_ptr<scalar_t>(0), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -65,22 +59,14 @@ std::tuple<at::Tensor, at::Tensor> dropout_forward_cuda_structured(const at::Ten
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(input.device());
   auto meta = opforge::dropout_forward_meta<int64_t>(kOp, input, p, train, generator);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    opforge::cuda::draw_philox(meta.plan, generator, input);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 1>{input}, {.generator = &generator},
+  [&](const opforge::structured::kernel_tensors<2, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::dropout_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<bool>(result1), input_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::dropout_forward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<bool>(1), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 #endif  // OPFORGE_WITH_CUDA
 

@@ -15,6 +15,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
@@ -69,9 +70,6 @@ opforge::pointwise::geometry<Int> elu_meta_step(const at::Tensor& self, const at
 
 void elu_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& alpha, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: OPFORGE_CPU_KERNEL(elu_cpu<float>)(out, self, alpha); break;
     case at::ScalarType::Double: OPFORGE_CPU_KERNEL(elu_cpu<double>)(out, self, alpha); break;
@@ -84,9 +82,6 @@ void elu_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar
 
 void elu_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& alpha, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::elu_cuda<float>(out, self, alpha); break;
     case at::ScalarType::Double: opforge::elu_cuda<double>(out, self, alpha); break;
@@ -100,11 +95,9 @@ void elu_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scala
 at::Tensor elu_cpu_structured(const at::Tensor& self, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = elu_meta_step<int64_t>(self, alpha, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  elu_cpu_run(out, self, alpha, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return elu_meta_step<int64_t>(self, alpha, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { elu_cpu_run(out, self, alpha, dtype); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -112,33 +105,26 @@ at::Tensor elu_cuda_structured(const at::Tensor& self, const at::Scalar& alpha) 
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = elu_meta_step<int64_t>(self, alpha, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  elu_cuda_run(out, self, alpha, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return elu_meta_step<int64_t>(self, alpha, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { elu_cuda_run(out, self, alpha, dtype); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor elu_meta_structured(const at::Tensor& self, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
-  at::ScalarType dtype;
-  const auto geometry = elu_meta_step<c10::SymInt>(self, alpha, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return elu_meta_step<c10::SymInt>(self, alpha, dtype); },
+    opforge::pointwise::no_kernel{});
 }
 
 at::Tensor& elu_out_cpu_structured(const at::Tensor& self, const at::Scalar& alpha, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = elu_meta_step<int64_t>(self, alpha, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::elu(self, alpha));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  elu_cpu_run(out, self, alpha, dtype);
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return elu_meta_step<int64_t>(self, alpha, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { elu_cpu_run(out, self, alpha, dtype); },
+    [&] { return opforge::ops::elu(self, alpha); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -146,25 +132,19 @@ at::Tensor& elu_out_cuda_structured(const at::Tensor& self, const at::Scalar& al
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = elu_meta_step<int64_t>(self, alpha, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::elu(self, alpha));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  elu_cuda_run(out, self, alpha, dtype);
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return elu_meta_step<int64_t>(self, alpha, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { elu_cuda_run(out, self, alpha, dtype); },
+    [&] { return opforge::ops::elu(self, alpha); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor& elu_out_meta_structured(const at::Tensor& self, const at::Scalar& alpha, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu";
-  at::ScalarType dtype;
-  const auto geometry = elu_meta_step<c10::SymInt>(self, alpha, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::elu(self, alpha));
-  }
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return elu_meta_step<c10::SymInt>(self, alpha, dtype); },
+    opforge::pointwise::no_kernel{},
+    [&] { return opforge::ops::elu(self, alpha); });
 }
 
 at::Tensor& elu_out_autograd(const at::Tensor& self, const at::Scalar& alpha, at::Tensor& out) {
@@ -195,14 +175,10 @@ at::Tensor& elu_out_functionalize(const at::Tensor& self, const at::Scalar& alph
 at::Tensor& elu__cpu_structured(at::Tensor& self, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu_";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = elu_meta_step<int64_t>(self, alpha, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::elu(self, alpha));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  elu_cpu_run(self, self, alpha, dtype);
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return elu_meta_step<int64_t>(self, alpha, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { elu_cpu_run(out, self, alpha, dtype); },
+    [&] { return opforge::ops::elu(self, alpha); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -210,25 +186,19 @@ at::Tensor& elu__cuda_structured(at::Tensor& self, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu_";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = elu_meta_step<int64_t>(self, alpha, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::elu(self, alpha));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  elu_cuda_run(self, self, alpha, dtype);
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return elu_meta_step<int64_t>(self, alpha, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { elu_cuda_run(out, self, alpha, dtype); },
+    [&] { return opforge::ops::elu(self, alpha); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor& elu__meta_structured(at::Tensor& self, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.elu_";
-  at::ScalarType dtype;
-  const auto geometry = elu_meta_step<c10::SymInt>(self, alpha, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::elu(self, alpha));
-  }
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return elu_meta_step<c10::SymInt>(self, alpha, dtype); },
+    opforge::pointwise::no_kernel{},
+    [&] { return opforge::ops::elu(self, alpha); });
 }
 
 at::Tensor& elu__autograd(at::Tensor& self, const at::Scalar& alpha) {

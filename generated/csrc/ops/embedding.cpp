@@ -14,6 +14,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -50,21 +51,16 @@ at::Tensor embedding_cpu_structured(const at::Tensor& weight, const at::Tensor& 
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
   auto meta = opforge::embedding_meta<int64_t>(kOp, weight, indices, padding_idx);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], weight, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, weight, nullptr);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
-    const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, weight,
+      std::array<opforge::structured::read_arg, 2>{weight, indices}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
-        OPFORGE_CPU_KERNEL(embedding_cpu<scalar_t, indices_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), weight_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan);
+        OPFORGE_CPU_KERNEL(embedding_cpu<scalar_t, indices_t>)(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<indices_t>(1), meta.plan);
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -76,22 +72,16 @@ at::Tensor embedding_cuda_structured(const at::Tensor& weight, const at::Tensor&
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
   const c10::DeviceGuard device_guard(weight.device());
   auto meta = opforge::embedding_meta<int64_t>(kOp, weight, indices, padding_idx);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], weight, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, weight);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, weight, &opforge::cuda::stream_capturing);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
-    const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, weight,
+      std::array<opforge::structured::read_arg, 2>{weight, indices}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
-        OPFORGE_CUDA_CHECK(opforge::embedding_cuda<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), weight_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::embedding_cuda<scalar_t, indices_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<indices_t>(1), meta.plan, opforge::cuda::current_stream()));
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #endif  // OPFORGE_WITH_CUDA
 
@@ -112,21 +102,15 @@ at::Tensor& embedding_out_cpu_structured(const at::Tensor& weight, const at::Ten
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
   auto meta = opforge::embedding_meta<int64_t>(kOp, weight, indices, padding_idx);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], weight);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&out})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, weight, nullptr);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
-    const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
-    const at::Tensor out_k = opforge::structured::kernel_target(kOp, "out", out, meta.outputs[0], layout, {&weight_c, &indices_c});
+  opforge::structured::run_into<opforge::structured::cpu_key, false, false>(kOp, meta, weight, std::array<opforge::structured::target_arg, 1>{{{"out", &out}}},
+      std::array<opforge::structured::read_arg, 2>{weight, indices}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
-        OPFORGE_CPU_KERNEL(embedding_cpu<scalar_t, indices_t>)(opforge::structured::mutable_data_or_null<scalar_t>(out_k), weight_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan);
+        OPFORGE_CPU_KERNEL(embedding_cpu<scalar_t, indices_t>)(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<indices_t>(1), meta.plan);
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-    opforge::structured::finish_out(out, out_k);
-  }
+  });
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -139,22 +123,15 @@ at::Tensor& embedding_out_cuda_structured(const at::Tensor& weight, const at::Te
   opforge::check::dtype(kOp, "'indices'", indices, {at::ScalarType::Long, at::ScalarType::Int}, "a tensor of dtype (int64, int32)");
   const c10::DeviceGuard device_guard(weight.device());
   auto meta = opforge::embedding_meta<int64_t>(kOp, weight, indices, padding_idx);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], weight);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&out})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, weight);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, weight, &opforge::cuda::stream_capturing);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
-    const at::Tensor indices_c = opforge::structured::contiguous_in(indices, layout);
-    const at::Tensor out_k = opforge::structured::kernel_target(kOp, "out", out, meta.outputs[0], layout, {&weight_c, &indices_c});
+  opforge::structured::run_into<opforge::cuda::key, false, false>(kOp, meta, weight, std::array<opforge::structured::target_arg, 1>{{{"out", &out}}},
+      std::array<opforge::structured::read_arg, 2>{weight, indices}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<int64_t, int32_t>(indices.scalar_type(), kOp, [&]<typename indices_t>() {
-        OPFORGE_CUDA_CHECK(opforge::embedding_cuda<scalar_t, indices_t>(opforge::structured::mutable_data_or_null<scalar_t>(out_k), weight_c.const_data_ptr<scalar_t>(), indices_c.const_data_ptr<indices_t>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::embedding_cuda<scalar_t, indices_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<indices_t>(1), meta.plan, opforge::cuda::current_stream()));
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-    opforge::structured::finish_out(out, out_k);
-  }
+  });
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA

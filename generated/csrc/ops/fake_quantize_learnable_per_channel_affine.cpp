@@ -14,6 +14,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -45,20 +46,14 @@ at::Tensor fake_quantize_learnable_per_channel_affine_cpu_structured(const at::T
   opforge::check::dtype(kOp, "'scale'", scale, {at::ScalarType::Float}, "a floating tensor (float32)");
   opforge::check::dtype(kOp, "'zero_point'", zero_point, {at::ScalarType::Float}, "a floating tensor (float32)");
   auto meta = opforge::fake_quantize_learnable_per_channel_meta<int64_t>(kOp, self, scale, zero_point, axis, quant_min, quant_max, grad_factor);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor scale_c = opforge::structured::contiguous_in(scale, layout);
-    const at::Tensor zero_point_c = opforge::structured::contiguous_in(zero_point, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 3>{self, scale, zero_point}, {},
+  [&](const opforge::structured::kernel_tensors<1, 3>& k) {
     opforge::structured::dispatch<float>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(fake_quantize_learnable_per_channel_affine_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), scale_c.const_data_ptr<float>(), zero_point_c.const_data_ptr<float>(), meta.plan);
+      OPFORGE_CPU_KERNEL(fake_quantize_learnable_per_channel_affine_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<float>(1), k.in_ptr<float>(2), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -72,21 +67,14 @@ at::Tensor fake_quantize_learnable_per_channel_affine_cuda_structured(const at::
   opforge::check::dtype(kOp, "'zero_point'", zero_point, {at::ScalarType::Float}, "a floating tensor (float32)");
   const c10::DeviceGuard device_guard(self.device());
   auto meta = opforge::fake_quantize_learnable_per_channel_meta<int64_t>(kOp, self, scale, zero_point, axis, quant_min, quant_max, grad_factor);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor scale_c = opforge::structured::contiguous_in(scale, layout);
-    const at::Tensor zero_point_c = opforge::structured::contiguous_in(zero_point, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 3>{self, scale, zero_point}, {},
+  [&](const opforge::structured::kernel_tensors<1, 3>& k) {
     opforge::structured::dispatch<float>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::fake_quantize_learnable_per_channel_affine_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), scale_c.const_data_ptr<float>(), zero_point_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::fake_quantize_learnable_per_channel_affine_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<float>(1), k.in_ptr<float>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #endif  // OPFORGE_WITH_CUDA
 

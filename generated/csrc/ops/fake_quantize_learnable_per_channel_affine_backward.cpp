@@ -13,6 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -47,25 +48,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fake_quantize_learnable_per_chann
   opforge::check::dtype(kOp, "'zero_point'", zero_point, {at::ScalarType::Float}, "a floating tensor (float32)");
   opforge::check::same_dtype(kOp, "self", self, "grad", grad);
   auto meta = opforge::fake_quantize_learnable_per_channel_backward_meta<int64_t>(kOp, grad, self, scale, zero_point, axis, quant_min, quant_max, grad_factor);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad, layout);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad, nullptr);
-    const at::Tensor grad_c = opforge::structured::contiguous_in(grad, layout);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor scale_c = opforge::structured::contiguous_in(scale, layout);
-    const at::Tensor zero_point_c = opforge::structured::contiguous_in(zero_point, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, grad,
+      std::array<opforge::structured::read_arg, 4>{grad, self, scale, zero_point}, {},
+  [&](const opforge::structured::kernel_tensors<3, 4>& k) {
     opforge::structured::dispatch<float>(grad.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(fake_quantize_learnable_per_channel_affine_backward_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), scale_c.const_data_ptr<float>(), zero_point_c.const_data_ptr<float>(), meta.plan);
+      OPFORGE_CPU_KERNEL(fake_quantize_learnable_per_channel_affine_backward_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<float>(2), k.in_ptr<float>(3), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
-  return std::make_tuple(result0, result1, result2);
+  });
+  return std::make_tuple(results[0], results[1], results[2]);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -82,26 +72,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fake_quantize_learnable_per_chann
   opforge::check::same_dtype(kOp, "self", self, "grad", grad);
   const c10::DeviceGuard device_guard(grad.device());
   auto meta = opforge::fake_quantize_learnable_per_channel_backward_meta<int64_t>(kOp, grad, self, scale, zero_point, axis, quant_min, quant_max, grad_factor);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad, layout);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], grad, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_c = opforge::structured::contiguous_in(grad, layout);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor scale_c = opforge::structured::contiguous_in(scale, layout);
-    const at::Tensor zero_point_c = opforge::structured::contiguous_in(zero_point, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad,
+      std::array<opforge::structured::read_arg, 4>{grad, self, scale, zero_point}, {},
+  [&](const opforge::structured::kernel_tensors<3, 4>& k) {
     opforge::structured::dispatch<float>(grad.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::fake_quantize_learnable_per_channel_affine_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), grad_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), scale_c.const_data_ptr<float>(), zero_point_c.const_data_ptr<float>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::fake_quantize_learnable_per_channel_affine_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<float>(2), k.in_ptr<float>(3), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
-  return std::make_tuple(result0, result1, result2);
+  });
+  return std::make_tuple(results[0], results[1], results[2]);
 }
 #endif  // OPFORGE_WITH_CUDA
 

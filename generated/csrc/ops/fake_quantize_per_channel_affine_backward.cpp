@@ -13,6 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -47,21 +48,14 @@ at::Tensor fake_quantize_per_channel_affine_backward_cpu_structured(const at::Te
   opforge::check::dtype(kOp, "'zero_point'", zero_point, {at::ScalarType::Int}, "a tensor of dtype (int32)");
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   auto meta = opforge::fake_quantize_per_channel_backward_meta<int64_t>(kOp, grad_output, self, scale, zero_point, axis, quant_min, quant_max);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, nullptr);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor scale_c = opforge::structured::contiguous_in(scale, layout);
-    const at::Tensor zero_point_c = opforge::structured::contiguous_in(zero_point, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 4>{grad_output, self, scale, zero_point}, {},
+  [&](const opforge::structured::kernel_tensors<1, 4>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(fake_quantize_per_channel_affine_backward_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), scale_c.const_data_ptr<float>(), zero_point_c.const_data_ptr<int32_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(fake_quantize_per_channel_affine_backward_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<float>(2), k.in_ptr<int32_t>(3), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -78,22 +72,14 @@ at::Tensor fake_quantize_per_channel_affine_backward_cuda_structured(const at::T
   opforge::check::same_dtype(kOp, "self", self, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
   auto meta = opforge::fake_quantize_per_channel_backward_meta<int64_t>(kOp, grad_output, self, scale, zero_point, axis, quant_min, quant_max);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], grad_output, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, grad_output);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, grad_output, &opforge::cuda::stream_capturing);
-    const at::Tensor grad_output_c = opforge::structured::contiguous_in(grad_output, layout);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor scale_c = opforge::structured::contiguous_in(scale, layout);
-    const at::Tensor zero_point_c = opforge::structured::contiguous_in(zero_point, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_output,
+      std::array<opforge::structured::read_arg, 4>{grad_output, self, scale, zero_point}, {},
+  [&](const opforge::structured::kernel_tensors<1, 4>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::fake_quantize_per_channel_affine_backward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), grad_output_c.const_data_ptr<scalar_t>(), self_c.const_data_ptr<scalar_t>(), scale_c.const_data_ptr<float>(), zero_point_c.const_data_ptr<int32_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::fake_quantize_per_channel_affine_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<float>(2), k.in_ptr<int32_t>(3), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #endif  // OPFORGE_WITH_CUDA
 

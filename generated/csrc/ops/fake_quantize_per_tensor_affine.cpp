@@ -15,6 +15,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
@@ -65,9 +66,6 @@ opforge::pointwise::geometry<Int> fake_quantize_per_tensor_affine_meta_step(cons
 
 void fake_quantize_per_tensor_affine_cpu_run(const at::Tensor& out, const at::Tensor& self, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_tensor_affine";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: OPFORGE_CPU_KERNEL(fake_quantize_per_tensor_affine_cpu<float>)(out, self, scale, zero_point, quant_min, quant_max); break;
     case at::ScalarType::Double: OPFORGE_CPU_KERNEL(fake_quantize_per_tensor_affine_cpu<double>)(out, self, scale, zero_point, quant_min, quant_max); break;
@@ -80,9 +78,6 @@ void fake_quantize_per_tensor_affine_cpu_run(const at::Tensor& out, const at::Te
 
 void fake_quantize_per_tensor_affine_cuda_run(const at::Tensor& out, const at::Tensor& self, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_tensor_affine";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::fake_quantize_per_tensor_affine_cuda<float>(out, self, scale, zero_point, quant_min, quant_max); break;
     case at::ScalarType::Double: opforge::fake_quantize_per_tensor_affine_cuda<double>(out, self, scale, zero_point, quant_min, quant_max); break;
@@ -96,11 +91,9 @@ void fake_quantize_per_tensor_affine_cuda_run(const at::Tensor& out, const at::T
 at::Tensor fake_quantize_per_tensor_affine_cpu_structured(const at::Tensor& self, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_tensor_affine";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = fake_quantize_per_tensor_affine_meta_step<int64_t>(self, scale, zero_point, quant_min, quant_max, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  fake_quantize_per_tensor_affine_cpu_run(out, self, scale, zero_point, quant_min, quant_max, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return fake_quantize_per_tensor_affine_meta_step<int64_t>(self, scale, zero_point, quant_min, quant_max, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { fake_quantize_per_tensor_affine_cpu_run(out, self, scale, zero_point, quant_min, quant_max, dtype); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -108,33 +101,26 @@ at::Tensor fake_quantize_per_tensor_affine_cuda_structured(const at::Tensor& sel
   [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_tensor_affine";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = fake_quantize_per_tensor_affine_meta_step<int64_t>(self, scale, zero_point, quant_min, quant_max, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  fake_quantize_per_tensor_affine_cuda_run(out, self, scale, zero_point, quant_min, quant_max, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return fake_quantize_per_tensor_affine_meta_step<int64_t>(self, scale, zero_point, quant_min, quant_max, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { fake_quantize_per_tensor_affine_cuda_run(out, self, scale, zero_point, quant_min, quant_max, dtype); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor fake_quantize_per_tensor_affine_meta_structured(const at::Tensor& self, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_tensor_affine";
-  at::ScalarType dtype;
-  const auto geometry = fake_quantize_per_tensor_affine_meta_step<c10::SymInt>(self, scale, zero_point, quant_min, quant_max, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return fake_quantize_per_tensor_affine_meta_step<c10::SymInt>(self, scale, zero_point, quant_min, quant_max, dtype); },
+    opforge::pointwise::no_kernel{});
 }
 
 at::Tensor& fake_quantize_per_tensor_affine_out_cpu_structured(const at::Tensor& self, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_tensor_affine";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = fake_quantize_per_tensor_affine_meta_step<int64_t>(self, scale, zero_point, quant_min, quant_max, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::fake_quantize_per_tensor_affine(self, scale, zero_point, quant_min, quant_max));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  fake_quantize_per_tensor_affine_cpu_run(out, self, scale, zero_point, quant_min, quant_max, dtype);
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return fake_quantize_per_tensor_affine_meta_step<int64_t>(self, scale, zero_point, quant_min, quant_max, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { fake_quantize_per_tensor_affine_cpu_run(out, self, scale, zero_point, quant_min, quant_max, dtype); },
+    [&] { return opforge::ops::fake_quantize_per_tensor_affine(self, scale, zero_point, quant_min, quant_max); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -142,25 +128,19 @@ at::Tensor& fake_quantize_per_tensor_affine_out_cuda_structured(const at::Tensor
   [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_tensor_affine";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = fake_quantize_per_tensor_affine_meta_step<int64_t>(self, scale, zero_point, quant_min, quant_max, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::fake_quantize_per_tensor_affine(self, scale, zero_point, quant_min, quant_max));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  fake_quantize_per_tensor_affine_cuda_run(out, self, scale, zero_point, quant_min, quant_max, dtype);
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return fake_quantize_per_tensor_affine_meta_step<int64_t>(self, scale, zero_point, quant_min, quant_max, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { fake_quantize_per_tensor_affine_cuda_run(out, self, scale, zero_point, quant_min, quant_max, dtype); },
+    [&] { return opforge::ops::fake_quantize_per_tensor_affine(self, scale, zero_point, quant_min, quant_max); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor& fake_quantize_per_tensor_affine_out_meta_structured(const at::Tensor& self, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_tensor_affine";
-  at::ScalarType dtype;
-  const auto geometry = fake_quantize_per_tensor_affine_meta_step<c10::SymInt>(self, scale, zero_point, quant_min, quant_max, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::fake_quantize_per_tensor_affine(self, scale, zero_point, quant_min, quant_max));
-  }
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return fake_quantize_per_tensor_affine_meta_step<c10::SymInt>(self, scale, zero_point, quant_min, quant_max, dtype); },
+    opforge::pointwise::no_kernel{},
+    [&] { return opforge::ops::fake_quantize_per_tensor_affine(self, scale, zero_point, quant_min, quant_max); });
 }
 
 at::Tensor& fake_quantize_per_tensor_affine_out_autograd(const at::Tensor& self, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max, at::Tensor& out) {

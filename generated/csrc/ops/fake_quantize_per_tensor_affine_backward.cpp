@@ -14,6 +14,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
@@ -54,9 +55,6 @@ opforge::pointwise::geometry<Int> fake_quantize_per_tensor_affine_backward_meta_
 
 void fake_quantize_per_tensor_affine_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_tensor_affine_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = grad_output.to(dtype);
   const at::Tensor self_p = self.to(dtype);
   switch (dtype) {
@@ -71,9 +69,6 @@ void fake_quantize_per_tensor_affine_backward_cpu_run(const at::Tensor& out, con
 
 void fake_quantize_per_tensor_affine_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_tensor_affine_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = grad_output.to(dtype);
   const at::Tensor self_p = self.to(dtype);
   switch (dtype) {
@@ -90,11 +85,9 @@ at::Tensor fake_quantize_per_tensor_affine_backward_cpu_structured(const at::Ten
   [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_tensor_affine_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = fake_quantize_per_tensor_affine_backward_meta_step<int64_t>(grad_output, self, scale, zero_point, quant_min, quant_max, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  fake_quantize_per_tensor_affine_backward_cpu_run(out, grad_output, self, scale, zero_point, quant_min, quant_max, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return fake_quantize_per_tensor_affine_backward_meta_step<int64_t>(grad_output, self, scale, zero_point, quant_min, quant_max, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { fake_quantize_per_tensor_affine_backward_cpu_run(out, grad_output, self, scale, zero_point, quant_min, quant_max, dtype); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -103,21 +96,18 @@ at::Tensor fake_quantize_per_tensor_affine_backward_cuda_structured(const at::Te
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
-  at::ScalarType dtype;
-  const auto geometry = fake_quantize_per_tensor_affine_backward_meta_step<int64_t>(grad_output, self, scale, zero_point, quant_min, quant_max, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  fake_quantize_per_tensor_affine_backward_cuda_run(out, grad_output, self, scale, zero_point, quant_min, quant_max, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return fake_quantize_per_tensor_affine_backward_meta_step<int64_t>(grad_output, self, scale, zero_point, quant_min, quant_max, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { fake_quantize_per_tensor_affine_backward_cuda_run(out, grad_output, self, scale, zero_point, quant_min, quant_max, dtype); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor fake_quantize_per_tensor_affine_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& self, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_tensor_affine_backward";
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
-  at::ScalarType dtype;
-  const auto geometry = fake_quantize_per_tensor_affine_backward_meta_step<c10::SymInt>(grad_output, self, scale, zero_point, quant_min, quant_max, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return fake_quantize_per_tensor_affine_backward_meta_step<c10::SymInt>(grad_output, self, scale, zero_point, quant_min, quant_max, dtype); },
+    opforge::pointwise::no_kernel{});
 }
 
 // Autograd for opforge.fake_quantize_per_tensor_affine_backward: see Note [Generated autograd] in README.md.

@@ -13,6 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -55,25 +56,14 @@ std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cpu_structured(const at::Tensor&
   opforge::check::same_dtype(kOp, "running_mean", running_mean, "conv_weight", conv_weight);
   opforge::check::same_dtype(kOp, "running_var", running_var, "conv_weight", conv_weight);
   auto meta = opforge::fold_conv_bn_meta<int64_t>(kOp, conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], conv_weight, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], conv_weight, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, conv_weight, nullptr);
-    const at::Tensor conv_weight_c = opforge::structured::contiguous_in(conv_weight, layout);
-    const at::Tensor conv_bias_c = opforge::structured::contiguous_or_undefined(conv_bias, layout);
-    const at::Tensor bn_weight_c = opforge::structured::contiguous_in(bn_weight, layout);
-    const at::Tensor bn_bias_c = opforge::structured::contiguous_in(bn_bias, layout);
-    const at::Tensor running_mean_c = opforge::structured::contiguous_in(running_mean, layout);
-    const at::Tensor running_var_c = opforge::structured::contiguous_in(running_var, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, conv_weight,
+      std::array<opforge::structured::read_arg, 6>{conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var}, {},
+  [&](const opforge::structured::kernel_tensors<2, 6>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(conv_weight.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(fold_conv_bn_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), conv_weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(conv_bias_c), bn_weight_c.const_data_ptr<scalar_t>(), bn_bias_c.const_data_ptr<scalar_t>(), running_mean_c.const_data_ptr<scalar_t>(), running_var_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(fold_conv_bn_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.in_ptr<scalar_t>(3), k.in_ptr<scalar_t>(4), k.in_ptr<scalar_t>(5), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -98,26 +88,14 @@ std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cuda_structured(const at::Tensor
   opforge::check::same_dtype(kOp, "running_var", running_var, "conv_weight", conv_weight);
   const c10::DeviceGuard device_guard(conv_weight.device());
   auto meta = opforge::fold_conv_bn_meta<int64_t>(kOp, conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], conv_weight, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], conv_weight, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, conv_weight);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, conv_weight, &opforge::cuda::stream_capturing);
-    const at::Tensor conv_weight_c = opforge::structured::contiguous_in(conv_weight, layout);
-    const at::Tensor conv_bias_c = opforge::structured::contiguous_or_undefined(conv_bias, layout);
-    const at::Tensor bn_weight_c = opforge::structured::contiguous_in(bn_weight, layout);
-    const at::Tensor bn_bias_c = opforge::structured::contiguous_in(bn_bias, layout);
-    const at::Tensor running_mean_c = opforge::structured::contiguous_in(running_mean, layout);
-    const at::Tensor running_var_c = opforge::structured::contiguous_in(running_var, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, conv_weight,
+      std::array<opforge::structured::read_arg, 6>{conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var}, {},
+  [&](const opforge::structured::kernel_tensors<2, 6>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(conv_weight.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::fold_conv_bn_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), conv_weight_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(conv_bias_c), bn_weight_c.const_data_ptr<scalar_t>(), bn_bias_c.const_data_ptr<scalar_t>(), running_mean_c.const_data_ptr<scalar_t>(), running_var_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::fold_conv_bn_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.in_ptr<scalar_t>(3), k.in_ptr<scalar_t>(4), k.in_ptr<scalar_t>(5), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 #endif  // OPFORGE_WITH_CUDA
 

@@ -15,6 +15,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
@@ -60,9 +61,6 @@ opforge::pointwise::geometry<Int> gelu_meta_step(const at::Tensor& self, c10::st
 
 void gelu_cpu_run(const at::Tensor& out, const at::Tensor& self, c10::string_view approximate, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: OPFORGE_CPU_KERNEL(gelu_cpu<float>)(out, self, approximate); break;
     case at::ScalarType::Double: OPFORGE_CPU_KERNEL(gelu_cpu<double>)(out, self, approximate); break;
@@ -75,9 +73,6 @@ void gelu_cpu_run(const at::Tensor& out, const at::Tensor& self, c10::string_vie
 
 void gelu_cuda_run(const at::Tensor& out, const at::Tensor& self, c10::string_view approximate, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::gelu_cuda<float>(out, self, approximate); break;
     case at::ScalarType::Double: opforge::gelu_cuda<double>(out, self, approximate); break;
@@ -91,11 +86,9 @@ void gelu_cuda_run(const at::Tensor& out, const at::Tensor& self, c10::string_vi
 at::Tensor gelu_cpu_structured(const at::Tensor& self, c10::string_view approximate) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = gelu_meta_step<int64_t>(self, approximate, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  gelu_cpu_run(out, self, approximate, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return gelu_meta_step<int64_t>(self, approximate, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { gelu_cpu_run(out, self, approximate, dtype); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -103,20 +96,17 @@ at::Tensor gelu_cuda_structured(const at::Tensor& self, c10::string_view approxi
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = gelu_meta_step<int64_t>(self, approximate, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  gelu_cuda_run(out, self, approximate, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return gelu_meta_step<int64_t>(self, approximate, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { gelu_cuda_run(out, self, approximate, dtype); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor gelu_meta_structured(const at::Tensor& self, c10::string_view approximate) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu";
-  at::ScalarType dtype;
-  const auto geometry = gelu_meta_step<c10::SymInt>(self, approximate, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return gelu_meta_step<c10::SymInt>(self, approximate, dtype); },
+    opforge::pointwise::no_kernel{});
 }
 
 // Autograd for opforge.gelu: see Note [Generated autograd] in README.md.

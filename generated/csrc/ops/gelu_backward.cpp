@@ -14,6 +14,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
@@ -61,9 +62,6 @@ opforge::pointwise::geometry<Int> gelu_backward_meta_step(const at::Tensor& grad
 
 void gelu_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: OPFORGE_CPU_KERNEL(gelu_backward_cpu<float>)(out, grad_output, self, approximate); break;
     case at::ScalarType::Double: OPFORGE_CPU_KERNEL(gelu_backward_cpu<double>)(out, grad_output, self, approximate); break;
@@ -76,9 +74,6 @@ void gelu_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output,
 
 void gelu_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::gelu_backward_cuda<float>(out, grad_output, self, approximate); break;
     case at::ScalarType::Double: opforge::gelu_backward_cuda<double>(out, grad_output, self, approximate); break;
@@ -93,11 +88,9 @@ at::Tensor gelu_backward_cpu_structured(const at::Tensor& grad_output, const at:
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = gelu_backward_meta_step<int64_t>(grad_output, self, approximate, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  gelu_backward_cpu_run(out, grad_output, self, approximate, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return gelu_backward_meta_step<int64_t>(grad_output, self, approximate, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { gelu_backward_cpu_run(out, grad_output, self, approximate, dtype); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -106,21 +99,18 @@ at::Tensor gelu_backward_cuda_structured(const at::Tensor& grad_output, const at
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
-  at::ScalarType dtype;
-  const auto geometry = gelu_backward_meta_step<int64_t>(grad_output, self, approximate, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  gelu_backward_cuda_run(out, grad_output, self, approximate, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return gelu_backward_meta_step<int64_t>(grad_output, self, approximate, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { gelu_backward_cuda_run(out, grad_output, self, approximate, dtype); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor gelu_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& self, c10::string_view approximate) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.gelu_backward";
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
-  at::ScalarType dtype;
-  const auto geometry = gelu_backward_meta_step<c10::SymInt>(grad_output, self, approximate, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return gelu_backward_meta_step<c10::SymInt>(grad_output, self, approximate, dtype); },
+    opforge::pointwise::no_kernel{});
 }
 
 // Autograd for opforge.gelu_backward: see Note [Generated autograd] in README.md.

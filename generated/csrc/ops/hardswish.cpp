@@ -15,6 +15,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
@@ -69,9 +70,6 @@ opforge::pointwise::geometry<Int> hardswish_meta_step(const at::Tensor& self, at
 
 void hardswish_cpu_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: OPFORGE_CPU_KERNEL(hardswish_cpu<float>)(out, self); break;
     case at::ScalarType::Double: OPFORGE_CPU_KERNEL(hardswish_cpu<double>)(out, self); break;
@@ -84,9 +82,6 @@ void hardswish_cpu_run(const at::Tensor& out, const at::Tensor& self, at::Scalar
 
 void hardswish_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::hardswish_cuda<float>(out, self); break;
     case at::ScalarType::Double: opforge::hardswish_cuda<double>(out, self); break;
@@ -100,11 +95,9 @@ void hardswish_cuda_run(const at::Tensor& out, const at::Tensor& self, at::Scala
 at::Tensor hardswish_cpu_structured(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = hardswish_meta_step<int64_t>(self, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  hardswish_cpu_run(out, self, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return hardswish_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { hardswish_cpu_run(out, self, dtype); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -112,33 +105,26 @@ at::Tensor hardswish_cuda_structured(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = hardswish_meta_step<int64_t>(self, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  hardswish_cuda_run(out, self, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return hardswish_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { hardswish_cuda_run(out, self, dtype); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor hardswish_meta_structured(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish";
-  at::ScalarType dtype;
-  const auto geometry = hardswish_meta_step<c10::SymInt>(self, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return hardswish_meta_step<c10::SymInt>(self, dtype); },
+    opforge::pointwise::no_kernel{});
 }
 
 at::Tensor& hardswish_out_cpu_structured(const at::Tensor& self, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = hardswish_meta_step<int64_t>(self, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::hardswish(self));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  hardswish_cpu_run(out, self, dtype);
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return hardswish_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { hardswish_cpu_run(out, self, dtype); },
+    [&] { return opforge::ops::hardswish(self); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -146,25 +132,19 @@ at::Tensor& hardswish_out_cuda_structured(const at::Tensor& self, at::Tensor& ou
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = hardswish_meta_step<int64_t>(self, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::hardswish(self));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  hardswish_cuda_run(out, self, dtype);
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return hardswish_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { hardswish_cuda_run(out, self, dtype); },
+    [&] { return opforge::ops::hardswish(self); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor& hardswish_out_meta_structured(const at::Tensor& self, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish";
-  at::ScalarType dtype;
-  const auto geometry = hardswish_meta_step<c10::SymInt>(self, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::hardswish(self));
-  }
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return hardswish_meta_step<c10::SymInt>(self, dtype); },
+    opforge::pointwise::no_kernel{},
+    [&] { return opforge::ops::hardswish(self); });
 }
 
 at::Tensor& hardswish_out_autograd(const at::Tensor& self, at::Tensor& out) {
@@ -195,14 +175,10 @@ at::Tensor& hardswish_out_functionalize(const at::Tensor& self, at::Tensor& out)
 at::Tensor& hardswish__cpu_structured(at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish_";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = hardswish_meta_step<int64_t>(self, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::hardswish(self));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  hardswish_cpu_run(self, self, dtype);
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return hardswish_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { hardswish_cpu_run(out, self, dtype); },
+    [&] { return opforge::ops::hardswish(self); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -210,25 +186,19 @@ at::Tensor& hardswish__cuda_structured(at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish_";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = hardswish_meta_step<int64_t>(self, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::hardswish(self));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  hardswish_cuda_run(self, self, dtype);
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return hardswish_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { hardswish_cuda_run(out, self, dtype); },
+    [&] { return opforge::ops::hardswish(self); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor& hardswish__meta_structured(at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.hardswish_";
-  at::ScalarType dtype;
-  const auto geometry = hardswish_meta_step<c10::SymInt>(self, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::hardswish(self));
-  }
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return hardswish_meta_step<c10::SymInt>(self, dtype); },
+    opforge::pointwise::no_kernel{},
+    [&] { return opforge::ops::hardswish(self); });
 }
 
 at::Tensor& hardswish__autograd(at::Tensor& self) {

@@ -13,6 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -43,19 +44,14 @@ at::Tensor int8_mm_cpu_structured(const at::Tensor& self, const at::Tensor& mat2
   opforge::check::dtype(kOp, "'mat2'", mat2, {at::ScalarType::Char}, "a tensor of dtype (int8)");
   opforge::check::same_dtype(kOp, "mat2", mat2, "self", self);
   auto meta = opforge::int8_mm_meta<int64_t>(kOp, self, mat2);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor mat2_c = opforge::structured::contiguous_in(mat2, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 2>{self, mat2}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<int8_t>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(int8_mm_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<int32_t>(result), self_c.const_data_ptr<scalar_t>(), mat2_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(int8_mm_cpu<scalar_t>)(k.out_ptr<int32_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -68,20 +64,14 @@ at::Tensor int8_mm_cuda_structured(const at::Tensor& self, const at::Tensor& mat
   opforge::check::same_dtype(kOp, "mat2", mat2, "self", self);
   const c10::DeviceGuard device_guard(self.device());
   auto meta = opforge::int8_mm_meta<int64_t>(kOp, self, mat2);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor mat2_c = opforge::structured::contiguous_in(mat2, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 2>{self, mat2}, {},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<int8_t>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::int8_mm_cuda<scalar_t>(opforge::structured::mutable_data_or_null<int32_t>(result), self_c.const_data_ptr<scalar_t>(), mat2_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::int8_mm_cuda<scalar_t>(k.out_ptr<int32_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #endif  // OPFORGE_WITH_CUDA
 

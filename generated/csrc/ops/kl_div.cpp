@@ -16,6 +16,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #include <opforge/pointwise/loss.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
@@ -62,9 +63,6 @@ opforge::pointwise::geometry<Int> kl_div_meta_step(const at::Tensor& self, const
 
 void kl_div_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, bool log_target, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.kl_div";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -79,9 +77,6 @@ void kl_div_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Ten
 
 void kl_div_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, bool log_target, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.kl_div";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -98,11 +93,9 @@ at::Tensor kl_div_cpu_structured(const at::Tensor& self, const at::Tensor& targe
   [[maybe_unused]] constexpr const char* kOp = "opforge.kl_div";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = kl_div_meta_step<int64_t>(self, target, reduction, log_target, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  kl_div_cpu_run(out, self, target, reduction, log_target, dtype);
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return kl_div_meta_step<int64_t>(self, target, reduction, log_target, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { kl_div_cpu_run(out, self, target, reduction, log_target, dtype); }), reduction);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -111,21 +104,18 @@ at::Tensor kl_div_cuda_structured(const at::Tensor& self, const at::Tensor& targ
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "target", target, "self", self);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = kl_div_meta_step<int64_t>(self, target, reduction, log_target, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  kl_div_cuda_run(out, self, target, reduction, log_target, dtype);
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return kl_div_meta_step<int64_t>(self, target, reduction, log_target, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { kl_div_cuda_run(out, self, target, reduction, log_target, dtype); }), reduction);
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor kl_div_meta_structured(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, bool log_target) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.kl_div";
   opforge::check::same_device(kOp, "target", target, "self", self);
-  at::ScalarType dtype;
-  const auto geometry = kl_div_meta_step<c10::SymInt>(self, target, reduction, log_target, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return kl_div_meta_step<c10::SymInt>(self, target, reduction, log_target, dtype); },
+    opforge::pointwise::no_kernel{}), reduction);
 }
 
 // Autograd for opforge.kl_div: see Note [Generated autograd] in README.md.

@@ -14,6 +14,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #include <opforge/pointwise/loss.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
@@ -56,9 +57,6 @@ opforge::pointwise::geometry<Int> l1_loss_backward_meta_step(const at::Tensor& g
 
 void l1_loss_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.l1_loss_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
@@ -74,9 +72,6 @@ void l1_loss_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_outp
 
 void l1_loss_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.l1_loss_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
@@ -95,11 +90,9 @@ at::Tensor l1_loss_backward_cpu_structured(const at::Tensor& grad_output, const 
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = l1_loss_backward_meta_step<int64_t>(grad_output, self, target, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  l1_loss_backward_cpu_run(out, grad_output, self, target, reduction, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return l1_loss_backward_meta_step<int64_t>(grad_output, self, target, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { l1_loss_backward_cpu_run(out, grad_output, self, target, reduction, dtype); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -109,11 +102,9 @@ at::Tensor l1_loss_backward_cuda_structured(const at::Tensor& grad_output, const
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
   opforge::check::same_device(kOp, "target", target, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
-  at::ScalarType dtype;
-  const auto geometry = l1_loss_backward_meta_step<int64_t>(grad_output, self, target, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  l1_loss_backward_cuda_run(out, grad_output, self, target, reduction, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return l1_loss_backward_meta_step<int64_t>(grad_output, self, target, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { l1_loss_backward_cuda_run(out, grad_output, self, target, reduction, dtype); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
@@ -121,10 +112,9 @@ at::Tensor l1_loss_backward_meta_structured(const at::Tensor& grad_output, const
   [[maybe_unused]] constexpr const char* kOp = "opforge.l1_loss_backward";
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
   opforge::check::same_device(kOp, "target", target, "grad_output", grad_output);
-  at::ScalarType dtype;
-  const auto geometry = l1_loss_backward_meta_step<c10::SymInt>(grad_output, self, target, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return l1_loss_backward_meta_step<c10::SymInt>(grad_output, self, target, reduction, dtype); },
+    opforge::pointwise::no_kernel{});
 }
 
 // Autograd for opforge.l1_loss_backward: see Note [Generated autograd] in README.md.

@@ -14,6 +14,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -47,24 +48,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cpu_structured
   opforge::check::same_dtype(kOp, "weight", weight, "input", input);
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   auto meta = opforge::layer_norm_forward_meta<int64_t>(kOp, input, normalized_shape, weight, bias, eps);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input, layout);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, nullptr);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 3>{input, weight, bias}, {},
+  [&](const opforge::structured::kernel_tensors<3, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(layer_norm_forward_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan);
+      OPFORGE_CPU_KERNEL(layer_norm_forward_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
-  return std::make_tuple(result0, result1, result2);
+  });
+  return std::make_tuple(results[0], results[1], results[2]);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -80,25 +71,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cuda_structure
   opforge::check::same_dtype(kOp, "bias", bias, "input", input);
   const c10::DeviceGuard device_guard(input.device());
   auto meta = opforge::layer_norm_forward_meta<int64_t>(kOp, input, normalized_shape, weight, bias, eps);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], input, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], input, layout);
-  at::Tensor result2 = opforge::structured::allocate(meta.outputs[2], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1, &result2})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 3>{input, weight, bias}, {},
+  [&](const opforge::structured::kernel_tensors<3, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::layer_norm_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), opforge::structured::mutable_data_or_null<scalar_t>(result2), input_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::data_or_null<scalar_t>(bias_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::layer_norm_forward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  result2 = opforge::structured::as_declared(result2, meta.outputs[2], layout);
-  return std::make_tuple(result0, result1, result2);
+  });
+  return std::make_tuple(results[0], results[1], results[2]);
 }
 #endif  // OPFORGE_WITH_CUDA
 

@@ -15,6 +15,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
@@ -69,9 +70,6 @@ opforge::pointwise::geometry<Int> leaky_relu_meta_step(const at::Tensor& self, c
 
 void leaky_relu_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& negative_slope, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: OPFORGE_CPU_KERNEL(leaky_relu_cpu<float>)(out, self, negative_slope); break;
     case at::ScalarType::Double: OPFORGE_CPU_KERNEL(leaky_relu_cpu<double>)(out, self, negative_slope); break;
@@ -84,9 +82,6 @@ void leaky_relu_cpu_run(const at::Tensor& out, const at::Tensor& self, const at:
 
 void leaky_relu_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& negative_slope, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::leaky_relu_cuda<float>(out, self, negative_slope); break;
     case at::ScalarType::Double: opforge::leaky_relu_cuda<double>(out, self, negative_slope); break;
@@ -100,11 +95,9 @@ void leaky_relu_cuda_run(const at::Tensor& out, const at::Tensor& self, const at
 at::Tensor leaky_relu_cpu_structured(const at::Tensor& self, const at::Scalar& negative_slope) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = leaky_relu_meta_step<int64_t>(self, negative_slope, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  leaky_relu_cpu_run(out, self, negative_slope, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return leaky_relu_meta_step<int64_t>(self, negative_slope, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { leaky_relu_cpu_run(out, self, negative_slope, dtype); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -112,33 +105,26 @@ at::Tensor leaky_relu_cuda_structured(const at::Tensor& self, const at::Scalar& 
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = leaky_relu_meta_step<int64_t>(self, negative_slope, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  leaky_relu_cuda_run(out, self, negative_slope, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return leaky_relu_meta_step<int64_t>(self, negative_slope, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { leaky_relu_cuda_run(out, self, negative_slope, dtype); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor leaky_relu_meta_structured(const at::Tensor& self, const at::Scalar& negative_slope) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
-  at::ScalarType dtype;
-  const auto geometry = leaky_relu_meta_step<c10::SymInt>(self, negative_slope, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return leaky_relu_meta_step<c10::SymInt>(self, negative_slope, dtype); },
+    opforge::pointwise::no_kernel{});
 }
 
 at::Tensor& leaky_relu_out_cpu_structured(const at::Tensor& self, const at::Scalar& negative_slope, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = leaky_relu_meta_step<int64_t>(self, negative_slope, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::leaky_relu(self, negative_slope));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  leaky_relu_cpu_run(out, self, negative_slope, dtype);
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return leaky_relu_meta_step<int64_t>(self, negative_slope, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { leaky_relu_cpu_run(out, self, negative_slope, dtype); },
+    [&] { return opforge::ops::leaky_relu(self, negative_slope); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -146,25 +132,19 @@ at::Tensor& leaky_relu_out_cuda_structured(const at::Tensor& self, const at::Sca
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = leaky_relu_meta_step<int64_t>(self, negative_slope, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::leaky_relu(self, negative_slope));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  leaky_relu_cuda_run(out, self, negative_slope, dtype);
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return leaky_relu_meta_step<int64_t>(self, negative_slope, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { leaky_relu_cuda_run(out, self, negative_slope, dtype); },
+    [&] { return opforge::ops::leaky_relu(self, negative_slope); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor& leaky_relu_out_meta_structured(const at::Tensor& self, const at::Scalar& negative_slope, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
-  at::ScalarType dtype;
-  const auto geometry = leaky_relu_meta_step<c10::SymInt>(self, negative_slope, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::leaky_relu(self, negative_slope));
-  }
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return leaky_relu_meta_step<c10::SymInt>(self, negative_slope, dtype); },
+    opforge::pointwise::no_kernel{},
+    [&] { return opforge::ops::leaky_relu(self, negative_slope); });
 }
 
 at::Tensor& leaky_relu_out_autograd(const at::Tensor& self, const at::Scalar& negative_slope, at::Tensor& out) {
@@ -195,14 +175,10 @@ at::Tensor& leaky_relu_out_functionalize(const at::Tensor& self, const at::Scala
 at::Tensor& leaky_relu__cpu_structured(at::Tensor& self, const at::Scalar& negative_slope) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = leaky_relu_meta_step<int64_t>(self, negative_slope, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::leaky_relu(self, negative_slope));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  leaky_relu_cpu_run(self, self, negative_slope, dtype);
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return leaky_relu_meta_step<int64_t>(self, negative_slope, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { leaky_relu_cpu_run(out, self, negative_slope, dtype); },
+    [&] { return opforge::ops::leaky_relu(self, negative_slope); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -210,25 +186,19 @@ at::Tensor& leaky_relu__cuda_structured(at::Tensor& self, const at::Scalar& nega
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = leaky_relu_meta_step<int64_t>(self, negative_slope, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::leaky_relu(self, negative_slope));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  leaky_relu_cuda_run(self, self, negative_slope, dtype);
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return leaky_relu_meta_step<int64_t>(self, negative_slope, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { leaky_relu_cuda_run(out, self, negative_slope, dtype); },
+    [&] { return opforge::ops::leaky_relu(self, negative_slope); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor& leaky_relu__meta_structured(at::Tensor& self, const at::Scalar& negative_slope) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_";
-  at::ScalarType dtype;
-  const auto geometry = leaky_relu_meta_step<c10::SymInt>(self, negative_slope, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::leaky_relu(self, negative_slope));
-  }
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return leaky_relu_meta_step<c10::SymInt>(self, negative_slope, dtype); },
+    opforge::pointwise::no_kernel{},
+    [&] { return opforge::ops::leaky_relu(self, negative_slope); });
 }
 
 at::Tensor& leaky_relu__autograd(at::Tensor& self, const at::Scalar& negative_slope) {

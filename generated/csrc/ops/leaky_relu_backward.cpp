@@ -14,6 +14,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
@@ -56,9 +57,6 @@ opforge::pointwise::geometry<Int> leaky_relu_backward_meta_step(const at::Tensor
 
 void leaky_relu_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& negative_slope, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: OPFORGE_CPU_KERNEL(leaky_relu_backward_cpu<float>)(out, grad_output, self, negative_slope); break;
     case at::ScalarType::Double: OPFORGE_CPU_KERNEL(leaky_relu_backward_cpu<double>)(out, grad_output, self, negative_slope); break;
@@ -71,9 +69,6 @@ void leaky_relu_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_o
 
 void leaky_relu_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& negative_slope, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::leaky_relu_backward_cuda<float>(out, grad_output, self, negative_slope); break;
     case at::ScalarType::Double: opforge::leaky_relu_backward_cuda<double>(out, grad_output, self, negative_slope); break;
@@ -88,11 +83,9 @@ at::Tensor leaky_relu_backward_cpu_structured(const at::Tensor& grad_output, con
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = leaky_relu_backward_meta_step<int64_t>(grad_output, self, negative_slope, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  leaky_relu_backward_cpu_run(out, grad_output, self, negative_slope, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return leaky_relu_backward_meta_step<int64_t>(grad_output, self, negative_slope, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { leaky_relu_backward_cpu_run(out, grad_output, self, negative_slope, dtype); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -101,21 +94,18 @@ at::Tensor leaky_relu_backward_cuda_structured(const at::Tensor& grad_output, co
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
-  at::ScalarType dtype;
-  const auto geometry = leaky_relu_backward_meta_step<int64_t>(grad_output, self, negative_slope, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  leaky_relu_backward_cuda_run(out, grad_output, self, negative_slope, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return leaky_relu_backward_meta_step<int64_t>(grad_output, self, negative_slope, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { leaky_relu_backward_cuda_run(out, grad_output, self, negative_slope, dtype); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor leaky_relu_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& self, const at::Scalar& negative_slope) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_backward";
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
-  at::ScalarType dtype;
-  const auto geometry = leaky_relu_backward_meta_step<c10::SymInt>(grad_output, self, negative_slope, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return leaky_relu_backward_meta_step<c10::SymInt>(grad_output, self, negative_slope, dtype); },
+    opforge::pointwise::no_kernel{});
 }
 
 // Autograd for opforge.leaky_relu_backward: see Note [Generated autograd] in README.md.

@@ -14,6 +14,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -48,18 +49,14 @@ at::Tensor log_softmax_cpu_structured(const at::Tensor& self, int64_t dim) {
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::softmax_meta<int64_t>(kOp, self, dim);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 1>{self}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(log_softmax_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(log_softmax_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -69,19 +66,14 @@ at::Tensor log_softmax_cuda_structured(const at::Tensor& self, int64_t dim) {
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
   auto meta = opforge::softmax_meta<int64_t>(kOp, self, dim);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 1>{self}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #endif  // OPFORGE_WITH_CUDA
 
@@ -98,18 +90,13 @@ at::Tensor& log_softmax_out_cpu_structured(const at::Tensor& self, int64_t dim, 
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   auto meta = opforge::softmax_meta<int64_t>(kOp, self, dim);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&out})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor out_k = opforge::structured::kernel_target(kOp, "out", out, meta.outputs[0], layout, {&self_c});
+  opforge::structured::run_into<opforge::structured::cpu_key, false, false>(kOp, meta, self, std::array<opforge::structured::target_arg, 1>{{{"out", &out}}},
+      std::array<opforge::structured::read_arg, 1>{self}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(log_softmax_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(out_k), self_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(log_softmax_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-    opforge::structured::finish_out(out, out_k);
-  }
+  });
   return out;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -120,19 +107,13 @@ at::Tensor& log_softmax_out_cuda_structured(const at::Tensor& self, int64_t dim,
   opforge::check::dtype(kOp, "'self'", self, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   const c10::DeviceGuard device_guard(self.device());
   auto meta = opforge::softmax_meta<int64_t>(kOp, self, dim);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&out})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor out_k = opforge::structured::kernel_target(kOp, "out", out, meta.outputs[0], layout, {&self_c});
+  opforge::structured::run_into<opforge::cuda::key, false, false>(kOp, meta, self, std::array<opforge::structured::target_arg, 1>{{{"out", &out}}},
+      std::array<opforge::structured::read_arg, 1>{self}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(out_k), self_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::log_softmax_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-    opforge::structured::finish_out(out, out_k);
-  }
+  });
   return out;
 }
 #endif  // OPFORGE_WITH_CUDA

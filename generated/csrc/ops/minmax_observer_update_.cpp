@@ -13,6 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -45,21 +46,15 @@ void minmax_observer_update__cpu_structured(at::Tensor& min_val, at::Tensor& max
   opforge::check::dtype(kOp, "'x'", x, {at::ScalarType::Float, at::ScalarType::Half, at::ScalarType::BFloat16, at::ScalarType::Double}, "a floating tensor (float32, float16, bfloat16, float64)");
   opforge::check::same_dtype(kOp, "max_val", max_val, "min_val", min_val);
   [[maybe_unused]] auto meta = opforge::minmax_observer_update_meta<int64_t>(kOp, min_val, max_val, x, averaging_constant, ch_axis);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&max_val, &min_val})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, min_val, nullptr);
-    const at::Tensor min_val_c = opforge::structured::contiguous_in(min_val, layout);
-    const at::Tensor max_val_c = opforge::structured::contiguous_in(max_val, layout);
-    const at::Tensor x_c = opforge::structured::contiguous_in(x, layout);
+  opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, min_val,
+      std::array<opforge::structured::read_arg, 3>{opforge::structured::read_arg(min_val, true), opforge::structured::read_arg(max_val, true), x}, {},
+  [&](const opforge::structured::kernel_tensors<0, 3>& k) {
     opforge::structured::dispatch<float>(min_val.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<float, c10::Half, c10::BFloat16, double>(x.scalar_type(), kOp, [&]<typename x_t>() {
-        OPFORGE_CPU_KERNEL(minmax_observer_update_cpu<scalar_t, x_t>)(opforge::structured::mutable_data_or_null<scalar_t>(min_val_c), opforge::structured::mutable_data_or_null<scalar_t>(max_val_c), x_c.const_data_ptr<x_t>(), meta.plan);
+        OPFORGE_CPU_KERNEL(minmax_observer_update_cpu<scalar_t, x_t>)(k.written_ptr<scalar_t>(0), k.written_ptr<scalar_t>(1), k.in_ptr<x_t>(2), meta.plan);
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-    opforge::structured::write_back(max_val, max_val_c);
-    opforge::structured::write_back(min_val, min_val_c);
-  }
+  });
   return;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -75,22 +70,15 @@ void minmax_observer_update__cuda_structured(at::Tensor& min_val, at::Tensor& ma
   opforge::check::same_dtype(kOp, "max_val", max_val, "min_val", min_val);
   const c10::DeviceGuard device_guard(min_val.device());
   [[maybe_unused]] auto meta = opforge::minmax_observer_update_meta<int64_t>(kOp, min_val, max_val, x, averaging_constant, ch_axis);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&max_val, &min_val})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, min_val);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, min_val, &opforge::cuda::stream_capturing);
-    const at::Tensor min_val_c = opforge::structured::contiguous_in(min_val, layout);
-    const at::Tensor max_val_c = opforge::structured::contiguous_in(max_val, layout);
-    const at::Tensor x_c = opforge::structured::contiguous_in(x, layout);
+  opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, min_val,
+      std::array<opforge::structured::read_arg, 3>{opforge::structured::read_arg(min_val, true), opforge::structured::read_arg(max_val, true), x}, {},
+  [&](const opforge::structured::kernel_tensors<0, 3>& k) {
     opforge::structured::dispatch<float>(min_val.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<float, c10::Half, c10::BFloat16, double>(x.scalar_type(), kOp, [&]<typename x_t>() {
-        OPFORGE_CUDA_CHECK(opforge::minmax_observer_update_cuda<scalar_t, x_t>(opforge::structured::mutable_data_or_null<scalar_t>(min_val_c), opforge::structured::mutable_data_or_null<scalar_t>(max_val_c), x_c.const_data_ptr<x_t>(), meta.plan, opforge::cuda::current_stream()));
+        OPFORGE_CUDA_CHECK(opforge::minmax_observer_update_cuda<scalar_t, x_t>(k.written_ptr<scalar_t>(0), k.written_ptr<scalar_t>(1), k.in_ptr<x_t>(2), meta.plan, opforge::cuda::current_stream()));
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-    opforge::structured::write_back(max_val, max_val_c);
-    opforge::structured::write_back(min_val, min_val_c);
-  }
+  });
   return;
 }
 #endif  // OPFORGE_WITH_CUDA

@@ -14,6 +14,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -46,22 +47,14 @@ std::tuple<at::Tensor, at::Tensor> nll_loss_forward_cpu_structured(const at::Ten
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "weight", weight, "self", self);
   auto meta = opforge::nll_loss_forward_meta<int64_t>(kOp, self, target, weight, ignore_index);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor target_c = opforge::structured::contiguous_in(target, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 3>{self, target, weight}, {},
+  [&](const opforge::structured::kernel_tensors<2, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(nll_loss_forward_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), self_c.const_data_ptr<scalar_t>(), target_c.const_data_ptr<int64_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), meta.plan);
+      OPFORGE_CPU_KERNEL(nll_loss_forward_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<int64_t>(1), k.in_ptr<scalar_t>(2), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -76,23 +69,14 @@ std::tuple<at::Tensor, at::Tensor> nll_loss_forward_cuda_structured(const at::Te
   opforge::check::same_dtype(kOp, "weight", weight, "self", self);
   const c10::DeviceGuard device_guard(self.device());
   auto meta = opforge::nll_loss_forward_meta<int64_t>(kOp, self, target, weight, ignore_index);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor target_c = opforge::structured::contiguous_in(target, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 3>{self, target, weight}, {},
+  [&](const opforge::structured::kernel_tensors<2, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::nll_loss_forward_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<scalar_t>(result1), self_c.const_data_ptr<scalar_t>(), target_c.const_data_ptr<int64_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::nll_loss_forward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<int64_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 #endif  // OPFORGE_WITH_CUDA
 

@@ -13,6 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #include <opforge/structured_lengths.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
@@ -44,21 +45,14 @@ at::Tensor nms_cpu_structured(const at::Tensor& boxes, const at::Tensor& scores,
   opforge::check::dtype(kOp, "'scores'", scores, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::same_dtype(kOp, "scores", scores, "boxes", boxes);
   auto meta = opforge::nms_meta<int64_t>(kOp, boxes, scores, iou_threshold);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], boxes, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, boxes, nullptr);
-    const at::Tensor length_report = opforge::structured::attach_length_report(meta.plan, boxes);
-    const at::Tensor boxes_c = opforge::structured::contiguous_in(boxes, layout);
-    const at::Tensor scores_c = opforge::structured::contiguous_in(scores, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, boxes,
+      std::array<opforge::structured::read_arg, 2>{boxes, scores}, {.data_dependent = 1u},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(boxes.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(nms_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<int64_t>(result), boxes_c.const_data_ptr<scalar_t>(), scores_c.const_data_ptr<scalar_t>(), meta.plan);
+      OPFORGE_CPU_KERNEL(nms_cpu<scalar_t>)(k.out_ptr<int64_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-    result = opforge::structured::narrow_to_length(result, length_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -71,22 +65,14 @@ at::Tensor nms_cuda_structured(const at::Tensor& boxes, const at::Tensor& scores
   opforge::check::same_dtype(kOp, "scores", scores, "boxes", boxes);
   const c10::DeviceGuard device_guard(boxes.device());
   auto meta = opforge::nms_meta<int64_t>(kOp, boxes, scores, iou_threshold);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], boxes, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, boxes);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, boxes, &opforge::cuda::stream_capturing);
-    const at::Tensor length_report = opforge::structured::attach_length_report(meta.plan, boxes);
-    const at::Tensor boxes_c = opforge::structured::contiguous_in(boxes, layout);
-    const at::Tensor scores_c = opforge::structured::contiguous_in(scores, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, boxes,
+      std::array<opforge::structured::read_arg, 2>{boxes, scores}, {.data_dependent = 1u},
+  [&](const opforge::structured::kernel_tensors<1, 2>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(boxes.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::nms_cuda<scalar_t>(opforge::structured::mutable_data_or_null<int64_t>(result), boxes_c.const_data_ptr<scalar_t>(), scores_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::nms_cuda<scalar_t>(k.out_ptr<int64_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-    result = opforge::structured::narrow_to_length(result, length_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #endif  // OPFORGE_WITH_CUDA
 

@@ -13,6 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -44,26 +45,20 @@ at::Tensor quantize_per_channel_cpu_structured(const at::Tensor& input, const at
   opforge::check::dtype(kOp, "'scales'", scales, {at::ScalarType::Float, at::ScalarType::Double}, "a floating tensor (float32, float64)");
   opforge::check::dtype(kOp, "'zero_points'", zero_points, {at::ScalarType::Int, at::ScalarType::Long}, "a tensor of dtype (int32, int64)");
   auto meta = opforge::quantize_per_channel_meta<int64_t>(kOp, input, scales, zero_points, axis, quant_min, quant_max, dtype);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, nullptr);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor scales_c = opforge::structured::contiguous_in(scales, layout);
-    const at::Tensor zero_points_c = opforge::structured::contiguous_in(zero_points, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 3>{input, scales, zero_points}, {},
+  [&](const opforge::structured::kernel_tensors<1, 3>& k) {
     opforge::structured::dispatch<float, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<float, double>(scales.scalar_type(), kOp, [&]<typename scales_t>() {
         opforge::structured::dispatch<int32_t, int64_t>(zero_points.scalar_type(), kOp, [&]<typename zero_points_t>() {
-          opforge::structured::dispatch<uint8_t, int8_t, int16_t, int32_t>(result.scalar_type(), kOp, [&]<typename result_t>() {
-            OPFORGE_CPU_KERNEL(quantize_per_channel_cpu<scalar_t, scales_t, zero_points_t, result_t>)(opforge::structured::mutable_data_or_null<result_t>(result), input_c.const_data_ptr<scalar_t>(), scales_c.const_data_ptr<scales_t>(), zero_points_c.const_data_ptr<zero_points_t>(), meta.plan);
+          opforge::structured::dispatch<uint8_t, int8_t, int16_t, int32_t>(k.out[0].scalar_type(), kOp, [&]<typename result_t>() {
+            OPFORGE_CPU_KERNEL(quantize_per_channel_cpu<scalar_t, scales_t, zero_points_t, result_t>)(k.out_ptr<result_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scales_t>(1), k.in_ptr<zero_points_t>(2), meta.plan);
           });
         });
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -77,27 +72,20 @@ at::Tensor quantize_per_channel_cuda_structured(const at::Tensor& input, const a
   opforge::check::dtype(kOp, "'zero_points'", zero_points, {at::ScalarType::Int, at::ScalarType::Long}, "a tensor of dtype (int32, int64)");
   const c10::DeviceGuard device_guard(input.device());
   auto meta = opforge::quantize_per_channel_meta<int64_t>(kOp, input, scales, zero_points, axis, quant_min, quant_max, dtype);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor scales_c = opforge::structured::contiguous_in(scales, layout);
-    const at::Tensor zero_points_c = opforge::structured::contiguous_in(zero_points, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 3>{input, scales, zero_points}, {},
+  [&](const opforge::structured::kernel_tensors<1, 3>& k) {
     opforge::structured::dispatch<float, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<float, double>(scales.scalar_type(), kOp, [&]<typename scales_t>() {
         opforge::structured::dispatch<int32_t, int64_t>(zero_points.scalar_type(), kOp, [&]<typename zero_points_t>() {
-          opforge::structured::dispatch<uint8_t, int8_t, int16_t, int32_t>(result.scalar_type(), kOp, [&]<typename result_t>() {
-            OPFORGE_CUDA_CHECK(opforge::quantize_per_channel_cuda<scalar_t, scales_t, zero_points_t, result_t>(opforge::structured::mutable_data_or_null<result_t>(result), input_c.const_data_ptr<scalar_t>(), scales_c.const_data_ptr<scales_t>(), zero_points_c.const_data_ptr<zero_points_t>(), meta.plan, opforge::cuda::current_stream()));
+          opforge::structured::dispatch<uint8_t, int8_t, int16_t, int32_t>(k.out[0].scalar_type(), kOp, [&]<typename result_t>() {
+            OPFORGE_CUDA_CHECK(opforge::quantize_per_channel_cuda<scalar_t, scales_t, zero_points_t, result_t>(k.out_ptr<result_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<scales_t>(1), k.in_ptr<zero_points_t>(2), meta.plan, opforge::cuda::current_stream()));
           });
         });
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #endif  // OPFORGE_WITH_CUDA
 

@@ -13,6 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -40,20 +41,16 @@ at::Tensor quantize_per_tensor_cpu_structured(const at::Tensor& input, double sc
   opforge::check::device_type(kOp, "input", input, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float16, bfloat16)");
   auto meta = opforge::quantize_per_tensor_meta<int64_t>(kOp, input, scale, zero_point, quant_min, quant_max, dtype);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, nullptr);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 1>{input}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::structured::dispatch<uint8_t, int8_t, int16_t, int32_t>(result.scalar_type(), kOp, [&]<typename result_t>() {
-        OPFORGE_CPU_KERNEL(quantize_per_tensor_cpu<scalar_t, result_t>)(opforge::structured::mutable_data_or_null<result_t>(result), input_c.const_data_ptr<scalar_t>(), meta.plan);
+      opforge::structured::dispatch<uint8_t, int8_t, int16_t, int32_t>(k.out[0].scalar_type(), kOp, [&]<typename result_t>() {
+        OPFORGE_CPU_KERNEL(quantize_per_tensor_cpu<scalar_t, result_t>)(k.out_ptr<result_t>(0), k.in_ptr<scalar_t>(0), meta.plan);
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -63,21 +60,16 @@ at::Tensor quantize_per_tensor_cuda_structured(const at::Tensor& input, double s
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float16, bfloat16)");
   const c10::DeviceGuard device_guard(input.device());
   auto meta = opforge::quantize_per_tensor_meta<int64_t>(kOp, input, scale, zero_point, quant_min, quant_max, dtype);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 1>{input}, {},
+  [&](const opforge::structured::kernel_tensors<1, 1>& k) {
     opforge::structured::dispatch<float, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      opforge::structured::dispatch<uint8_t, int8_t, int16_t, int32_t>(result.scalar_type(), kOp, [&]<typename result_t>() {
-        OPFORGE_CUDA_CHECK(opforge::quantize_per_tensor_cuda<scalar_t, result_t>(opforge::structured::mutable_data_or_null<result_t>(result), input_c.const_data_ptr<scalar_t>(), meta.plan, opforge::cuda::current_stream()));
+      opforge::structured::dispatch<uint8_t, int8_t, int16_t, int32_t>(k.out[0].scalar_type(), kOp, [&]<typename result_t>() {
+        OPFORGE_CUDA_CHECK(opforge::quantize_per_tensor_cuda<scalar_t, result_t>(k.out_ptr<result_t>(0), k.in_ptr<scalar_t>(0), meta.plan, opforge::cuda::current_stream()));
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #endif  // OPFORGE_WITH_CUDA
 

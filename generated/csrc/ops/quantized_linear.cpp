@@ -13,6 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -48,26 +49,18 @@ at::Tensor quantized_linear_cpu_structured(const at::Tensor& input, double input
   opforge::check::dtype(kOp, "'weight_zero_points'", weight_zero_points, {at::ScalarType::Int, at::ScalarType::Long}, "a tensor of dtype (int32, int64)");
   opforge::check::dtype(kOp, "'bias'", bias, {at::ScalarType::Float}, "a floating tensor (float32)");
   auto meta = opforge::quantized_linear_meta<int64_t>(kOp, input, input_scale, input_zero_point, weight, weight_scales, weight_zero_points, bias, output_scale, output_zero_point, quant_min, quant_max, dtype);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, nullptr);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
-    const at::Tensor weight_scales_c = opforge::structured::contiguous_in(weight_scales, layout);
-    const at::Tensor weight_zero_points_c = opforge::structured::contiguous_in(weight_zero_points, layout);
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 5>{input, weight, weight_scales, weight_zero_points, bias}, {},
+  [&](const opforge::structured::kernel_tensors<1, 5>& k) {
     opforge::structured::dispatch<int8_t, uint8_t>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<int32_t, int64_t>(weight_zero_points.scalar_type(), kOp, [&]<typename weight_zero_points_t>() {
-        opforge::structured::dispatch<int8_t, uint8_t>(result.scalar_type(), kOp, [&]<typename result_t>() {
-          OPFORGE_CPU_KERNEL(quantized_linear_cpu<scalar_t, weight_zero_points_t, result_t>)(opforge::structured::mutable_data_or_null<result_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<int8_t>(), weight_scales_c.const_data_ptr<float>(), weight_zero_points_c.const_data_ptr<weight_zero_points_t>(), opforge::structured::data_or_null<float>(bias_c), meta.plan);
+        opforge::structured::dispatch<int8_t, uint8_t>(k.out[0].scalar_type(), kOp, [&]<typename result_t>() {
+          OPFORGE_CPU_KERNEL(quantized_linear_cpu<scalar_t, weight_zero_points_t, result_t>)(k.out_ptr<result_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<int8_t>(1), k.in_ptr<float>(2), k.in_ptr<weight_zero_points_t>(3), k.in_ptr<float>(4), meta.plan);
         });
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -85,27 +78,18 @@ at::Tensor quantized_linear_cuda_structured(const at::Tensor& input, double inpu
   opforge::check::dtype(kOp, "'bias'", bias, {at::ScalarType::Float}, "a floating tensor (float32)");
   const c10::DeviceGuard device_guard(input.device());
   auto meta = opforge::quantized_linear_meta<int64_t>(kOp, input, input_scale, input_zero_point, weight, weight_scales, weight_zero_points, bias, output_scale, output_zero_point, quant_min, quant_max, dtype);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result = opforge::structured::allocate(meta.outputs[0], input, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, input);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, input, &opforge::cuda::stream_capturing);
-    const at::Tensor input_c = opforge::structured::contiguous_in(input, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_in(weight, layout);
-    const at::Tensor weight_scales_c = opforge::structured::contiguous_in(weight_scales, layout);
-    const at::Tensor weight_zero_points_c = opforge::structured::contiguous_in(weight_zero_points, layout);
-    const at::Tensor bias_c = opforge::structured::contiguous_or_undefined(bias, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, input,
+      std::array<opforge::structured::read_arg, 5>{input, weight, weight_scales, weight_zero_points, bias}, {},
+  [&](const opforge::structured::kernel_tensors<1, 5>& k) {
     opforge::structured::dispatch<int8_t, uint8_t>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
       opforge::structured::dispatch<int32_t, int64_t>(weight_zero_points.scalar_type(), kOp, [&]<typename weight_zero_points_t>() {
-        opforge::structured::dispatch<int8_t, uint8_t>(result.scalar_type(), kOp, [&]<typename result_t>() {
-          OPFORGE_CUDA_CHECK(opforge::quantized_linear_cuda<scalar_t, weight_zero_points_t, result_t>(opforge::structured::mutable_data_or_null<result_t>(result), input_c.const_data_ptr<scalar_t>(), weight_c.const_data_ptr<int8_t>(), weight_scales_c.const_data_ptr<float>(), weight_zero_points_c.const_data_ptr<weight_zero_points_t>(), opforge::structured::data_or_null<float>(bias_c), meta.plan, opforge::cuda::current_stream()));
+        opforge::structured::dispatch<int8_t, uint8_t>(k.out[0].scalar_type(), kOp, [&]<typename result_t>() {
+          OPFORGE_CUDA_CHECK(opforge::quantized_linear_cuda<scalar_t, weight_zero_points_t, result_t>(k.out_ptr<result_t>(0), k.in_ptr<scalar_t>(0), k.in_ptr<int8_t>(1), k.in_ptr<float>(2), k.in_ptr<weight_zero_points_t>(3), k.in_ptr<float>(4), meta.plan, opforge::cuda::current_stream()));
         });
       });
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-  }
-  result = opforge::structured::as_declared(result, meta.outputs[0], layout);
-  return result;
+  });
+  return results[0];
 }
 #endif  // OPFORGE_WITH_CUDA
 

@@ -15,6 +15,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
@@ -69,9 +70,6 @@ opforge::pointwise::geometry<Int> relu_meta_step(const at::Tensor& self, at::Sca
 
 void relu_cpu_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: OPFORGE_CPU_KERNEL(relu_cpu<float>)(out, self); break;
     case at::ScalarType::Double: OPFORGE_CPU_KERNEL(relu_cpu<double>)(out, self); break;
@@ -84,9 +82,6 @@ void relu_cpu_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType 
 
 void relu_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::relu_cuda<float>(out, self); break;
     case at::ScalarType::Double: opforge::relu_cuda<double>(out, self); break;
@@ -100,11 +95,9 @@ void relu_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType
 at::Tensor relu_cpu_structured(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = relu_meta_step<int64_t>(self, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  relu_cpu_run(out, self, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return relu_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { relu_cpu_run(out, self, dtype); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -112,33 +105,26 @@ at::Tensor relu_cuda_structured(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = relu_meta_step<int64_t>(self, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  relu_cuda_run(out, self, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return relu_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { relu_cuda_run(out, self, dtype); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor relu_meta_structured(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
-  at::ScalarType dtype;
-  const auto geometry = relu_meta_step<c10::SymInt>(self, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return relu_meta_step<c10::SymInt>(self, dtype); },
+    opforge::pointwise::no_kernel{});
 }
 
 at::Tensor& relu_out_cpu_structured(const at::Tensor& self, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = relu_meta_step<int64_t>(self, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::relu(self));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  relu_cpu_run(out, self, dtype);
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return relu_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { relu_cpu_run(out, self, dtype); },
+    [&] { return opforge::ops::relu(self); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -146,25 +132,19 @@ at::Tensor& relu_out_cuda_structured(const at::Tensor& self, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = relu_meta_step<int64_t>(self, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::relu(self));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  relu_cuda_run(out, self, dtype);
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return relu_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { relu_cuda_run(out, self, dtype); },
+    [&] { return opforge::ops::relu(self); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor& relu_out_meta_structured(const at::Tensor& self, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu";
-  at::ScalarType dtype;
-  const auto geometry = relu_meta_step<c10::SymInt>(self, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::relu(self));
-  }
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return relu_meta_step<c10::SymInt>(self, dtype); },
+    opforge::pointwise::no_kernel{},
+    [&] { return opforge::ops::relu(self); });
 }
 
 at::Tensor& relu_out_autograd(const at::Tensor& self, at::Tensor& out) {
@@ -195,14 +175,10 @@ at::Tensor& relu_out_functionalize(const at::Tensor& self, at::Tensor& out) {
 at::Tensor& relu__cpu_structured(at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu_";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = relu_meta_step<int64_t>(self, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::relu(self));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  relu_cpu_run(self, self, dtype);
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return relu_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { relu_cpu_run(out, self, dtype); },
+    [&] { return opforge::ops::relu(self); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -210,25 +186,19 @@ at::Tensor& relu__cuda_structured(at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu_";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = relu_meta_step<int64_t>(self, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::relu(self));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  relu_cuda_run(self, self, dtype);
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return relu_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { relu_cuda_run(out, self, dtype); },
+    [&] { return opforge::ops::relu(self); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor& relu__meta_structured(at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu_";
-  at::ScalarType dtype;
-  const auto geometry = relu_meta_step<c10::SymInt>(self, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::relu(self));
-  }
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return relu_meta_step<c10::SymInt>(self, dtype); },
+    opforge::pointwise::no_kernel{},
+    [&] { return opforge::ops::relu(self); });
 }
 
 at::Tensor& relu__autograd(at::Tensor& self) {

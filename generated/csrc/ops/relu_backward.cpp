@@ -14,6 +14,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
@@ -56,9 +57,6 @@ opforge::pointwise::geometry<Int> relu_backward_meta_step(const at::Tensor& grad
 
 void relu_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: OPFORGE_CPU_KERNEL(relu_backward_cpu<float>)(out, grad_output, output); break;
     case at::ScalarType::Double: OPFORGE_CPU_KERNEL(relu_backward_cpu<double>)(out, grad_output, output); break;
@@ -71,9 +69,6 @@ void relu_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output,
 
 void relu_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& output, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::relu_backward_cuda<float>(out, grad_output, output); break;
     case at::ScalarType::Double: opforge::relu_backward_cuda<double>(out, grad_output, output); break;
@@ -88,11 +83,9 @@ at::Tensor relu_backward_cpu_structured(const at::Tensor& grad_output, const at:
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu_backward";
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "output", output, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = relu_backward_meta_step<int64_t>(grad_output, output, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  relu_backward_cpu_run(out, grad_output, output, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return relu_backward_meta_step<int64_t>(grad_output, output, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { relu_backward_cpu_run(out, grad_output, output, dtype); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -101,21 +94,18 @@ at::Tensor relu_backward_cuda_structured(const at::Tensor& grad_output, const at
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "output", output, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
-  at::ScalarType dtype;
-  const auto geometry = relu_backward_meta_step<int64_t>(grad_output, output, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  relu_backward_cuda_run(out, grad_output, output, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return relu_backward_meta_step<int64_t>(grad_output, output, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { relu_backward_cuda_run(out, grad_output, output, dtype); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor relu_backward_meta_structured(const at::Tensor& grad_output, const at::Tensor& output) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.relu_backward";
   opforge::check::same_device(kOp, "output", output, "grad_output", grad_output);
-  at::ScalarType dtype;
-  const auto geometry = relu_backward_meta_step<c10::SymInt>(grad_output, output, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return relu_backward_meta_step<c10::SymInt>(grad_output, output, dtype); },
+    opforge::pointwise::no_kernel{});
 }
 
 // Autograd for opforge.relu_backward: see Note [Generated autograd] in README.md.

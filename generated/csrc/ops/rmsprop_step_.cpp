@@ -13,6 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #include <opforge/structured_lists.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
@@ -68,21 +69,13 @@ void rmsprop_step__cpu_structured(at::TensorList params, at::TensorList grads, a
   opforge::check::list_same_shape(kOp, "momentum_buffers", momentum_buffers, "params", params);
   opforge::check::written_once(kOp, {{"params", params}, {"square_avgs", square_avgs}, {"grad_avgs", grad_avgs}, {"momentum_buffers", momentum_buffers}}, {{"params", params}, {"grads", grads}, {"square_avgs", square_avgs}, {"grad_avgs", grad_avgs}, {"momentum_buffers", momentum_buffers}});
   auto meta = opforge::rmsprop_step_meta<int64_t>(kOp, params, grads, square_avgs, grad_avgs, momentum_buffers, lr, alpha, eps, weight_decay, momentum, centered, maximize, eps_in_sqrt);
-  if (params.empty()) {
-    return;
-  }
-  const opforge::structured::kernel_list params_k(params);
-  const opforge::structured::kernel_list grads_k(grads);
-  const opforge::structured::kernel_list square_avgs_k(square_avgs);
-  const opforge::structured::kernel_list grad_avgs_k(grad_avgs);
-  const opforge::structured::kernel_list momentum_buffers_k(momentum_buffers);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
-    OPFORGE_CPU_KERNEL(rmsprop_step_cpu<scalar_t>)(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), square_avgs_k.as<scalar_t>(), grad_avgs_k.as<scalar_t>(), momentum_buffers_k.as<scalar_t>(), params_k.sizes(), meta.plan);
+  opforge::structured::run_lists<opforge::structured::cpu_key>(meta, (params.empty() ? at::empty({}, at::kFloat) : params[0]),
+      std::array<opforge::structured::list_arg, 5>{{{params, true}, {grads}, {square_avgs, true}, {grad_avgs, true}, {momentum_buffers, true}}},
+  [&](const opforge::structured::list_tensors<0, 5>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CPU_KERNEL(rmsprop_step_cpu<scalar_t>)(k.lists[0].as<scalar_t>(), k.lists[1].as<const scalar_t>(), k.lists[2].as<scalar_t>(), k.lists[3].as<scalar_t>(), k.lists[4].as<scalar_t>(), k.lists[0].sizes(), meta.plan);
+    });
   });
-  params_k.write_back(params);
-  square_avgs_k.write_back(square_avgs);
-  grad_avgs_k.write_back(grad_avgs);
-  momentum_buffers_k.write_back(momentum_buffers);
   return;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -120,21 +113,13 @@ void rmsprop_step__cuda_structured(at::TensorList params, at::TensorList grads, 
   opforge::check::written_once(kOp, {{"params", params}, {"square_avgs", square_avgs}, {"grad_avgs", grad_avgs}, {"momentum_buffers", momentum_buffers}}, {{"params", params}, {"grads", grads}, {"square_avgs", square_avgs}, {"grad_avgs", grad_avgs}, {"momentum_buffers", momentum_buffers}});
   const c10::OptionalDeviceGuard device_guard(params.empty() ? std::nullopt : std::optional<c10::Device>(params[0].device()));
   auto meta = opforge::rmsprop_step_meta<int64_t>(kOp, params, grads, square_avgs, grad_avgs, momentum_buffers, lr, alpha, eps, weight_decay, momentum, centered, maximize, eps_in_sqrt);
-  if (params.empty()) {
-    return;
-  }
-  const opforge::structured::kernel_list params_k(params);
-  const opforge::structured::kernel_list grads_k(grads);
-  const opforge::structured::kernel_list square_avgs_k(square_avgs);
-  const opforge::structured::kernel_list grad_avgs_k(grad_avgs);
-  const opforge::structured::kernel_list momentum_buffers_k(momentum_buffers);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
-    OPFORGE_CUDA_CHECK(opforge::rmsprop_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), square_avgs_k.as<scalar_t>(), grad_avgs_k.as<scalar_t>(), momentum_buffers_k.as<scalar_t>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
+  opforge::structured::run_lists<opforge::cuda::key>(meta, (params.empty() ? at::empty({}, at::kFloat) : params[0]),
+      std::array<opforge::structured::list_arg, 5>{{{params, true}, {grads}, {square_avgs, true}, {grad_avgs, true}, {momentum_buffers, true}}},
+  [&](const opforge::structured::list_tensors<0, 5>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::rmsprop_step_cuda<scalar_t>(k.lists[0].as<scalar_t>(), k.lists[1].as<const scalar_t>(), k.lists[2].as<scalar_t>(), k.lists[3].as<scalar_t>(), k.lists[4].as<scalar_t>(), k.lists[0].sizes(), meta.plan, opforge::cuda::current_stream()));
+    });
   });
-  params_k.write_back(params);
-  square_avgs_k.write_back(square_avgs);
-  grad_avgs_k.write_back(grad_avgs);
-  momentum_buffers_k.write_back(momentum_buffers);
   return;
 }
 #endif  // OPFORGE_WITH_CUDA

@@ -13,6 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #include <opforge/structured_lists.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
@@ -56,17 +57,13 @@ void sgd_step__cpu_structured(at::TensorList params, at::TensorList grads, at::T
   opforge::check::list_same_shape(kOp, "momentum_buffers", momentum_buffers, "params", params);
   opforge::check::written_once(kOp, {{"params", params}, {"momentum_buffers", momentum_buffers}}, {{"params", params}, {"grads", grads}, {"momentum_buffers", momentum_buffers}});
   auto meta = opforge::sgd_step_meta<int64_t>(kOp, params, grads, momentum_buffers, lr, momentum, dampening, weight_decay, nesterov, maximize, is_first_step);
-  if (params.empty()) {
-    return;
-  }
-  const opforge::structured::kernel_list params_k(params);
-  const opforge::structured::kernel_list grads_k(grads);
-  const opforge::structured::kernel_list momentum_buffers_k(momentum_buffers);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
-    OPFORGE_CPU_KERNEL(sgd_step_cpu<scalar_t>)(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), momentum_buffers_k.as<scalar_t>(), params_k.sizes(), meta.plan);
+  opforge::structured::run_lists<opforge::structured::cpu_key>(meta, (params.empty() ? at::empty({}, at::kFloat) : params[0]),
+      std::array<opforge::structured::list_arg, 3>{{{params, true}, {grads}, {momentum_buffers, true}}},
+  [&](const opforge::structured::list_tensors<0, 3>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CPU_KERNEL(sgd_step_cpu<scalar_t>)(k.lists[0].as<scalar_t>(), k.lists[1].as<const scalar_t>(), k.lists[2].as<scalar_t>(), k.lists[0].sizes(), meta.plan);
+    });
   });
-  params_k.write_back(params);
-  momentum_buffers_k.write_back(momentum_buffers);
   return;
 }
 #ifdef OPFORGE_WITH_CUDA
@@ -92,17 +89,13 @@ void sgd_step__cuda_structured(at::TensorList params, at::TensorList grads, at::
   opforge::check::written_once(kOp, {{"params", params}, {"momentum_buffers", momentum_buffers}}, {{"params", params}, {"grads", grads}, {"momentum_buffers", momentum_buffers}});
   const c10::OptionalDeviceGuard device_guard(params.empty() ? std::nullopt : std::optional<c10::Device>(params[0].device()));
   auto meta = opforge::sgd_step_meta<int64_t>(kOp, params, grads, momentum_buffers, lr, momentum, dampening, weight_decay, nesterov, maximize, is_first_step);
-  if (params.empty()) {
-    return;
-  }
-  const opforge::structured::kernel_list params_k(params);
-  const opforge::structured::kernel_list grads_k(grads);
-  const opforge::structured::kernel_list momentum_buffers_k(momentum_buffers);
-  opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
-    OPFORGE_CUDA_CHECK(opforge::sgd_step_cuda<scalar_t>(params_k.as<scalar_t>(), grads_k.as<const scalar_t>(), momentum_buffers_k.as<scalar_t>(), params_k.sizes(), meta.plan, opforge::cuda::current_stream()));
+  opforge::structured::run_lists<opforge::cuda::key>(meta, (params.empty() ? at::empty({}, at::kFloat) : params[0]),
+      std::array<opforge::structured::list_arg, 3>{{{params, true}, {grads}, {momentum_buffers, true}}},
+  [&](const opforge::structured::list_tensors<0, 3>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>((params.empty() ? at::ScalarType::Float : params[0].scalar_type()), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::sgd_step_cuda<scalar_t>(k.lists[0].as<scalar_t>(), k.lists[1].as<const scalar_t>(), k.lists[2].as<scalar_t>(), k.lists[0].sizes(), meta.plan, opforge::cuda::current_stream()));
+    });
   });
-  params_k.write_back(params);
-  momentum_buffers_k.write_back(momentum_buffers);
   return;
 }
 #endif  // OPFORGE_WITH_CUDA

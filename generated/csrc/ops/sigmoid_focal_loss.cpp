@@ -16,6 +16,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #include <opforge/pointwise/loss.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
@@ -59,9 +60,6 @@ opforge::pointwise::geometry<Int> sigmoid_focal_loss_meta_step(const at::Tensor&
 
 void sigmoid_focal_loss_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_focal_loss";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -76,9 +74,6 @@ void sigmoid_focal_loss_cpu_run(const at::Tensor& out, const at::Tensor& self, c
 
 void sigmoid_focal_loss_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_focal_loss";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -95,11 +90,9 @@ at::Tensor sigmoid_focal_loss_cpu_structured(const at::Tensor& self, const at::T
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_focal_loss";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = sigmoid_focal_loss_meta_step<int64_t>(self, target, alpha, gamma, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  sigmoid_focal_loss_cpu_run(out, self, target, alpha, gamma, reduction, dtype);
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return sigmoid_focal_loss_meta_step<int64_t>(self, target, alpha, gamma, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { sigmoid_focal_loss_cpu_run(out, self, target, alpha, gamma, reduction, dtype); }), reduction);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -108,21 +101,18 @@ at::Tensor sigmoid_focal_loss_cuda_structured(const at::Tensor& self, const at::
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "target", target, "self", self);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = sigmoid_focal_loss_meta_step<int64_t>(self, target, alpha, gamma, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  sigmoid_focal_loss_cuda_run(out, self, target, alpha, gamma, reduction, dtype);
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return sigmoid_focal_loss_meta_step<int64_t>(self, target, alpha, gamma, reduction, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { sigmoid_focal_loss_cuda_run(out, self, target, alpha, gamma, reduction, dtype); }), reduction);
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor sigmoid_focal_loss_meta_structured(const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, c10::string_view reduction) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_focal_loss";
   opforge::check::same_device(kOp, "target", target, "self", self);
-  at::ScalarType dtype;
-  const auto geometry = sigmoid_focal_loss_meta_step<c10::SymInt>(self, target, alpha, gamma, reduction, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return sigmoid_focal_loss_meta_step<c10::SymInt>(self, target, alpha, gamma, reduction, dtype); },
+    opforge::pointwise::no_kernel{}), reduction);
 }
 
 // Autograd for opforge.sigmoid_focal_loss: see Note [Generated autograd] in README.md.

@@ -15,6 +15,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #include <opforge/pointwise/loss.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
@@ -58,9 +59,6 @@ opforge::pointwise::geometry<Int> smooth_l1_loss_meta_step(const at::Tensor& sel
 
 void smooth_l1_loss_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double beta, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.smooth_l1_loss";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -75,9 +73,6 @@ void smooth_l1_loss_cpu_run(const at::Tensor& out, const at::Tensor& self, const
 
 void smooth_l1_loss_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double beta, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.smooth_l1_loss";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -94,11 +89,9 @@ at::Tensor smooth_l1_loss_cpu_structured(const at::Tensor& self, const at::Tenso
   [[maybe_unused]] constexpr const char* kOp = "opforge.smooth_l1_loss";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = smooth_l1_loss_meta_step<int64_t>(self, target, reduction, beta, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  smooth_l1_loss_cpu_run(out, self, target, reduction, beta, dtype);
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return smooth_l1_loss_meta_step<int64_t>(self, target, reduction, beta, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { smooth_l1_loss_cpu_run(out, self, target, reduction, beta, dtype); }), reduction);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -107,21 +100,18 @@ at::Tensor smooth_l1_loss_cuda_structured(const at::Tensor& self, const at::Tens
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   opforge::check::same_device(kOp, "target", target, "self", self);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = smooth_l1_loss_meta_step<int64_t>(self, target, reduction, beta, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  smooth_l1_loss_cuda_run(out, self, target, reduction, beta, dtype);
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return smooth_l1_loss_meta_step<int64_t>(self, target, reduction, beta, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { smooth_l1_loss_cuda_run(out, self, target, reduction, beta, dtype); }), reduction);
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor smooth_l1_loss_meta_structured(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double beta) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.smooth_l1_loss";
   opforge::check::same_device(kOp, "target", target, "self", self);
-  at::ScalarType dtype;
-  const auto geometry = smooth_l1_loss_meta_step<c10::SymInt>(self, target, reduction, beta, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  return opforge::pointwise::reduce_loss(out, reduction);
+  return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return smooth_l1_loss_meta_step<c10::SymInt>(self, target, reduction, beta, dtype); },
+    opforge::pointwise::no_kernel{}), reduction);
 }
 
 // Autograd for opforge.smooth_l1_loss: see Note [Generated autograd] in README.md.

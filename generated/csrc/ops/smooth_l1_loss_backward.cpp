@@ -15,6 +15,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #include <opforge/pointwise/loss.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
@@ -57,9 +58,6 @@ opforge::pointwise::geometry<Int> smooth_l1_loss_backward_meta_step(const at::Te
 
 void smooth_l1_loss_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double beta, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.smooth_l1_loss_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
@@ -75,9 +73,6 @@ void smooth_l1_loss_backward_cpu_run(const at::Tensor& out, const at::Tensor& gr
 
 void smooth_l1_loss_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double beta, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.smooth_l1_loss_backward";
-  if (out.numel() == 0) {
-    return;
-  }
   const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
@@ -96,11 +91,9 @@ at::Tensor smooth_l1_loss_backward_cpu_structured(const at::Tensor& grad_output,
   opforge::check::device_type(kOp, "grad_output", grad_output, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = smooth_l1_loss_backward_meta_step<int64_t>(grad_output, self, target, reduction, beta, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  smooth_l1_loss_backward_cpu_run(out, grad_output, self, target, reduction, beta, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return smooth_l1_loss_backward_meta_step<int64_t>(grad_output, self, target, reduction, beta, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { smooth_l1_loss_backward_cpu_run(out, grad_output, self, target, reduction, beta, dtype); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -110,11 +103,9 @@ at::Tensor smooth_l1_loss_backward_cuda_structured(const at::Tensor& grad_output
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
   opforge::check::same_device(kOp, "target", target, "grad_output", grad_output);
   const c10::DeviceGuard device_guard(grad_output.device());
-  at::ScalarType dtype;
-  const auto geometry = smooth_l1_loss_backward_meta_step<int64_t>(grad_output, self, target, reduction, beta, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  smooth_l1_loss_backward_cuda_run(out, grad_output, self, target, reduction, beta, dtype);
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return smooth_l1_loss_backward_meta_step<int64_t>(grad_output, self, target, reduction, beta, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { smooth_l1_loss_backward_cuda_run(out, grad_output, self, target, reduction, beta, dtype); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
@@ -122,10 +113,9 @@ at::Tensor smooth_l1_loss_backward_meta_structured(const at::Tensor& grad_output
   [[maybe_unused]] constexpr const char* kOp = "opforge.smooth_l1_loss_backward";
   opforge::check::same_device(kOp, "self", self, "grad_output", grad_output);
   opforge::check::same_device(kOp, "target", target, "grad_output", grad_output);
-  at::ScalarType dtype;
-  const auto geometry = smooth_l1_loss_backward_meta_step<c10::SymInt>(grad_output, self, target, reduction, beta, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, grad_output.options().dtype(dtype));
-  return out;
+  return opforge::pointwise::run_functional(grad_output,
+    [&](at::ScalarType& dtype) { return smooth_l1_loss_backward_meta_step<c10::SymInt>(grad_output, self, target, reduction, beta, dtype); },
+    opforge::pointwise::no_kernel{});
 }
 
 // Autograd for opforge.smooth_l1_loss_backward: see Note [Generated autograd] in README.md.

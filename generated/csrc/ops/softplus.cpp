@@ -15,6 +15,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
@@ -55,9 +56,6 @@ opforge::pointwise::geometry<Int> softplus_meta_step(const at::Tensor& self, con
 
 void softplus_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: OPFORGE_CPU_KERNEL(softplus_cpu<float>)(out, self, beta, threshold); break;
     case at::ScalarType::Double: OPFORGE_CPU_KERNEL(softplus_cpu<double>)(out, self, beta, threshold); break;
@@ -70,9 +68,6 @@ void softplus_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::S
 
 void softplus_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::softplus_cuda<float>(out, self, beta, threshold); break;
     case at::ScalarType::Double: opforge::softplus_cuda<double>(out, self, beta, threshold); break;
@@ -86,11 +81,9 @@ void softplus_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::
 at::Tensor softplus_cpu_structured(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = softplus_meta_step<int64_t>(self, beta, threshold, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  softplus_cpu_run(out, self, beta, threshold, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return softplus_meta_step<int64_t>(self, beta, threshold, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { softplus_cpu_run(out, self, beta, threshold, dtype); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -98,20 +91,17 @@ at::Tensor softplus_cuda_structured(const at::Tensor& self, const at::Scalar& be
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = softplus_meta_step<int64_t>(self, beta, threshold, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  softplus_cuda_run(out, self, beta, threshold, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return softplus_meta_step<int64_t>(self, beta, threshold, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { softplus_cuda_run(out, self, beta, threshold, dtype); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor softplus_meta_structured(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
-  at::ScalarType dtype;
-  const auto geometry = softplus_meta_step<c10::SymInt>(self, beta, threshold, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return softplus_meta_step<c10::SymInt>(self, beta, threshold, dtype); },
+    opforge::pointwise::no_kernel{});
 }
 
 // Autograd for opforge.softplus: see Note [Generated autograd] in README.md.

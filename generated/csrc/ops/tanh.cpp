@@ -15,6 +15,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
@@ -69,9 +70,6 @@ opforge::pointwise::geometry<Int> tanh_meta_step(const at::Tensor& self, at::Sca
 
 void tanh_cpu_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: OPFORGE_CPU_KERNEL(tanh_cpu<float>)(out, self); break;
     case at::ScalarType::Double: OPFORGE_CPU_KERNEL(tanh_cpu<double>)(out, self); break;
@@ -84,9 +82,6 @@ void tanh_cpu_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType 
 
 void tanh_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::tanh_cuda<float>(out, self); break;
     case at::ScalarType::Double: opforge::tanh_cuda<double>(out, self); break;
@@ -100,11 +95,9 @@ void tanh_cuda_run(const at::Tensor& out, const at::Tensor& self, at::ScalarType
 at::Tensor tanh_cpu_structured(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = tanh_meta_step<int64_t>(self, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  tanh_cpu_run(out, self, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return tanh_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { tanh_cpu_run(out, self, dtype); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -112,33 +105,26 @@ at::Tensor tanh_cuda_structured(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = tanh_meta_step<int64_t>(self, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  tanh_cuda_run(out, self, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return tanh_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { tanh_cuda_run(out, self, dtype); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor tanh_meta_structured(const at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
-  at::ScalarType dtype;
-  const auto geometry = tanh_meta_step<c10::SymInt>(self, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return tanh_meta_step<c10::SymInt>(self, dtype); },
+    opforge::pointwise::no_kernel{});
 }
 
 at::Tensor& tanh_out_cpu_structured(const at::Tensor& self, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = tanh_meta_step<int64_t>(self, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::tanh(self));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  tanh_cpu_run(out, self, dtype);
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return tanh_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { tanh_cpu_run(out, self, dtype); },
+    [&] { return opforge::ops::tanh(self); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -146,25 +132,19 @@ at::Tensor& tanh_out_cuda_structured(const at::Tensor& self, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = tanh_meta_step<int64_t>(self, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::tanh(self));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  tanh_cuda_run(out, self, dtype);
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return tanh_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { tanh_cuda_run(out, self, dtype); },
+    [&] { return opforge::ops::tanh(self); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor& tanh_out_meta_structured(const at::Tensor& self, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh";
-  at::ScalarType dtype;
-  const auto geometry = tanh_meta_step<c10::SymInt>(self, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::tanh(self));
-  }
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return tanh_meta_step<c10::SymInt>(self, dtype); },
+    opforge::pointwise::no_kernel{},
+    [&] { return opforge::ops::tanh(self); });
 }
 
 at::Tensor& tanh_out_autograd(const at::Tensor& self, at::Tensor& out) {
@@ -195,14 +175,10 @@ at::Tensor& tanh_out_functionalize(const at::Tensor& self, at::Tensor& out) {
 at::Tensor& tanh__cpu_structured(at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh_";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = tanh_meta_step<int64_t>(self, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::tanh(self));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  tanh_cpu_run(self, self, dtype);
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return tanh_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { tanh_cpu_run(out, self, dtype); },
+    [&] { return opforge::ops::tanh(self); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -210,25 +186,19 @@ at::Tensor& tanh__cuda_structured(at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh_";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = tanh_meta_step<int64_t>(self, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::tanh(self));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  tanh_cuda_run(self, self, dtype);
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return tanh_meta_step<int64_t>(self, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { tanh_cuda_run(out, self, dtype); },
+    [&] { return opforge::ops::tanh(self); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor& tanh__meta_structured(at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.tanh_";
-  at::ScalarType dtype;
-  const auto geometry = tanh_meta_step<c10::SymInt>(self, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::tanh(self));
-  }
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return tanh_meta_step<c10::SymInt>(self, dtype); },
+    opforge::pointwise::no_kernel{},
+    [&] { return opforge::ops::tanh(self); });
 }
 
 at::Tensor& tanh__autograd(at::Tensor& self) {

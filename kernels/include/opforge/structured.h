@@ -12,10 +12,10 @@
 // (a torch-free struct: the sizes and parameters the kernel loops over).
 // `if constexpr (structured::concrete<Int>)` guards the plan's computation.
 //
-// The generated code of each key runs the meta function, allocates the
-// outputs, skips the kernel when every output is empty, allocates the device
-// scratch the plan asks for (CUDA: attach_workspace), makes the tensor inputs
-// contiguous (writing back those the schema marks `Tensor(a!)`) and calls the
+// Each key then runs the call sequence (Note [Call sequence] in
+// opforge/structured_call.h): allocate the outputs, skip the kernel when
+// every output is empty, attach the plan's services, make the tensor inputs
+// contiguous (writing back those the schema marks `Tensor(a!)`) and call the
 // kernel with raw pointers and the plan:
 //
 //   CPU:  void K(T* out..., const T* in..., const P& plan)
@@ -176,21 +176,6 @@ at::Tensor allocate(const output<Int>& spec, const at::Tensor& like,
   }
 }
 
-// The kernel is skipped when it has nothing to write, unless its plan checks
-// indices (an empty output does not make a bad index valid).
-template <typename Plan>
-bool nothing_to_do(const Plan& plan, std::initializer_list<const at::Tensor*> outputs) {
-  if constexpr (requires { plan.bad_index; }) {
-    return false;
-  }
-  for (const at::Tensor* t : outputs) {
-    if (t->defined() && t->numel() != 0) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // The zeroed {found, index} pair of a plan's index_report, on the device of
 // `like`; undefined when the plan has none, or when `capturing` (CUDA only)
 // says the stream is being captured into a CUDA graph: no readback then, the
@@ -283,10 +268,6 @@ inline at::Tensor contiguous_in(const at::Tensor& t, at::MemoryFormat layout) {
   return t.dim() == 4 ? t.contiguous(layout) : t.contiguous();
 }
 
-inline at::Tensor contiguous_or_undefined(const std::optional<at::Tensor>& t, at::MemoryFormat layout) {
-  return t.has_value() && t->defined() ? contiguous_in(*t, layout) : at::Tensor();
-}
-
 // An output the kernel wrote contiguous, in the memory format the meta
 // function declared (exact strides, as at::empty gives them, also for size-1 dims).
 template <typename Int>
@@ -332,7 +313,7 @@ void prepare_out(const char* op, const char* arg, at::Tensor& out, const output<
 // kernel's layout (Note [Structured out=]). `reads` are the kernel's inputs as
 // it reads them (the contiguous copies; undefined for absent ones).
 inline at::Tensor kernel_target(const char* op, const char* arg, const at::Tensor& out, const output<int64_t>& spec,
-                                at::MemoryFormat kernel_layout, std::initializer_list<const at::Tensor*> reads) {
+                                at::MemoryFormat kernel_layout, c10::ArrayRef<const at::Tensor*> reads) {
   if (!spec.defined) {
     return at::Tensor();
   }

@@ -139,6 +139,7 @@ namespace opforge::structured {
 // (a copy where one is not), their data pointers and numels.
 class kernel_list {
  public:
+  kernel_list() = default;
   explicit kernel_list(at::TensorList list) {
     tensors_.reserve(list.size());
     pointers_.reserve(list.size());

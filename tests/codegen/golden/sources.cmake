@@ -18,14 +18,30 @@ set(OPFORGE_CPU_KERNEL_SOURCES
 # The generated CUDA device code (nvcc, or the CUDA simulator's C++ build); the
 # host code is in the op's registration unit and in csrc/cuda_sim.cpp.
 set(OPFORGE_GENERATED_CUDA_DEVICE_SOURCES
-  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/clamp_to.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/select.cu
 )
+# The pointwise ops' .cu files, a family's few at a time through one wrapper each
+# (Note [Build groups]; CMake's unity builds do not cover CUDA).
+file(CONFIGURE OUTPUT "${CMAKE_BINARY_DIR}/unity_cuda/pointwise_two_ops_0.cu" CONTENT "#include \"${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/clamp_to.cu\"\n" @ONLY)
+list(APPEND OPFORGE_GENERATED_CUDA_DEVICE_SOURCES "${CMAKE_BINARY_DIR}/unity_cuda/pointwise_two_ops_0.cu")
 # Structured ops' kernel sources (relative to the project root): the generated
 # units above include them, so the kernels/ globs leave them out.
 set(OPFORGE_STRUCTURED_KERNEL_FILES
   kernels/cpu/select.cpp
   kernels/cuda/select.cu
 )
+# Unity groups (Note [Build groups] in codegen/dest/py.py): the registration
+# units and the pointwise CPU kernel units of one family, a few files a group.
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/clamp_to.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/crop.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/gather_stats.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/scale_add.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/select_max.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/ops/total.cpp
+  PROPERTIES UNITY_GROUP ops_two_ops_0)
+set_source_files_properties(
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/clamp_to_cpu.cpp
+  PROPERTIES UNITY_GROUP cpu_two_ops_0)
 # The CUDA simulator's op registrations (opforge._cuda_sim).
 set(OPFORGE_CUDA_SIM_GENERATED_SOURCES ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim.cpp)

@@ -16,6 +16,7 @@
 #include <opforge/checks.h>
 #include <opforge/pointwise/geometry.h>
 #include <opforge/pointwise/loss.h>
+#include <opforge/structured_call.h>
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
 #include <opforge/math/two_ops.h>
@@ -124,9 +125,6 @@ opforge::pointwise::geometry<Int> clamp_to_meta_step(const at::Tensor& self, con
 
 void clamp_to_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& low, const at::Scalar& high, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::clamp_to_cuda<float>(out, self, low, high); break;
     case at::ScalarType::Double: opforge::clamp_to_cuda<double>(out, self, low, high); break;
@@ -139,11 +137,9 @@ void clamp_to_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::
 at::Tensor clamp_to_cuda_simulated(const at::Tensor& self, const at::Scalar& low, const at::Scalar& high) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = clamp_to_meta_step<int64_t>(self, low, high, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  clamp_to_cuda_run(out, self, low, high, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return clamp_to_meta_step<int64_t>(self, low, high, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { clamp_to_cuda_run(out, self, low, high, dtype); });
 }
 
 at::Tensor scale_add_Tensor_cuda_simulated(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
@@ -167,24 +163,14 @@ std::tuple<at::Tensor, at::Tensor> select_max_cuda_simulated(const at::Tensor& s
   opforge::check::dtype(kOp, "'counts'", counts, {at::ScalarType::Long}, "a tensor of dtype (int64)");
   opforge::check::same_dtype(kOp, "weight", weight, "self", self);
   auto meta = opforge::select_max_meta<int64_t>(kOp, self, weight, counts, dim);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
-    const at::Tensor counts_c = opforge::structured::contiguous_or_undefined(counts, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 3>{self, weight, opforge::structured::read_arg(counts, true)}, {},
+  [&](const opforge::structured::kernel_tensors<2, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::select_max_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::select_max_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<int64_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.written_ptr<int64_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-    opforge::structured::write_back(counts, counts_c);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/pointwise/geometry.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
@@ -69,9 +70,6 @@ opforge::pointwise::geometry<Int> clamp_to_meta_step(const at::Tensor& self, con
 
 void clamp_to_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& low, const at::Scalar& high, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: OPFORGE_CPU_KERNEL(clamp_to_cpu<float>)(out, self, low, high); break;
     case at::ScalarType::Double: OPFORGE_CPU_KERNEL(clamp_to_cpu<double>)(out, self, low, high); break;
@@ -84,9 +82,6 @@ void clamp_to_cpu_run(const at::Tensor& out, const at::Tensor& self, const at::S
 
 void clamp_to_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::Scalar& low, const at::Scalar& high, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to";
-  if (out.numel() == 0) {
-    return;
-  }
   switch (dtype) {
     case at::ScalarType::Float: opforge::clamp_to_cuda<float>(out, self, low, high); break;
     case at::ScalarType::Double: opforge::clamp_to_cuda<double>(out, self, low, high); break;
@@ -100,11 +95,9 @@ void clamp_to_cuda_run(const at::Tensor& out, const at::Tensor& self, const at::
 at::Tensor clamp_to_cpu_structured(const at::Tensor& self, const at::Scalar& low, const at::Scalar& high) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = clamp_to_meta_step<int64_t>(self, low, high, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  clamp_to_cpu_run(out, self, low, high, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return clamp_to_meta_step<int64_t>(self, low, high, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { clamp_to_cpu_run(out, self, low, high, dtype); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -112,33 +105,26 @@ at::Tensor clamp_to_cuda_structured(const at::Tensor& self, const at::Scalar& lo
   [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = clamp_to_meta_step<int64_t>(self, low, high, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  clamp_to_cuda_run(out, self, low, high, dtype);
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return clamp_to_meta_step<int64_t>(self, low, high, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { clamp_to_cuda_run(out, self, low, high, dtype); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor clamp_to_meta_structured(const at::Tensor& self, const at::Scalar& low, const at::Scalar& high) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to";
-  at::ScalarType dtype;
-  const auto geometry = clamp_to_meta_step<c10::SymInt>(self, low, high, dtype);
-  at::Tensor out = opforge::pointwise::empty_output(geometry, self.options().dtype(dtype));
-  return out;
+  return opforge::pointwise::run_functional(self,
+    [&](at::ScalarType& dtype) { return clamp_to_meta_step<c10::SymInt>(self, low, high, dtype); },
+    opforge::pointwise::no_kernel{});
 }
 
 at::Tensor& clamp_to_out_cpu_structured(const at::Tensor& self, const at::Scalar& low, const at::Scalar& high, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = clamp_to_meta_step<int64_t>(self, low, high, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::clamp_to(self, low, high));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  clamp_to_cpu_run(out, self, low, high, dtype);
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return clamp_to_meta_step<int64_t>(self, low, high, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { clamp_to_cpu_run(out, self, low, high, dtype); },
+    [&] { return opforge::ops::clamp_to(self, low, high); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -146,25 +132,19 @@ at::Tensor& clamp_to_out_cuda_structured(const at::Tensor& self, const at::Scala
   [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = clamp_to_meta_step<int64_t>(self, low, high, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::clamp_to(self, low, high));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "out", out, {opforge::pointwise::named_tensor{"self", self}});
-  clamp_to_cuda_run(out, self, low, high, dtype);
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return clamp_to_meta_step<int64_t>(self, low, high, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { clamp_to_cuda_run(out, self, low, high, dtype); },
+    [&] { return opforge::ops::clamp_to(self, low, high); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor& clamp_to_out_meta_structured(const at::Tensor& self, const at::Scalar& low, const at::Scalar& high, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to";
-  at::ScalarType dtype;
-  const auto geometry = clamp_to_meta_step<c10::SymInt>(self, low, high, dtype);
-  if (opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device()) == opforge::pointwise::write_mode::through_copy) {
-    return out.copy_(opforge::ops::clamp_to(self, low, high));
-  }
-  return out;
+  return opforge::pointwise::run_into<false>(kOp, "out", out, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return clamp_to_meta_step<c10::SymInt>(self, low, high, dtype); },
+    opforge::pointwise::no_kernel{},
+    [&] { return opforge::ops::clamp_to(self, low, high); });
 }
 
 at::Tensor& clamp_to_out_autograd(const at::Tensor& self, const at::Scalar& low, const at::Scalar& high, at::Tensor& out) {
@@ -195,14 +175,10 @@ at::Tensor& clamp_to_out_functionalize(const at::Tensor& self, const at::Scalar&
 at::Tensor& clamp_to__cpu_structured(at::Tensor& self, const at::Scalar& low, const at::Scalar& high) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to_";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CPU);
-  at::ScalarType dtype;
-  const auto geometry = clamp_to_meta_step<int64_t>(self, low, high, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::clamp_to(self, low, high));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  clamp_to_cpu_run(self, self, low, high, dtype);
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return clamp_to_meta_step<int64_t>(self, low, high, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { clamp_to_cpu_run(out, self, low, high, dtype); },
+    [&] { return opforge::ops::clamp_to(self, low, high); });
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -210,25 +186,19 @@ at::Tensor& clamp_to__cuda_structured(at::Tensor& self, const at::Scalar& low, c
   [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to_";
   opforge::check::device_type(kOp, "self", self, c10::DeviceType::CUDA);
   const c10::DeviceGuard device_guard(self.device());
-  at::ScalarType dtype;
-  const auto geometry = clamp_to_meta_step<int64_t>(self, low, high, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::clamp_to(self, low, high));
-  }
-  opforge::pointwise::check_no_overlap(kOp, "self", self, {opforge::pointwise::named_tensor{"self", self}});
-  clamp_to_cuda_run(self, self, low, high, dtype);
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return clamp_to_meta_step<int64_t>(self, low, high, dtype); },
+    [&](const at::Tensor& out, at::ScalarType dtype) { clamp_to_cuda_run(out, self, low, high, dtype); },
+    [&] { return opforge::ops::clamp_to(self, low, high); });
 }
 #endif  // OPFORGE_WITH_CUDA
 
 at::Tensor& clamp_to__meta_structured(at::Tensor& self, const at::Scalar& low, const at::Scalar& high) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.clamp_to_";
-  at::ScalarType dtype;
-  const auto geometry = clamp_to_meta_step<c10::SymInt>(self, low, high, dtype);
-  if (opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype) == opforge::pointwise::write_mode::through_copy) {
-    return self.copy_(opforge::ops::clamp_to(self, low, high));
-  }
-  return self;
+  return opforge::pointwise::run_into<true>(kOp, "self", self, self, {opforge::pointwise::named_tensor{"self", self}},
+    [&](at::ScalarType& dtype) { return clamp_to_meta_step<c10::SymInt>(self, low, high, dtype); },
+    opforge::pointwise::no_kernel{},
+    [&] { return opforge::ops::clamp_to(self, low, high); });
 }
 
 at::Tensor& clamp_to__autograd(at::Tensor& self, const at::Scalar& low, const at::Scalar& high) {

@@ -13,6 +13,7 @@
 #include <opforge/autograd.h>
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
+#include <opforge/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -45,23 +46,14 @@ std::tuple<at::Tensor, at::Tensor> select_max_cpu_structured(const at::Tensor& s
   opforge::check::dtype(kOp, "'counts'", counts, {at::ScalarType::Long}, "a tensor of dtype (int64)");
   opforge::check::same_dtype(kOp, "weight", weight, "self", self);
   auto meta = opforge::select_max_meta<int64_t>(kOp, self, weight, counts, dim);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, nullptr);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
-    const at::Tensor counts_c = opforge::structured::contiguous_or_undefined(counts, layout);
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 3>{self, weight, opforge::structured::read_arg(counts, true)}, {},
+  [&](const opforge::structured::kernel_tensors<2, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(select_max_cpu<scalar_t>)(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan);
+      OPFORGE_CPU_KERNEL(select_max_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.out_ptr<int64_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.written_ptr<int64_t>(2), meta.plan);
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-    opforge::structured::write_back(counts, counts_c);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -76,24 +68,14 @@ std::tuple<at::Tensor, at::Tensor> select_max_cuda_structured(const at::Tensor& 
   opforge::check::same_dtype(kOp, "weight", weight, "self", self);
   const c10::DeviceGuard device_guard(self.device());
   auto meta = opforge::select_max_meta<int64_t>(kOp, self, weight, counts, dim);
-  const at::MemoryFormat layout = opforge::structured::kernel_layout<false>(meta);
-  at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], self, layout);
-  at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], self, layout);
-  if (!opforge::structured::nothing_to_do(meta.plan, {&result0, &result1})) {
-    const at::Tensor workspace = opforge::structured::attach_workspace(meta.plan, self);
-    const at::Tensor index_report = opforge::structured::attach_index_report(meta.plan, self, &opforge::cuda::stream_capturing);
-    const at::Tensor self_c = opforge::structured::contiguous_in(self, layout);
-    const at::Tensor weight_c = opforge::structured::contiguous_or_undefined(weight, layout);
-    const at::Tensor counts_c = opforge::structured::contiguous_or_undefined(counts, layout);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, self,
+      std::array<opforge::structured::read_arg, 3>{self, weight, opforge::structured::read_arg(counts, true)}, {},
+  [&](const opforge::structured::kernel_tensors<2, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(self.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::select_max_cuda<scalar_t>(opforge::structured::mutable_data_or_null<scalar_t>(result0), opforge::structured::mutable_data_or_null<int64_t>(result1), self_c.const_data_ptr<scalar_t>(), opforge::structured::data_or_null<scalar_t>(weight_c), opforge::structured::mutable_data_or_null<int64_t>(counts_c), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::select_max_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<int64_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.written_ptr<int64_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
-    opforge::structured::raise_bad_index(kOp, meta.plan, index_report);
-    opforge::structured::write_back(counts, counts_c);
-  }
-  result0 = opforge::structured::as_declared(result0, meta.outputs[0], layout);
-  result1 = opforge::structured::as_declared(result1, meta.outputs[1], layout);
-  return std::make_tuple(result0, result1);
+  });
+  return std::make_tuple(results[0], results[1]);
 }
 #endif  // OPFORGE_WITH_CUDA
 
