@@ -954,7 +954,7 @@ def _target_weights(
 ) -> Tensor:
     """w[target] per position, 0 where the target is ignore_index."""
     classes = self.shape[0 if self.dim() == 1 else 1]
-    w = weight if weight is not None else torch.ones(classes, dtype=self.dtype)
+    w = weight if weight is not None else torch.ones(classes, dtype=self.dtype, device=self.device)
     ignored = target == ignore_index
     picked = (
         w[target.masked_fill(ignored, 0)]
@@ -1413,13 +1413,29 @@ def quantized_conv2d(
 # --- Pruning --------------------------------------------------------------------------------
 
 
-def magnitude_prune_mask(weight: Tensor, amount: float | int) -> Tensor:
-    """torch.nn.utils.prune.L1Unstructured's mask (the battery's samples have no ties), on a
-    contiguous copy (it views the weight as 1-D)."""
+def _prune_smallest(magnitudes: Tensor, amount: float | int) -> Tensor:
+    """The keep-mask (float64, on the CPU) of 1-D `magnitudes` with torch.nn.utils.prune's
+    count of pruned entries (`amount`: a fraction, rounded half to even, or a count) of the
+    smallest. Ties are broken by position, not by torch.topk's order (which differs between
+    devices): of equal magnitudes the lower index is kept; NaN is the largest."""
     from torch.nn.utils import prune
 
+    prune._validate_pruning_amount_init(amount)
+    n = magnitudes.numel()
+    prune._validate_pruning_amount(amount, n)
+    count = prune._compute_nparams_toprune(amount, n)
+    values = magnitudes.detach().double().cpu().tolist()
+    order = sorted(range(n), key=lambda i: (math.isnan(values[i]), values[i], -i))
+    mask = torch.ones(n, dtype=torch.float64)
+    mask[order[:count]] = 0.0
+    return mask
+
+
+def magnitude_prune_mask(weight: Tensor, amount: float | int) -> Tensor:
+    """torch.nn.utils.prune.L1Unstructured's mask, its ties broken by position (see
+    _prune_smallest; tests/ops/test_prune.py compares with torch's on tie-free weights)."""
     w = weight.contiguous()
-    return prune.L1Unstructured(amount).compute_mask(w, torch.ones_like(w))
+    return _prune_smallest(w.abs().reshape(-1), amount).reshape(w.shape).to(w)
 
 
 def random_prune_mask(
@@ -1433,19 +1449,14 @@ def random_prune_mask(
 
 
 def global_magnitude_prune_masks(weights: list[Tensor], amount: float | int) -> list[Tensor]:
-    """torch.nn.utils.prune.global_unstructured(L1Unstructured)'s masks, on modules holding
-    copies of the weights."""
-    from torch.nn.utils import prune
-
-    modules = []
-    for w in weights:
-        m = torch.nn.Module()
-        m.weight = torch.nn.Parameter(w.detach().contiguous().clone())
-        modules.append(m)
-    prune.global_unstructured(
-        [(m, "weight") for m in modules], pruning_method=prune.L1Unstructured, amount=amount
-    )
-    return [m.weight_mask for m in modules]
+    """torch.nn.utils.prune.global_unstructured(L1Unstructured)'s masks: the magnitudes of
+    every weight ranked together, ties broken by position (see _prune_smallest)."""
+    flat = [w.detach().contiguous().abs().reshape(-1).double().cpu() for w in weights]
+    mask = _prune_smallest(torch.cat(flat) if flat else torch.zeros(0), amount)
+    masks = []
+    for w, piece in zip(weights, mask.split([f.numel() for f in flat]), strict=True):
+        masks.append(piece.reshape(w.shape).to(w))
+    return masks
 
 
 def channel_norm(weight: Tensor, p: float, dim: int) -> Tensor:
@@ -1746,8 +1757,8 @@ def grid_anchors(base_anchors: Tensor, feat_h: int, feat_w: int, stride: int) ->
     """torchvision's AnchorGenerator.grid_anchors for one level: shifts (x, y, x, y) per cell in
     row order, plus every base anchor."""
     ys, xs = torch.meshgrid(
-        torch.arange(feat_h, dtype=torch.float64) * stride,
-        torch.arange(feat_w, dtype=torch.float64) * stride,
+        torch.arange(feat_h, dtype=torch.float64, device=base_anchors.device) * stride,
+        torch.arange(feat_w, dtype=torch.float64, device=base_anchors.device) * stride,
         indexing="ij",
     )
     shifts = torch.stack([xs, ys, xs, ys], -1).reshape(-1, 1, 4)
@@ -1805,8 +1816,8 @@ def _align_samples(
         return None
 
     def axis(start: Tensor, bin_size: Tensor, bins: int, grid: int) -> Tensor:
-        b = torch.arange(bins, dtype=dt).repeat_interleave(grid)
-        i = torch.arange(grid, dtype=dt).repeat(bins)
+        b = torch.arange(bins, dtype=dt, device=box.device).repeat_interleave(grid)
+        i = torch.arange(grid, dtype=dt, device=box.device).repeat(bins)
         return start + b * bin_size + (i + 0.5) * bin_size / grid
 
     ylo, yhi, hy, ly, vy = _lerp_axis(axis(y1, bin_h, out[0], gh), height)
@@ -1903,7 +1914,7 @@ def roi_pool(
             return min(max(lo, 0), size), min(max(hi, 0), size)
 
         v = input.new_zeros(c, oh, ow)
-        a = torch.full((c, oh, ow), -1, dtype=torch.int64)
+        a = torch.full((c, oh, ow), -1, dtype=torch.int64, device=input.device)
         for ph in range(oh):
             h0, h1 = span(ph, bin_h, y1, height)
             for pw in range(ow):

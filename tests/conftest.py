@@ -13,6 +13,13 @@ def pytest_configure(config: pytest.Config) -> None:
     torch.backends.cudnn.allow_tf32 = False
 
 
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """Readable test ids for dtypes (`float32`, not `dtype0`): `-k float32` selects them."""
+    if isinstance(val, torch.dtype):
+        return str(val).removeprefix("torch.")
+    return None
+
+
 def _cuda_missing() -> str | None:
     """Why `cuda` tests cannot run here, or None."""
     if not torch.cuda.is_available():

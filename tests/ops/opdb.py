@@ -85,6 +85,18 @@ def double_differentiable(op: OpDecl) -> bool:
     return all(differentiable(api[c]) for c in called if c in api)
 
 
+def nondeterministic_backward(op: OpDecl, key: str) -> bool:
+    """Whether an op op's derivative formulas call accumulates with atomics on `key` (its
+    gradients' rounding then depends on the threads' order)."""
+    api = {o.api_name: o for o in ops()}
+    called = {c for d in op.derivatives for c in formulas.calls(d.formula)}
+    return any(
+        api[c].structured is not None and key in api[c].structured.nondeterministic
+        for c in called
+        if c in api
+    )
+
+
 def reference(op: OpDecl) -> Callable[..., Any]:
     assert op.reference is not None, f"{op.qualified} declares no reference"
     module, _, attr = op.reference.rpartition(".")
