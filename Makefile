@@ -33,7 +33,11 @@ $(BUILD)/build.ninja: | $(VENV)/.installed
 	  -DCMAKE_MAKE_PROGRAM=$(abspath $(VENV))/bin/ninja \
 	  -DPython_EXECUTABLE=$(abspath $(PY)) -DOPFORGE_CUDA=$(OPFORGE_CUDA)
 
+# OPFORGE_CUDA given on the command line also switches an existing build.
 build: venv $(BUILD)/build.ninja
+ifeq ($(origin OPFORGE_CUDA),command line)
+	$(VENV)/bin/cmake -S . -B $(BUILD) -DOPFORGE_CUDA=$(OPFORGE_CUDA) > /dev/null
+endif
 	$(VENV)/bin/cmake --build $(BUILD) -j $(JOBS)
 
 demo: build

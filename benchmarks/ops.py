@@ -11,9 +11,10 @@ several timed repeats after a warm-up.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -921,6 +922,18 @@ def time_pair(ours: Fn, aten: Fn, device: torch.device, budget_s: float) -> tupl
     return statistics.median(samples[0]), statistics.median(samples[1])
 
 
+@contextlib.contextmanager
+def _aten_defaults(device: torch.device) -> Iterator[None]:
+    """ATen's own float32 settings on CUDA (cuDNN convolutions in TF32), where the table's
+    main columns compare with TF32 off on both sides."""
+    saved = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = device.type == "cuda"
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32 = saved
+
+
 def _fwd_bwd(fn: Fn, inputs: list[Any], n_grad: int) -> Fn:
     leaves = [t.detach().requires_grad_() for t in inputs[:n_grad]]
     rest = inputs[n_grad:]
@@ -941,8 +954,17 @@ def main() -> None:
     args = parser.parse_args()
     device = torch.device(args.device)
     torch.manual_seed(0)
-    print(f"opforge / ATen time ratios, float32, {device}, {torch.get_num_threads()} threads")
-    print(f"{'case':32s} {'shape':34s} {'fwd':>6s} {'target':>6s} {'fwd+bwd':>8s} {'target':>6s}")
+    # Full float32 on both sides; on CUDA a last column compares with ATen's defaults.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    cuda = device.type == "cuda"
+    print(
+        f"opforge / ATen time ratios, float32 (TF32 off), {device}, {torch.get_num_threads()} threads"
+    )
+    print(
+        f"{'case':32s} {'shape':34s} {'fwd':>6s} {'target':>6s} {'fwd+bwd':>8s} {'target':>6s}"
+        + (f" {'fwd vs ATen defaults':>20s}" if cuda else "")
+    )
     misses = []
     for case in _cases():
         if args.only not in case.name:
@@ -975,6 +997,21 @@ def main() -> None:
             row += f" {bwd:8.2f} {target_bwd:6.2f}"
             if bwd > target_bwd:
                 misses.append(f"{case.name} fwd+bwd {bwd:.2f} > {target_bwd:.2f}")
+        elif cuda:
+            row += f" {'':8s} {'':6s}"
+        if cuda:
+
+            def aten_defaults() -> None:
+                with _aten_defaults(device):
+                    case.aten(*inputs)  # noqa: B023
+
+            f_ours, f_default = time_pair(
+                lambda: case.ours(*inputs),  # noqa: B023
+                aten_defaults,
+                device,
+                args.budget,
+            )
+            row += f" {f_ours / f_default:20.2f}"
         print(row, flush=True)
     print("\nmisses: " + ("; ".join(misses) if misses else "none"))
 

@@ -1,4 +1,5 @@
-"""Checks over the compiled CUDA objects of the real build (build/.../kernels/cuda/*.cu.o).
+"""Checks over the compiled CUDA objects of the real build (every *.cu.o of the module: the
+kernel files, the generated structured units and the pointwise groups).
 
 - every object holds SASS for each architecture the build targets, and PTX for
   each `+PTX` one;
@@ -77,7 +78,7 @@ def find_cuobjdump() -> str | None:
 
 
 def cuda_objects(build: Path) -> list[Path]:
-    return sorted((build / "CMakeFiles" / "_C.dir" / "kernels" / "cuda").glob("*.cu.o"))
+    return sorted((build / "CMakeFiles" / "_C.dir").rglob("*.cu.o"))
 
 
 def _run(tool: str, *args: str) -> str:
@@ -137,6 +138,27 @@ def launch_bounds(tool: str, obj: Path) -> dict[str, int]:
     return bounds
 
 
+def bound_failures(bounds: dict[str, dict[str, int]], launches: dict[str, int]) -> list[str]:
+    """Launches the GPU would refuse or starve: a block larger than the kernel's
+    __launch_bounds__ (PTX `.maxntid`; the simulator ignores the bound), or one of more than
+    256 threads without a bound at least that large (nvcc may then give the kernel more
+    registers than such a block can have). `bounds`: object ("softmax.cu") -> kernel name ->
+    bound (0: none); `launches`: "file:kernel" (the simulator's keys) -> largest block. A
+    kernel of a header is looked up in every object (its smallest bound)."""
+    failures = []
+    for key, threads in sorted(launches.items()):
+        file, name = key.split(":")
+        own = bounds.get(file, {})
+        found = [own[name]] if name in own else [b[name] for b in bounds.values() if name in b]
+        if not found:  # not in these objects
+            continue
+        bound = min(found)
+        if (bound and threads > bound) or (not bound and threads > 256):
+            declared = f"__launch_bounds__({bound})" if bound else "no __launch_bounds__"
+            failures.append(f"{key}: launched with {threads} threads, {declared}")
+    return failures
+
+
 def registers_for_block(registers: int, threads: int) -> int:
     """Registers one block of `threads` occupies (per-thread count rounded to warp units)."""
     per_warp = -(-registers * 32 // WARP_ALLOCATION) * WARP_ALLOCATION
@@ -155,15 +177,17 @@ def expected_images(archs: list[str]) -> tuple[set[str], set[str]]:
 
 
 def check(
-    build: Path, archs: list[str], block_threads: dict[str, int]
+    build: Path, archs: list[str], block_threads: dict[str, int], launches: dict[str, int]
 ) -> tuple[list[str], list[str]]:
-    """(report lines, failures). `block_threads`: kernel name -> largest block launched."""
+    """(report lines, failures). `block_threads`: kernel name -> largest block launched;
+    `launches`: the same by "file:kernel" (the simulator's launch statistics)."""
     tool = find_cuobjdump()
     if tool is None:
         return [], ["no cuobjdump found (CUDA toolkit or triton)"]
     want_sass, want_ptx = expected_images(archs)
     report, failures = [], []
     kernels: list[KernelResources] = []
+    bounds: dict[str, dict[str, int]] = {}
     for obj in cuda_objects(build):
         sass, ptx = images(tool, obj)
         if not want_sass <= sass or not want_ptx <= ptx:
@@ -171,6 +195,8 @@ def check(
                 f"{obj.name}: images {sorted(sass | ptx)}, expected {sorted(want_sass | want_ptx)}"
             )
         kernels += resources(tool, obj)
+        bounds[obj.name.removesuffix(".o")] = launch_bounds(tool, obj)
+    failures += bound_failures(bounds, launches)
     for k in kernels:
         threads = block_threads.get(k.name)
         if threads is not None and registers_for_block(k.registers, threads) > REGISTERS_PER_SM:
@@ -200,7 +226,7 @@ def main() -> int:
     sys.path.insert(0, str(ROOT))
     from opforge import _build_config  # noqa: PLC0415
 
-    report, failures = check(build, _build_config.CUDA_ARCHS.split(), {})
+    report, failures = check(build, _build_config.CUDA_ARCHS.split(), {}, {})
     print("\n".join(report))
     print("\n".join(f"FAIL {f}" for f in failures) or "all CUDA objects pass")
     return 1 if failures else 0

@@ -51,8 +51,8 @@ __device__ inline int64_t grid_threads() {
 }
 
 // A bad index goes to the plan's index report (the first thread to report
-// wins), or, with none (CUDA-graph capture, where the host cannot read it back),
-// to a device-side assert. Note [Plan services].
+// wins: the simulator), or, with none (the GPU), to a device-side assert.
+// Note [Plan services].
 __device__ inline void record_bad_index(const index_report& report, int64_t index) {
   if (report.found == nullptr) {
     OPFORGE_KERNEL_ASSERT(index >= 0 && index < report.limit);

@@ -23,10 +23,30 @@ inline cudaStream_t current_stream() { return nullptr; }
 // simulator can pretend to, see sim::set_capturing, to test the capture paths).
 inline bool stream_capturing() { return sim::capturing(); }
 
-// The simulator's tensors are CPU tensors: the CPU kernels' Philox draw.
+// Bad indices: reported (IndexError) on the simulator's CPU tensors, asserted
+// on the device under a pretended graph capture (see cuda::key).
+inline bool index_checks_on_device() { return stream_capturing(); }
+
+// The simulator's tensors are CPU tensors: the CPU kernels' Philox draw. Under
+// a pretended graph capture the kernel reads the seed and offset through
+// pointers, as a captured GPU kernel does (philox_seed_and_offset in
+// common.cuh); the returned tensor holds them until the kernel has run.
 template <typename Plan>
-void draw_philox(Plan& plan, const std::optional<at::Generator>& generator, const at::Tensor& like) {
+at::Tensor draw_philox(Plan& plan, const std::optional<at::Generator>& generator, const at::Tensor& like) {
   structured::draw_philox(plan, generator, like);
+  if constexpr (requires { plan.random; }) {
+    if (plan.random.words > 0 && stream_capturing()) {
+      philox_state& s = plan.random.state;
+      constexpr uint64_t intragraph = 4;  // the part of the offset the graph adds per kernel
+      at::Tensor memory = at::empty({2}, at::kLong);
+      int64_t* words = memory.mutable_data_ptr<int64_t>();
+      words[0] = static_cast<int64_t>(s.seed);
+      words[1] = static_cast<int64_t>(s.offset - intragraph);  // modulo 2^64, as the kernel adds
+      s = {0, 0, words, words + 1, intragraph};
+      return memory;
+    }
+  }
+  return at::Tensor();
 }
 
 [[noreturn]] inline void raise_cuda_error(cudaError_t error, const char* func, const char* file, int line) {
@@ -51,26 +71,23 @@ void draw_philox(Plan& plan, const std::optional<at::Generator>& generator, cons
 
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAStream.h>
 
 namespace opforge::cuda {
 
 inline cudaStream_t current_stream() { return c10::cuda::getCurrentCUDAStream(); }
 
-// Whether the current stream is being captured into a CUDA graph: no
-// synchronizing copies then.
-inline bool stream_capturing() {
-  return c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
-}
+// Bad indices are device-side asserts on the GPU (see cuda::key).
+inline bool index_checks_on_device() { return true; }
 
 // A plan's philox_request from the CUDA generator's graph-safe state (advanced
 // by the words the plan asks for), Note [Plan services].
+// Returns no tensor: under capture the pointers are the generator's own.
 template <typename Plan>
-void draw_philox(Plan& plan, const std::optional<at::Generator>& generator, const at::Tensor& like) {
+at::Tensor draw_philox(Plan& plan, const std::optional<at::Generator>& generator, const at::Tensor& like) {
   if constexpr (requires { plan.random; }) {
     if (plan.random.words == 0) {
-      return;
+      return at::Tensor();
     }
     auto* gen = at::get_generator_or_default<at::CUDAGeneratorImpl>(
         generator, at::cuda::detail::getDefaultCUDAGenerator(like.device().index()));
@@ -86,6 +103,7 @@ void draw_philox(Plan& plan, const std::optional<at::Generator>& generator, cons
       out.offset = s.offset_.val;
     }
   }
+  return at::Tensor();
 }
 
 }  // namespace opforge::cuda
@@ -96,14 +114,16 @@ void draw_philox(Plan& plan, const std::optional<at::Generator>& generator, cons
 namespace opforge::cuda {
 
 // The CUDA key's traits for the call sequence (Note [Call sequence] in
-// opforge/structured_call.h): plan workspace from the caching allocator, no
-// synchronizing index report under graph capture, the CUDA generator's Philox.
+// opforge/structured_call.h): plan workspace from the caching allocator, bad
+// indices as device-side asserts (as PyTorch's CUDA kernels: no synchronizing
+// readback per call; the simulator reports them unless it pretends a graph
+// capture), the CUDA generator's Philox.
 struct key {
   static constexpr bool has_workspace = true;
-  static constexpr bool (*capturing)() = &stream_capturing;
+  static constexpr bool (*device_asserts)() = &index_checks_on_device;
   template <typename Plan>
-  static void draw(Plan& plan, const std::optional<at::Generator>& generator, const at::Tensor& like) {
-    draw_philox(plan, generator, like);
+  static at::Tensor draw(Plan& plan, const std::optional<at::Generator>& generator, const at::Tensor& like) {
+    return draw_philox(plan, generator, like);
   }
 };
 

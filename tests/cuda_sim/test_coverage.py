@@ -36,11 +36,13 @@ def test_compiled_kernels_fit_their_launches(cuda_sim: Any) -> None:
     import check_cuda_objects as objects
 
     blocks: dict[str, int] = {}
+    launches: dict[str, int] = {}
     for key, (_, threads) in cuda_sim.launched_kernels().items():
         name = key.split(":")[1]
         blocks[name] = max(blocks.get(name, 0), threads)
+        launches[key] = threads
     build = ROOT / "build"
     if not objects.cuda_objects(build):
         pytest.skip(f"no CUDA objects under {build}")
-    report, failures = objects.check(build, _build_config.CUDA_ARCHS.split(), blocks)
+    report, failures = objects.check(build, _build_config.CUDA_ARCHS.split(), blocks, launches)
     assert report and not failures, "\n".join(failures)

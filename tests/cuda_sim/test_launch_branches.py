@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import torch
 
-from tests.cuda_sim.check import IN_ONE_WORKER, agree, cuda_op, sim_only
+from tests.cuda_sim.check import IN_ONE_WORKER, ON_GPU, agree, cuda_op, sim_only
 
 pytestmark = [pytest.mark.cuda_sim, IN_ONE_WORKER]
 
@@ -80,6 +80,25 @@ def test_add_plans(cuda_sim: Any, dtype: torch.dtype) -> None:
     a = t(2, 1, 3, 1, 2, 1, 3, 1, 2)
     b = t(1, 2, 1, 3, 1, 2, 1, 3, 1)
     agree("add", [a, b.transpose(0, 8)[:1] if False else b], overload="Tensor", label="9-dim")
+
+
+@sim_only
+@pytest.mark.parametrize("limit", [1000, 4095])
+def test_pointwise_plans_split_at_the_32bit_index_limit(cuda_sim: Any, limit: int) -> None:
+    # The GPU splits a plan whose indices or offsets pass 2**31 - 1; the simulator, with the
+    # limit lowered, splits these (halves of the outermost dim, size-1 dims dropped).
+    cuda_sim.set_index_limit(limit)
+    try:
+        x, y = rand(4099), rand(4099, seed=1)
+        agree("add", [x, y], overload="Tensor", label="flat")
+        agree("relu", [rand(3, 700, 5).transpose(0, 2)], label="strided")
+        agree("add", [rand(9, 1, 611), rand(1, 7, 1, seed=2)], overload="Tensor", label="broadcast")
+        agree("add_relu", [rand(1, 1, 5000), rand(5000, seed=3)], label="size-1 dims")
+        # One operand's offsets pass the limit while the output's elements do not.
+        wide = rand(30, 200)[:, ::50]
+        agree("relu", [wide], label="wide strides")
+    finally:
+        cuda_sim.set_index_limit(2**31 - 1)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -216,6 +235,27 @@ def test_spatial_pyramid_pool_nine_levels(cuda_sim: Any, mode: str, dtype: torch
     agree("spatial_pyramid_pool_backward", [rand(*y.shape, dtype=dtype, seed=1), x, levels, mode])
 
 
+@sim_only
+def test_random_ops_under_graph_capture_read_philox_through_pointers(cuda_sim: Any) -> None:
+    # A captured GPU kernel reads its seed and offset from device memory; the simulator,
+    # pretending a capture, passes them the same way: the same numbers as the CPU's.
+    x = rand(3000)
+    cuda_sim.set_capturing(True)
+    try:
+        for p in (0.3, 0.9):
+            cpu = torch.ops.opforge.dropout_forward(x, p, True, torch.Generator().manual_seed(9))
+            sim = torch.ops.opforge_cuda_sim.dropout_forward(
+                x, p, True, torch.Generator().manual_seed(9)
+            )
+            torch.testing.assert_close(sim, cpu)
+        w = torch.empty(40, 50)
+        cpu_w = torch.ops.opforge.normal(w, 0.0, 1.0, torch.Generator().manual_seed(4))
+        sim_w = torch.ops.opforge_cuda_sim.normal(w, 0.0, 1.0, torch.Generator().manual_seed(4))
+        torch.testing.assert_close(sim_w, cpu_w)
+    finally:
+        cuda_sim.set_capturing(False)
+
+
 @sim_only  # the GPU draws from the CUDA generator
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("n", [0, 1, 7, 1001])
@@ -244,9 +284,10 @@ def test_embedding(cuda_sim: Any, dim: int, dtype: torch.dtype, index_dtype: tor
     grad = rand(2, 3, dim, dtype=dtype, seed=1)
     agree("embedding_backward", [grad, idx, 11, 3])
     agree("embedding_backward", [grad, idx, 11, -1])
-    bad = torch.tensor([0, 11], dtype=index_dtype)
-    with pytest.raises(IndexError, match="indices"):
-        cuda_op("embedding")(w, bad, -1)
+    if not ON_GPU:  # the GPU asserts on the device (Note [Plan services])
+        bad = torch.tensor([0, 11], dtype=index_dtype)
+        with pytest.raises(IndexError, match="indices"):
+            cuda_op("embedding")(w, bad, -1)
 
 
 @pytest.mark.parametrize(
@@ -473,10 +514,11 @@ def test_roi_ops(cuda_sim: Any, channels: int, dtype: torch.dtype) -> None:
         "roi_pool_backward",
         [rand(*values.shape, dtype=dtype, seed=2), boxes, argmax, list(x.shape)],
     )
-    bad = boxes.clone()
-    bad[3, 0] = 2
-    with pytest.raises(IndexError, match="'boxes' out of range: 2"):
-        cuda_op("roi_align")(x, bad, [3, 2], 0.5, -1, False, "avg")
+    if not ON_GPU:  # the GPU asserts on the device (Note [Plan services])
+        bad = boxes.clone()
+        bad[3, 0] = 2
+        with pytest.raises(IndexError, match="'boxes' out of range: 2"):
+            cuda_op("roi_align")(x, bad, [3, 2], 0.5, -1, False, "avg")
 
 
 def test_roi_backward_ops_are_flagged_nondeterministic(cuda_sim: Any) -> None:

@@ -32,6 +32,8 @@ PYBIND11_MODULE(_cuda_sim, m) {
   m.def("reset_launched_kernels", &opforge::sim::reset_launched_kernels);
   m.def("set_capturing", &opforge::sim::set_capturing,
         "Pretend the current stream is being captured into a CUDA graph (entry points skip host readbacks)");
+  m.def("set_index_limit", &opforge::sim::set_index_limit,
+        "The largest index the kernels' 32-bit index math takes (default 2**31 - 1): lower it to split plans");
   m.def(
       "run_selftest",
       [](const std::string& name, std::uintptr_t buffer) {

@@ -30,6 +30,10 @@
 // - __shared__ variables are static thread_local: one block runs at a time
 //   on an OS thread, so each block sees its own copy (plain statics and one
 //   block at a time under AddressSanitizer, whose redzones then cover them).
+// - Device code takes the device branch of opforge/math (OPFORGE_DEVICE_MATH
+//   in math/functions.h), not the host's vectorizing approximations: CUDA's
+//   expf, erff, tanhf, log1pf and powf are the host libm's here, within a few
+//   ulp of the GPU's (CUDA's documented bounds), which the tests' tolerances allow.
 #include "cuda_sim.h"
 #include "fiber.h"
 #include "stats.h"

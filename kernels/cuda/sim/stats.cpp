@@ -2,6 +2,7 @@
 #include "stats.h"
 
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 
 namespace opforge::sim {
@@ -54,6 +55,13 @@ std::atomic<bool> capture_mode{false};
 
 bool capturing() { return capture_mode.load(); }
 void set_capturing(bool on) { capture_mode = on; }
+
+namespace {
+std::atomic<int64_t> index_limit_value{INT32_MAX};
+}  // namespace
+
+int64_t index_limit() { return index_limit_value.load(); }
+void set_index_limit(int64_t limit) { index_limit_value = limit; }
 
 void reset_launched_kernels() {
   const std::lock_guard<std::mutex> lock(stats_mutex());

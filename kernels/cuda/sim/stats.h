@@ -27,4 +27,10 @@ std::string last_error_message();
 bool capturing();
 void set_capturing(bool on);
 
+// The largest element index or offset the CUDA kernels' 32-bit index math
+// takes (INT32_MAX on a GPU): lowered by a test, plans over more elements are
+// split (pointwise::for_each_32bit_part) without tensors of 2^31 elements.
+int64_t index_limit();
+void set_index_limit(int64_t limit);
+
 }  // namespace opforge::sim

@@ -5,7 +5,8 @@
 //
 //   index_report bad_index;  the kernel reports the first index outside
 //                            [0, limit); the generated code raises IndexError
-//                            after the kernel (embedding, target indices).
+//                            after the kernel (embedding, target indices); on
+//                            the GPU a device-side assert.
 //   philox_request random;   `words` 32-bit random words: the generated code
 //                            draws a Philox (seed, offset) for them from the
 //                            op's `Generator?` argument (dropout).
@@ -20,9 +21,10 @@ namespace opforge {
 
 // Where a kernel reports an out-of-range index: `found` points at two int64
 // {1, index} the kernel sets for the first bad index it meets (host memory on
-// CPU, device memory on CUDA, zeroed before the kernel); a kernel touches no
-// memory for a bad index. `found` is null on CUDA under CUDA-graph capture,
-// where the host cannot read it back: the device code asserts instead.
+// CPU and in the CUDA simulator, zeroed before the kernel); a kernel touches
+// no memory for a bad index. `found` is null on the GPU (and in the simulator
+// under a pretended graph capture): the device code asserts instead, as
+// PyTorch's CUDA kernels do, with no synchronizing readback per call.
 struct index_report {
   int64_t* found = nullptr;
   int64_t limit = 0;

@@ -177,13 +177,12 @@ at::Tensor allocate(const output<Int>& spec, const at::Tensor& like,
 }
 
 // The zeroed {found, index} pair of a plan's index_report, on the device of
-// `like`; undefined when the plan has none, or when `capturing` (CUDA only)
-// says the stream is being captured into a CUDA graph: no readback then, the
-// kernel asserts on the device.
+// `like`; undefined when the plan has none, or when `device_asserts` (the
+// key's choice) says the kernel asserts on the device instead: no readback.
 template <typename Plan>
-at::Tensor attach_index_report(Plan& plan, const at::Tensor& like, bool (*capturing)()) {
+at::Tensor attach_index_report(Plan& plan, const at::Tensor& like, bool (*device_asserts)()) {
   if constexpr (requires { plan.bad_index; }) {
-    if (capturing == nullptr || !capturing()) {
+    if (device_asserts == nullptr || !device_asserts()) {
       at::Tensor found = at::zeros({2}, like.options().dtype(at::kLong));
       plan.bad_index.found = found.mutable_data_ptr<int64_t>();
       return found;
@@ -192,7 +191,7 @@ at::Tensor attach_index_report(Plan& plan, const at::Tensor& like, bool (*captur
   return at::Tensor();
 }
 
-// Raises the IndexError the kernel reported (one small synchronizing copy on CUDA).
+// Raises the IndexError the kernel reported.
 template <typename Plan>
 void raise_bad_index(const char* op, const Plan& plan, const at::Tensor& report) {
   if constexpr (requires { plan.bad_index; }) {

@@ -42,10 +42,13 @@ namespace opforge::structured {
 // The CPU key: no device scratch, no graph capture, host Philox draws.
 struct cpu_key {
   static constexpr bool has_workspace = false;
-  static constexpr bool (*capturing)() = nullptr;  // graph capture: whether the stream is being captured
+  // Whether a bad index is a device-side assert rather than a reported IndexError.
+  static constexpr bool (*device_asserts)() = nullptr;
+  // The plan's Philox state; returns what must outlive the kernel (nothing here).
   template <typename Plan>
-  static void draw(Plan& plan, const std::optional<at::Generator>& generator, const at::Tensor& like) {
+  static at::Tensor draw(Plan& plan, const std::optional<at::Generator>& generator, const at::Tensor& like) {
     draw_philox(plan, generator, like);
+    return at::Tensor();
   }
 };
 
@@ -119,7 +122,7 @@ at::Tensor run_kernel(const char* op, Meta& meta, const at::Tensor& like, at::Me
   if constexpr (Key::has_workspace) {
     workspace = attach_workspace(meta.plan, like);
   }
-  const at::Tensor index_report = attach_index_report(meta.plan, like, Key::capturing);
+  const at::Tensor index_report = attach_index_report(meta.plan, like, Key::device_asserts);
   at::Tensor length_report;
   if constexpr (requires { meta.plan.length; }) {
     if (options.data_dependent != 0) {
@@ -128,9 +131,10 @@ at::Tensor run_kernel(const char* op, Meta& meta, const at::Tensor& like, at::Me
   } else {
     TORCH_INTERNAL_ASSERT(options.data_dependent == 0, op, ": data-dependent outputs need a length_report in the plan");
   }
+  at::Tensor philox_memory;
   if constexpr (requires { meta.plan.random; }) {
     if (options.generator != nullptr) {
-      Key::draw(meta.plan, *options.generator, like);
+      philox_memory = Key::draw(meta.plan, *options.generator, like);
     }
   }
   for (std::size_t i = 0; i < NIn; ++i) {

@@ -77,7 +77,7 @@ C10_HOST_DEVICE inline A lrn_denominator(A sum_sq, double alpha, double k, int64
 // choosing it. Otherwise pow.
 template <bool Fast>
 C10_HOST_DEVICE inline float lrn_pow_neg(float d, double beta) {
-#ifndef __CUDA_ARCH__
+#if !OPFORGE_DEVICE_MATH
   if constexpr (Fast) {
     return exp_(-static_cast<float>(beta) * log1p_(d - 1.0f));
   }

@@ -7,6 +7,12 @@
 // engine] in geometry.h.
 #include <cstdint>
 
+#if defined(OPFORGE_CUDA_SIM)
+namespace opforge::sim {
+int64_t index_limit();  // kernels/cuda/sim/stats.h
+}  // namespace opforge::sim
+#endif
+
 namespace opforge::pointwise {
 
 // Dims left after size-1 dims are dropped and mergeable dims merged; a tensor
@@ -45,7 +51,11 @@ struct plan {
   // Whether every element index and offset fits in int32_t: the CUDA kernels'
   // index math is then 32-bit (for_each_32bit_part splits a plan that does not).
   bool fits_32bit() const {
+#if defined(OPFORGE_CUDA_SIM)
+    const int64_t limit = sim::index_limit();  // a test lowers it (see sim/stats.h)
+#else
     constexpr int64_t limit = INT32_MAX;
+#endif
     if (numel() > limit) {
       return false;
     }
