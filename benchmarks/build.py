@@ -67,13 +67,22 @@ def group_of(output: str) -> str:
     return "link and custom steps"
 
 
-def ninja_log(build: Path, skip: int = 0) -> list[tuple[float, str]]:
-    """(seconds, output) of each step ninja logged after its first `skip` steps."""
+def ninja_log(build: Path) -> list[tuple[float, str]]:
+    """(seconds, output) of each step in ninja's log."""
     steps = []
-    for line in (build / ".ninja_log").read_text().splitlines()[1 + skip :]:
+    for line in (build / ".ninja_log").read_text().splitlines()[1:]:
         start, end, _, output, _ = line.split("\t")
         steps.append(((int(end) - int(start)) / 1000, output))
     return steps
+
+
+def rebuilt_objects(build: Path, since_ns: int) -> list[str]:
+    """The objects written after `since_ns` (ninja may rewrite its log, so the log's length
+    does not say which steps are new; the files' times do)."""
+    objects = {o for _, o in ninja_log(build) if o.endswith(".o")}
+    return [
+        o for o in objects if (build / o).exists() and (build / o).stat().st_mtime_ns > since_ns
+    ]
 
 
 def children_cpu() -> float:
@@ -128,9 +137,9 @@ def main() -> None:
                 print(f"  {label:<40} skipped: '{old}' not in {rel}")
                 continue
             path.write_text(original.replace(old, new, 1) if old else original + new)
-            logged = len(ninja_log(clone / "build"))
+            since = time.time_ns()
             wall, _ = timed([*make, "build"], clone, env)
-            objects = [o for _, o in ninja_log(clone / "build", logged) if o.endswith(".o")]
+            objects = rebuilt_objects(clone / "build", since)
             print(f"  {label:<40} {wall:7.1f} s  {len(objects):>4} objects  ({rel})")
             path.write_text(original)
             timed([*make, "build"], clone, env)  # back to the committed tree

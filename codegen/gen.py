@@ -73,10 +73,13 @@ def render_all(ops: Sequence[OpDecl]) -> dict[str, str]:
                 files[path] = _render(template, unit)
     for path, unit in structured.units(ops).items():
         files[path] = _render("structured_kernels.j2", unit)
+    # The CUDA simulator's registrations, a unit per family (Note [Build groups]).
+    for family in sorted({o.family for o in ops}):
+        members = [o for o in ops if o.family == family]
+        files[f"csrc/cuda_sim/{family}.cpp"] = _render("cuda_sim.cpp.j2", cpp.cuda_sim(members))
     whole: list[tuple[str, str, Callable[[Sequence[OpDecl]], dict[str, Any]]]] = [
         ("csrc/library.cpp", "library.cpp.j2", cpp.library),
         ("csrc/bindings.cpp", "bindings.cpp.j2", cpp.bindings),
-        ("csrc/cuda_sim.cpp", "cuda_sim.cpp.j2", cpp.cuda_sim),
         ("python/_ops.py", "ops.py.j2", py.wrappers),
         ("python/_ops.pyi", "ops.pyi.j2", py.wrappers),
         ("docs/operators.md", "operators.md.j2", py.docs),

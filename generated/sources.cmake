@@ -236,7 +236,7 @@ set(OPFORGE_CPU_KERNEL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/softmax_cpu.cpp
 )
 # The generated CUDA device code (nvcc, or the CUDA simulator's C++ build); the
-# host code is in the op's registration unit and in csrc/cuda_sim.cpp.
+# host code is in the op's registration unit and in csrc/cuda_sim/<family>.cpp.
 set(OPFORGE_GENERATED_CUDA_DEVICE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/anchors.cu
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/boxes.cu
@@ -621,5 +621,27 @@ set_source_files_properties(
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/fake_quantize_per_tensor_affine_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/fake_quantize_per_tensor_affine_backward_cpu.cpp
   PROPERTIES UNITY_GROUP cpu_quantize_0)
-# The CUDA simulator's op registrations (opforge._cuda_sim).
-set(OPFORGE_CUDA_SIM_GENERATED_SOURCES ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim.cpp)
+# The CUDA simulator's op registrations (opforge._cuda_sim), a unit per family.
+set(OPFORGE_CUDA_SIM_GENERATED_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/activation.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/anchors.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/binary.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/boxes.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/classification_loss.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/conv.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/init.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/int_gemm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/layers.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/loss.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/nms.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/norm.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/observer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/optim.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/pooling.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/prune.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/quantize.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/quantize_affine.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/reduction.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/roi.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/softmax.cpp
+)

@@ -223,6 +223,7 @@ def cmake(ops: Sequence[OpDecl]) -> Context:
     return {
         "sources": sources(ops),
         "names": sorted({o.file_stem for o in ops}),
+        "families": sorted({o.family for o in ops}),
         "registration_groups": _unity_groups(registration),
         "kernel_groups": _unity_groups(kernels),
         "pointwise": pointwise,

@@ -53,7 +53,7 @@ def test_editing_one_entry_touches_only_its_files(tmp_path: Path) -> None:
         "csrc/ops/relu.cpp",
         "csrc/kernels/relu_cpu.cpp",
         "csrc/library.cpp",
-        "csrc/cuda_sim.cpp",
+        "csrc/cuda_sim/activation.cpp",
         "csrc/bindings.cpp",
         "python/_ops.py",
         "python/_ops.pyi",

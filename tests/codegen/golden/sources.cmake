@@ -16,7 +16,7 @@ set(OPFORGE_CPU_KERNEL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/select_cpu.cpp
 )
 # The generated CUDA device code (nvcc, or the CUDA simulator's C++ build); the
-# host code is in the op's registration unit and in csrc/cuda_sim.cpp.
+# host code is in the op's registration unit and in csrc/cuda_sim/<family>.cpp.
 set(OPFORGE_GENERATED_CUDA_DEVICE_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/csrc/structured/select.cu
 )
@@ -43,5 +43,7 @@ set_source_files_properties(
 set_source_files_properties(
   ${CMAKE_CURRENT_LIST_DIR}/csrc/kernels/clamp_to_cpu.cpp
   PROPERTIES UNITY_GROUP cpu_two_ops_0)
-# The CUDA simulator's op registrations (opforge._cuda_sim).
-set(OPFORGE_CUDA_SIM_GENERATED_SOURCES ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim.cpp)
+# The CUDA simulator's op registrations (opforge._cuda_sim), a unit per family.
+set(OPFORGE_CUDA_SIM_GENERATED_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/csrc/cuda_sim/two_ops.cpp
+)
