@@ -48,3 +48,12 @@ def return_results(count: int) -> str:
     if count == 1:
         return "return results[0];"
     return f"return std::make_tuple({', '.join(f'results[{i}]' for i in range(count))});"
+
+
+def kernel_call(key: str, kernel: str, template_args: str, args: list[str]) -> str:
+    """A structured kernel's call: on CUDA with the current stream and its error checked, on
+    the CPU through the copy for the selected capability (Note [CPU capabilities])."""
+    if key == "CUDA":
+        call = f"opforge::{kernel}<{template_args}>({', '.join(args)}"
+        return f"OPFORGE_CUDA_CHECK({call}, opforge::cuda::current_stream()));"
+    return f"OPFORGE_CPU_KERNEL({kernel}<{template_args}>)({', '.join(args)});"

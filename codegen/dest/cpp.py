@@ -400,11 +400,9 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
         ),
         # Note [Call sequence] in opforge/structured_call.h.
         "call_sequence": any(op.structured is not None or op.pointwise is not None for op in ops),
-        "structured_lengths": any(op.data_dependent for op in ops),
         "cuda_kernels": cuda_kernels,
         "functor_headers": sorted({k["header"] for k in cuda_kernels}),
         "structured_cuda": structured.cuda_declarations(ops),
-        "lists": any(op.lists is not None and op.structured is not None for op in ops),
     }
 
 
@@ -492,7 +490,6 @@ def cuda_sim(ops: Sequence[OpDecl]) -> Context:
         "meta_steps": steps,
         # Note [Call sequence] in opforge/structured_call.h.
         "call_sequence": any(op.structured is not None or op.pointwise is not None for op in ops),
-        "structured_lengths": any(op.data_dependent for op in ops),
         "cuda_kernels": cuda_kernels,
         "functor_headers": sorted({k["header"] for k in cuda_kernels}),
         "structured_cuda": structured.cuda_declarations(simulated),

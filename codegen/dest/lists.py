@@ -6,7 +6,7 @@ dense pointers."""
 from __future__ import annotations
 
 from codegen.dest import cpp
-from codegen.dest.common import return_results
+from codegen.dest.common import kernel_call, return_results
 from codegen.opdecl import CPP_SCALAR, DTYPES, OpDecl, TensorLists, kernel_name
 from codegen.parse import output_names
 
@@ -164,11 +164,7 @@ def backend_body(f: OpDecl, key: str, traits: str, *, simulated: bool = False) -
         f"[&](const opforge::structured::list_tensors<{len(outs)}, {len(s.names)}>& k) {{",
         f"  opforge::structured::dispatch<{types}>({dtype}, kOp, [&]<typename {SCALAR}>() {{",
     ]
-    if key == "CUDA":
-        call = f"opforge::{kernel}<{SCALAR}>({', '.join(pointers)}"
-        lines.append(f"    OPFORGE_CUDA_CHECK({call}, opforge::cuda::current_stream()));")
-    else:
-        lines.append(f"    OPFORGE_CPU_KERNEL({kernel}<{SCALAR}>)({', '.join(pointers)});")
+    lines.append(f"    {kernel_call(key, kernel, SCALAR, pointers)}")
     return [*lines, "  });", "});", return_results(len(outs))]
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from codegen.api import cpp as cpp_api
 from codegen.dest import cpp, lists, pointwise, variant_kernels
-from codegen.dest.common import return_results, sources
+from codegen.dest.common import kernel_call, return_results, sources
 from codegen.model import FunctionSchema, ListType, OptionalType
 from codegen.opdecl import CPP_SCALAR, DTYPES, OpDecl, Structured, kernel_name
 from codegen.parse import output_names
@@ -208,12 +208,7 @@ def _launch(f: OpDecl, key: str) -> str:
         access = "written_ptr" if n in written else "in_ptr"
         pointers.append(f"k.{access}<{_element(f, n, SCALAR)}>({j})")
     params = ", ".join([SCALAR, *map(type_parameter, own_dtype_arguments(dict(f.arg_dtypes)))])
-    kernel = kernel_name(f.kernel(key) or "")
-    if key == "CUDA":
-        call = f"opforge::{kernel}<{params}>({', '.join(pointers)}, meta.plan"
-        return f"OPFORGE_CUDA_CHECK({call}, opforge::cuda::current_stream()));"
-    # The copy for the selected CPU capability (Note [CPU capabilities]).
-    return f"OPFORGE_CPU_KERNEL({kernel}<{params}>)({', '.join(pointers)}, meta.plan);"
+    return kernel_call(key, kernel_name(f.kernel(key) or ""), params, [*pointers, "meta.plan"])
 
 
 def _dispatch(f: OpDecl, key: str, renames: dict[str, str]) -> list[str]:

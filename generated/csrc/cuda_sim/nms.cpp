@@ -14,7 +14,6 @@
 #include <opforge/pointwise/geometry.h>
 #include <opforge/pointwise/loss.h>
 #include <opforge/structured_call.h>
-#include <opforge/structured_lengths.h>
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
 

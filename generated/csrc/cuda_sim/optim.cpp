@@ -18,7 +18,6 @@
 #include <opforge/checks.h>
 #include <opforge/pointwise/geometry.h>
 #include <opforge/pointwise/loss.h>
-#include <opforge/structured_lists.h>
 #include <opforge/structured_call.h>
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>

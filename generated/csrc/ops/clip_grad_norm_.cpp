@@ -14,7 +14,6 @@
 #include <opforge/checks.h>
 #include <opforge/shape_rules.h>
 #include <opforge/structured_call.h>
-#include <opforge/structured_lists.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
