@@ -27,6 +27,9 @@ DTYPES: dict[str, str] = {
     "float8_e5m2": "Float8_e5m2",
 }
 FLOATING_DTYPES = ("float32", "float64", "float16", "bfloat16")
+# `arg_dtypes: {mean: [opmath]}`: the compute dtype of the op's dtype (float32 for float16 and
+# bfloat16, else the dtype itself), as the statistics of a half-precision norm.
+OPMATH = "opmath"
 # YAML dtype name -> the C++ type a `kernel<scalar_t>` template is instantiated with.
 CPP_SCALAR: dict[str, str] = {
     "float32": "float",
@@ -266,8 +269,12 @@ class OpDecl:
         return self.structured.data_dependent if self.structured is not None else ()
 
     def dtypes_of(self, arg: str) -> tuple[str, ...]:
-        """The dtypes tensor argument `arg` accepts."""
+        """The dtypes tensor argument `arg` accepts (`(OPMATH,)`: the op's dtype's compute dtype)."""
         return dict(self.arg_dtypes).get(arg, self.dtypes)
+
+    def is_opmath(self, arg: str) -> bool:
+        """Whether tensor `arg` (or output) has the compute dtype of the op's dtype."""
+        return dict(self.arg_dtypes).get(arg) == (OPMATH,)
 
     @property
     def generated_variant(self) -> str | None:
@@ -314,3 +321,12 @@ class OpDecl:
     @property
     def keys(self) -> tuple[str, ...]:
         return tuple(k for k, _ in self.dispatch)
+
+
+def output_names(schema: FunctionSchema) -> list[str]:
+    """The outputs' names in kernel signatures: the schema's return names, else result /
+    result0, result1, ..."""
+    rets = schema.returns
+    if len(rets) == 1:
+        return [rets[0].name or "result"]
+    return [r.name or f"result{i}" for i, r in enumerate(rets)]

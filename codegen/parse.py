@@ -29,6 +29,7 @@ from codegen.opdecl import (
     ENTRY_FIELDS,
     FLOATING_DTYPES,
     LOSS_REDUCTIONS,
+    OPMATH,
     VARIANT_KINDS,
     Check,
     Derivative,
@@ -40,6 +41,7 @@ from codegen.opdecl import (
     Structured,
     TensorLists,
     is_template,
+    output_names,
 )
 from codegen.validate import check_entry
 from codegen.variants import api_names, expand_variants
@@ -56,7 +58,10 @@ def known_tags() -> frozenset[str]:
         path = Path(spec.origin).parent / "packaged" / "ATen" / "native" / "tags.yaml"
         if path.exists():
             return frozenset(e["tag"] for e in yaml.safe_load(path.read_text()))
-    return frozenset({"core", "pointwise", "reduction", "inplace", "out", "generated"})
+    # (the tags schemas/ uses, so `explain`/`list` work without torchgen installed)
+    return frozenset(
+        {"core", "pointwise", "reduction", "inplace", "out", "generated", "nondeterministic_seeded"}
+    )
 
 
 class _EntryParser:
@@ -394,6 +399,14 @@ class _EntryParser:
         )
         meta, plan, source = (str(raw.get(k, family)) for k in ("meta", "plan", "source"))
         ok = True
+        if not any(a.type.is_tensor_like() for a in schema.arguments.flat_all):
+            # (the outputs are allocated like the first tensor argument: device and options)
+            self.err(
+                "structured",
+                "a structured op needs a Tensor or Tensor[] argument, and this one has none",
+                "a factory op is 'dispatch: {CompositeExplicitAutograd: my_op}' over ATen factories",
+            )
+            return None
         for key, value, pattern in (
             ("meta", meta, r"[A-Za-z_]\w*"),
             ("plan", plan, r"[A-Za-z_][\w:]*(<[\w:, ]+>)?"),
@@ -665,11 +678,11 @@ class _EntryParser:
         for name, names in raw.items():
             a = args.get(name)
             if name in outputs and a is None:
-                if not self.e.get("structured"):
+                if not self.e.get("structured") and names != [OPMATH]:
                     self.err(
                         "arg_dtypes",
                         f"arg_dtypes names the output '{name}'; only a structured op's "
-                        "kernels take typed outputs",
+                        "kernels take typed outputs (any op may declare [opmath])",
                     )
                     continue
             elif a is None or not (a.type.is_tensor_like() and "?[]" not in str(a.type)):
@@ -686,7 +699,22 @@ class _EntryParser:
             ):
                 self.err("arg_dtypes", f"dtypes of '{name}' must be a list, e.g. [int64]")
                 continue
-            self._check_dtype_names("arg_dtypes", names)
+            if names == [OPMATH] and (self.e.get("pointwise") or self.e.get("lists")):
+                self.err(
+                    "arg_dtypes",
+                    f"'{name}': [opmath] is for structured and composite ops; pointwise and "
+                    "list kernels take one element type",
+                )
+                continue
+            if OPMATH in names and names != [OPMATH]:
+                self.err(
+                    "arg_dtypes",
+                    f"'{name}': [opmath] is a dtype of its own (the op's dtype's compute "
+                    "type); it cannot be listed with others",
+                )
+                continue
+            if names != [OPMATH]:
+                self._check_dtype_names("arg_dtypes", names)
             out.append((str(name), tuple(names)))
         return tuple(out)
 
@@ -854,15 +882,6 @@ def _updates_in_place(schema: FunctionSchema) -> bool:
 
 def _is_tensor_list(t: Any) -> bool:
     return isinstance(t, ListType) and t.elem == BaseType(BaseTy.Tensor)
-
-
-def output_names(schema: FunctionSchema) -> list[str]:
-    """The outputs' names in kernel signatures: the schema's return names, else result /
-    result0, result1, ..."""
-    rets = schema.returns
-    if len(rets) == 1:
-        return [rets[0].name or "result"]
-    return [r.name or f"result{i}" for i, r in enumerate(rets)]
 
 
 def _plain(value: Any) -> Any:

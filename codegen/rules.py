@@ -8,7 +8,7 @@ Shape rules (README.md, "Entry fields", says the same for users):
   sizes(e0, e1, ...)      explicit sizes: +, -, *, // over int literals, int/SymInt arguments,
                           list elements (`stride[0]`) and tensor sizes (`x.size(2)`, `x.dim()`),
                           e.g. the conv output size `(x.size(2) + 2 * padding[0] - 1) // stride[0] + 1`
-  <identifier>            a hand-written C++ meta function in kernels/meta/ with the kernel signature
+  (an op whose outputs need C++ is structured: its meta function owns the shapes and checks)
 Dtype rules:
   like(x)                 output dtype is x's (the default: the first Tensor argument)
   promote(a, b, ...)      torch type promotion of the inputs; inputs are converted first

@@ -69,3 +69,20 @@ def build_info() -> dict[str, Any]:
         "cpu_capabilities": _C._cpu_capabilities.split(),
         "ops": ops,
     }
+
+
+# Submodules reachable as attributes after `import opforge`, as `torch.optim` after
+# `import torch`; imported on first use so that `import opforge` stays as fast as it was.
+_LAZY_SUBMODULES = ("optim", "models", "quantization", "detection")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"opforge.{name}")
+    raise AttributeError(f"module 'opforge' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY_SUBMODULES])

@@ -62,7 +62,9 @@ def _scaled_call(
             continue  # the schema's default applies
         value = raw.get(a.name)
         own = row["arg_dtypes"].get(a.name)
-        own_dtype = getattr(torch, own[0]) if own else primary
+        own_dtype = getattr(torch, own[0]) if own and own != ["opmath"] else primary
+        if own == ["opmath"]:  # the compute dtype of the op's (norm statistics)
+            own_dtype = torch.float32 if primary in (torch.float16, torch.bfloat16) else primary
         if str(a.type).startswith("ScalarType") and isinstance(value, str):
             # A dtype name, or a tensor argument's name for that tensor's dtype.
             value = built[value].dtype if value in built else getattr(torch, value)

@@ -104,3 +104,22 @@ def test_sass_only_build_refuses_a_newer_gpu_by_name(monkeypatch: pytest.MonkeyP
         match=r"compiled for 8\.0 9\.0, which cannot run on cuda:0 \(Future GPU, compute capability 10\.0\)",
     ):
         _archs.check_devices(["8.0", "9.0"])
+
+
+def test_submodules_are_attributes_imported_on_first_use() -> None:
+    """`opforge.optim.AdamW` after a bare `import opforge`, as `torch.optim` after `import
+    torch`, without importing the submodules up front (import time)."""
+    script = (
+        "import sys, opforge\n"
+        "lazy = ('optim', 'models', 'quantization', 'detection')\n"
+        "assert not [m for m in lazy if f'opforge.{m}' in sys.modules], sys.modules.keys()\n"
+        "assert opforge.optim.AdamW is sys.modules['opforge.optim'].AdamW\n"
+        "assert {'optim', 'models'} <= set(dir(opforge))\n"
+        "try:\n"
+        "    opforge.no_such_thing\n"
+        "except AttributeError as e:\n"
+        "    assert 'no_such_thing' in str(e)\n"
+        "else:\n"
+        "    raise AssertionError('no AttributeError')\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)

@@ -36,6 +36,11 @@ def shared_dtype_args(op: OpDecl) -> list[tuple[Argument, str]]:
     return [(a, k) for a, k in tensor_args(op) if a.name not in own]
 
 
+def opmath_type(scalar: str) -> str:
+    """The C++ element type of an `[opmath]` tensor of a kernel over `scalar`."""
+    return f"opforge::math::opmath_t<{scalar}>"
+
+
 def dtype_description(dtypes: Sequence[str]) -> str:
     kind = "a floating tensor" if set(dtypes) <= set(FLOATING_DTYPES) else "a tensor of dtype"
     return f"{kind} ({', '.join(dtypes)})"

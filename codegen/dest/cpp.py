@@ -2,138 +2,23 @@
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from codegen import formulas, rules
 from codegen.api import binding, cpp
-from codegen.dest import pointwise, structured
+from codegen.dest import checks, pointwise, structured
 from codegen.dest.autograd import autograd
-from codegen.dest.common import dtype_description, shared_dtype_args, sources, tensor_args
-from codegen.opdecl import BACKEND_KEYS, DTYPES, OpDecl, kernel_name
+from codegen.dest.common import sources, tensor_args
+from codegen.opdecl import BACKEND_KEYS, OPMATH, OpDecl, kernel_name
 
 Context = dict[str, Any]
-
-
-def _first_tensor(op: OpDecl) -> str | None:
-    """The tensor whose dtype picks the template instantiation and whose device the others match."""
-    return next((a.name for a, k in shared_dtype_args(op) if k == "tensor"), None)
-
-
-def allowed_dtypes(dtypes: Sequence[str]) -> str:
-    listed = ", ".join(f"at::ScalarType::{DTYPES[d]}" for d in dtypes)
-    return f'{{{listed}}}, "{dtype_description(dtypes)}"'
-
-
-def device_checks(op: OpDecl, key: str, *, simulated: bool = False) -> list[str]:
-    """The tensors' devices for a backend key (`simulated`: the CUDA kernel run by the CUDA
-    simulator, on CPU tensors), or their agreement (Meta)."""
-    ref = _first_tensor(op)
-    if key == "CPU" or simulated:
-        return [
-            f'opforge::check::device_type(kOp, "{a.name}", {a.name}, c10::DeviceType::CPU);'
-            for a, _ in tensor_args(op)
-        ]
-    if key == "CUDA" and ref is not None:
-        return [
-            f'opforge::check::device_type(kOp, "{ref}", {ref}, c10::DeviceType::CUDA);',
-            *_same_device_checks(op),
-        ]
-    return _same_device_checks(op)
-
-
-def device_guard(op: OpDecl) -> list[str]:
-    ref = _first_tensor(op)
-    return [] if ref is None else [f"const c10::DeviceGuard device_guard({ref}.device());"]
-
-
-def dtype_checks(op: OpDecl, promoted_name: str = "promoted", *, declare: bool = True) -> list[str]:
-    """Every tensor's dtype against the schema's, one dtype for those that share it, or
-    the promoted dtype (declared as `promoted_name`, or assigned to it)."""
-    lines: list[str] = []
-    promoted = op.dtype_rule.args if isinstance(op.dtype_rule, rules.Promote) else ()
-    if promoted:
-        label = "/".join(f"'{n}'" for n in promoted)
-        target = f"const at::ScalarType {promoted_name}" if declare else promoted_name
-        lines.append(f"{target} = opforge::check::promote({{{', '.join(promoted)}}});")
-        lines.append(
-            f'opforge::check::dtype(kOp, "{label}", {promoted_name}, {allowed_dtypes(op.dtypes)});'
-        )
-    for a, _ in tensor_args(op):
-        if a.name not in promoted:
-            own = allowed_dtypes(op.dtypes_of(a.name))
-            lines.append(f"opforge::check::dtype(kOp, \"'{a.name}'\", {a.name}, {own});")
-    return lines + _same_dtype_checks(op)
-
-
-def user_checks(op: OpDecl) -> list[str]:
-    """The entry's `checks:`, as TORCH_CHECKs whose message prints the named arguments."""
-    lines = []
-    for c in op.checks:
-        pieces = re.split(r"\{(\w+)\}", c.message)
-        parts = [json.dumps(p) if i % 2 == 0 else p for i, p in enumerate(pieces) if p or i % 2]
-        lines.append(f'TORCH_CHECK({c.condition}, kOp, ": ", {", ".join(parts)});')
-    return lines
-
-
-def checks_before_kernel(
-    op: OpDecl, key: str, *, simulated: bool = False
-) -> tuple[list[str], dict[str, str]]:
-    """Statements run before the kernel, and argument renames (promoted copies)."""
-    renames: dict[str, str] = {}
-    lines = device_checks(op, key, simulated=simulated) + dtype_checks(op)
-    if isinstance(op.dtype_rule, rules.Promote):
-        for n in op.dtype_rule.args:
-            lines.append(f"const at::Tensor {n}_p = {n}.to(promoted);")
-            renames[n] = f"{n}_p"
-    lines += _same_shape_checks(op) + user_checks(op)
-    if key == "CUDA" and not simulated:
-        lines += device_guard(op)
-    return lines, renames
-
-
-def dispatch_dtype(op: OpDecl) -> str:
-    """The dtype a template kernel is instantiated for: the promoted one, else the first tensor's."""
-    if isinstance(op.dtype_rule, rules.Promote):
-        return "promoted"
-    return f"{_first_tensor(op)}.scalar_type()"
 
 
 def _kernel_call(op: OpDecl, kernel: str, renames: dict[str, str]) -> list[str]:
     args = ", ".join(renames.get(a.name, a.name) for a in op.schema.arguments.flat_all)
     return [f"return opforge::{kernel_name(kernel)}({args});"]
-
-
-def _same_dtype_checks(op: OpDecl) -> list[str]:
-    """One dtype for all tensors unless promoted: template kernels take a single scalar type."""
-    ref = _first_tensor(op)
-    if isinstance(op.dtype_rule, rules.Promote) or ref is None:
-        return []
-    return [
-        f'opforge::check::same_dtype(kOp, "{a.name}", {a.name}, "{ref}", {ref});'
-        for a, _ in shared_dtype_args(op)
-        if a.name != ref
-    ]
-
-
-def _same_shape_checks(op: OpDecl) -> list[str]:
-    if not isinstance(op.shape, rules.Same):
-        return []
-    first, *rest = op.shape.args
-    return [f'opforge::check::same_shape(kOp, "{n}", {n}, "{first}", {first});' for n in rest]
-
-
-def _same_device_checks(op: OpDecl) -> list[str]:
-    """Meta kernels see mixed devices too (a meta tensor routes there); reject them likewise."""
-    ref = _first_tensor(op)
-    return [
-        f'opforge::check::same_device(kOp, "{a.name}", {a.name}, "{ref}", {ref});'
-        for a, _ in tensor_args(op)
-        if ref is not None and a.name != ref
-    ]
 
 
 def _meta_return(op: OpDecl) -> str:
@@ -142,7 +27,7 @@ def _meta_return(op: OpDecl) -> str:
     if isinstance(dtype_rule, rules.Promote):
         dtype = f"opforge::check::promote({{{', '.join(dtype_rule.args)}}})"
     else:
-        dtype = f"{dtype_rule.arg if isinstance(dtype_rule, rules.Like) else _first_tensor(op)}.scalar_type()"
+        dtype = f"{dtype_rule.arg if isinstance(dtype_rule, rules.Like) else checks.first_tensor(op)}.scalar_type()"
     if isinstance(shape, rules.Like):
         sizes, options = f"{shape.arg}.sym_sizes()", shape.arg
     elif isinstance(shape, rules.Same):
@@ -154,7 +39,7 @@ def _meta_return(op: OpDecl) -> str:
         tensors = {a.name for a, _ in tensor_args(op)}
         dims = ", ".join(rules.size_expr_cpp(e, tensors) for e in shape.exprs)
         sizes = f"opforge::shape::checked_sizes(kOp, c10::SymDimVector{{{dims}}})"
-        options = _first_tensor(op) or "self"
+        options = checks.first_tensor(op) or "self"
     elif isinstance(shape, rules.Reduce):
         sizes = f'opforge::shape::reduce<c10::SymInt>(kOp, "{shape.dim}", {shape.arg}.sym_sizes(), {shape.dim}, {shape.keepdim})'
         options = shape.arg
@@ -241,6 +126,8 @@ def header(name: str, ops: Sequence[OpDecl]) -> Context:
         {"qualified": o.qualified, "signature": cpp.signature(o.schema, o.api_name)} for o in ops
     ]
     includes = {o.structured.header for o in ops if o.structured is not None}
+    if any(own == (OPMATH,) for o in ops for _, own in o.arg_dtypes):
+        includes.add("opforge/math/opmath.h")  # an `[opmath]` tensor's element type
     if any(d["per_capability"] for d in decls):
         includes.add("opforge/cpu_capability.h")
     return {
@@ -342,7 +229,7 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
             if key in BACKEND_KEYS or key == "CompositeExplicitAutograd":
                 # A composite over ATen ops runs on every device, Meta included: the same
                 # checks (devices agreeing, dtypes) before it.
-                lines, renames = checks_before_kernel(op, key)
+                lines, renames = checks.checks_before_kernel(op, key)
                 call = _kernel_call(op, kernel, renames)
                 suffix = "composite" if key == "CompositeExplicitAutograd" else key.lower()
                 target = f"{op.cpp_id}_{suffix}_checked"
@@ -364,10 +251,10 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
                     "key": "Meta",
                     "signature": cpp.signature(op.schema, target),
                     "op_label": label,
-                    "lines": _same_device_checks(op)
-                    + _same_shape_checks(op)
-                    + _same_dtype_checks(op)
-                    + user_checks(op),
+                    "lines": checks.same_device_checks(op)
+                    + checks.same_shape_checks(op)
+                    + checks.same_dtype_checks(op)
+                    + checks.user_checks(op),
                     "call": meta_call,
                 }
             )
@@ -466,7 +353,7 @@ def cuda_sim(ops: Sequence[OpDecl]) -> Context:
             impls.append({"qualified": op.qualified, "fn": w["fn"], "lists": op.lists is not None})
             continue
         kernel = dict(op.dispatch)["CUDA"]
-        lines, renames = checks_before_kernel(op, "CUDA", simulated=True)
+        lines, renames = checks.checks_before_kernel(op, "CUDA", simulated=True)
         call = _kernel_call(op, kernel, renames)
         fn = f"{op.cpp_id}_cuda_simulated"
         defs.append({"schema": str(op.schema)})

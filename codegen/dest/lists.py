@@ -5,10 +5,9 @@ dense pointers."""
 
 from __future__ import annotations
 
-from codegen.dest import cpp
+from codegen.dest import checks as common_checks
 from codegen.dest.common import kernel_call, return_results
-from codegen.opdecl import CPP_SCALAR, DTYPES, OpDecl, TensorLists, kernel_name
-from codegen.parse import output_names
+from codegen.opdecl import CPP_SCALAR, DTYPES, OpDecl, TensorLists, kernel_name, output_names
 
 SCALAR = "scalar_t"
 
@@ -24,7 +23,7 @@ def _written(f: OpDecl) -> list[str]:
     ]
 
 
-def checks(f: OpDecl, key: str, *, simulated: bool = False) -> list[str]:
+def list_checks(f: OpDecl, key: str, *, simulated: bool = False) -> list[str]:
     """Lengths, devices, dtypes, shapes and aliasing, then the entry's `checks:`."""
     s = spec(f)
     lead = s.lead
@@ -45,7 +44,7 @@ def checks(f: OpDecl, key: str, *, simulated: bool = False) -> list[str]:
     ]
     own = dict(f.arg_dtypes)
     for n in s.names:
-        allowed = cpp.allowed_dtypes(f.dtypes_of(n))
+        allowed = common_checks.allowed_dtypes(f.dtypes_of(n))
         lines.append(f"opforge::check::dtype(kOp, \"'{n}'\", {n}, {allowed});")
     lines += [
         f'opforge::check::list_same_dtype(kOp, "{n}", {n}, "{lead}", {lead});'
@@ -60,7 +59,7 @@ def checks(f: OpDecl, key: str, *, simulated: bool = False) -> list[str]:
         lines.append(
             f"opforge::check::written_once(kOp, {{{_named(written)}}}, {{{_named(s.names)}}});"
         )
-    lines += cpp.user_checks(f)
+    lines += common_checks.user_checks(f)
     if key == "CUDA" and not simulated:
         lines.append(
             f"const c10::OptionalDeviceGuard device_guard({lead}.empty() ? std::nullopt "
@@ -107,7 +106,7 @@ def _lead_device_tensor(f: OpDecl) -> str:
 
 
 def meta_body(f: OpDecl) -> list[str]:
-    lines = [*checks(f, "Meta"), _meta_call(f, "c10::SymInt")]
+    lines = [*list_checks(f, "Meta"), _meta_call(f, "c10::SymInt")]
     return [*lines, *_allocate(f, _lead_device_tensor(f)), _return(f)]
 
 
@@ -143,7 +142,7 @@ def backend_body(f: OpDecl, key: str, traits: str, *, simulated: bool = False) -
     lead = s.lead
     written = set(_written(f))
     outs = _outputs(f)
-    lines = [*checks(f, key, simulated=simulated), _meta_call(f, "int64_t")]
+    lines = [*list_checks(f, key, simulated=simulated), _meta_call(f, "int64_t")]
     # The CPU kernel also serves an all-empty call (no_tensors_body): outputs on the CPU.
     like = f"({lead}.empty() ? at::empty({{}}, at::kFloat) : {lead}[0])"
     lists = ", ".join(f"{{{n}, true}}" if n in written else f"{{{n}}}" for n in s.names)

@@ -13,7 +13,7 @@ from typing import Any
 
 from codegen import rules
 from codegen.api import cpp as cpp_api
-from codegen.dest import cpp, variant_kernels
+from codegen.dest import checks, variant_kernels
 from codegen.dest.common import sources
 from codegen.model import BaseTy, BaseType
 from codegen.opdecl import CPP_SCALAR, DTYPES, Functor, OpDecl
@@ -88,11 +88,11 @@ def _reduction_checks(f: OpDecl) -> list[str]:
 def meta_step(f: OpDecl) -> Context:
     """`<op>_meta_step<Int>(args..., dtype)`: every check, the result dtype, the output geometry."""
     # `dtype` is the meta step's out-parameter: dtype_checks assigns the promoted one to it.
-    lines = cpp.dtype_checks(f, promoted_name="dtype", declare=False)
+    lines = checks.dtype_checks(f, promoted_name="dtype", declare=False)
     if not isinstance(f.dtype_rule, rules.Promote):
         ref = inputs(f)[0]
         lines.append(f"dtype = {ref}.scalar_type();")
-    lines += _reduction_checks(f) + cpp.user_checks(f)
+    lines += _reduction_checks(f) + checks.user_checks(f)
     return {
         "name": f"{f.cpp_id}_meta_step",
         "params": _params(f),
@@ -172,9 +172,9 @@ def _kernel_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> li
     opforge/structured_call.h) around the meta step and the run function."""
     backend = key != "Meta"
     size = "int64_t" if backend else "c10::SymInt"
-    lines = cpp.device_checks(f, "CPU" if simulated else key, simulated=simulated)
+    lines = checks.device_checks(f, "CPU" if simulated else key, simulated=simulated)
     if key == "CUDA" and not simulated:
-        lines += cpp.device_guard(f)
+        lines += checks.device_guard(f)
     lines += _present(f)
     ref = inputs(f)[0]
     step = f"[&](at::ScalarType& dtype) {{ return {f.cpp_id}_meta_step<{size}>({_inner_args(f)}, dtype); }}"

@@ -10,8 +10,7 @@ from codegen.api import python
 from codegen.dest import structured
 from codegen.dest.common import dtype_description, sources
 from codegen.model import Argument, BaseTy, BaseType, ListType, OptionalType
-from codegen.opdecl import OpDecl
-from codegen.parse import output_names
+from codegen.opdecl import OpDecl, output_names
 
 Context = dict[str, Any]
 
@@ -60,7 +59,11 @@ def _docstring(op: OpDecl) -> str:
 
 def _dtype_summary(op: OpDecl) -> str:
     """`float32, float64`, then `; indices: int64` for arguments with dtypes of their own."""
-    own = "".join(f"; {n}: {', '.join(ds)}" for n, ds in op.arg_dtypes)
+    own = "".join(
+        f"; {n}: "
+        + ("float32 for float16/bfloat16, else the op's" if op.is_opmath(n) else ", ".join(ds))
+        for n, ds in op.arg_dtypes
+    )
     return ", ".join(op.dtypes) + own
 
 

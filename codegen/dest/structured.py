@@ -11,11 +11,10 @@ from itertools import groupby, product
 from typing import Any
 
 from codegen.api import cpp as cpp_api
-from codegen.dest import cpp, lists, pointwise, variant_kernels
-from codegen.dest.common import kernel_call, return_results, sources
+from codegen.dest import checks, lists, pointwise, variant_kernels
+from codegen.dest.common import kernel_call, opmath_type, return_results, sources
 from codegen.model import FunctionSchema, ListType, OptionalType
-from codegen.opdecl import CPP_SCALAR, DTYPES, OpDecl, Structured, kernel_name
-from codegen.parse import output_names
+from codegen.opdecl import CPP_SCALAR, DTYPES, OPMATH, OpDecl, Structured, kernel_name, output_names
 
 Context = dict[str, Any]
 
@@ -57,6 +56,8 @@ def _element_of(arg_dtypes: dict[str, tuple[str, ...]], name: str, scalar: str) 
     own = arg_dtypes.get(name)
     if own is None:
         return scalar
+    if own == (OPMATH,):
+        return opmath_type(scalar)
     return CPP_SCALAR[own[0]] if len(own) == 1 else type_parameter(name)
 
 
@@ -106,7 +107,7 @@ def signature_of(
     a template over its scalar types unless `types` substitutes them (an instantiation)."""
 
     def element(name: str) -> str:
-        t = _element_of(arg_dtypes, name, SCALAR)
+        t = _element_of(arg_dtypes, name, (types or {}).get(SCALAR, SCALAR))
         return (types or {}).get(t, t)
 
     written = _written(schema)
@@ -215,7 +216,7 @@ def _dispatch(f: OpDecl, key: str, renames: dict[str, str]) -> list[str]:
     """The call sequence's one generated step: a lambda taking the dense tensors `k` that
     calls the kernel inside one `structured::dispatch` per template parameter (the entry's
     dtypes on the dispatch argument, then each argument of several dtypes on its own)."""
-    levels = [(cpp.dispatch_dtype(f), f.dtypes, SCALAR)]
+    levels = [(checks.dispatch_dtype(f), f.dtypes, SCALAR)]
     arg_dtypes = dict(f.arg_dtypes)
     position = {n: j for j, (n, _) in enumerate(_tensor_inputs(f))}
     optional = {n for n, opt in _tensor_inputs(f) if opt}
@@ -276,7 +277,7 @@ def _backend_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> l
     opforge/structured_call.h) for f's functional, out= or in-place variant `op`."""
     if f.lists is not None:
         return lists.backend_body(f, key, key_traits(key), simulated=simulated)
-    lines, renames = cpp.checks_before_kernel(f, key, simulated=simulated)
+    lines, renames = checks.checks_before_kernel(f, key, simulated=simulated)
     lines += _meta_call(f, "int64_t", renames)
     traits = key_traits(key)
     reads_layout = "true" if key in _spec(f).channels_last else "false"
@@ -308,7 +309,7 @@ def _backend_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> l
 def _meta_body(op: OpDecl, f: OpDecl) -> list[str]:
     if f.lists is not None:
         return lists.meta_body(f)
-    lines = cpp.device_checks(f, "Meta") + cpp.dtype_checks(f) + cpp.user_checks(f)
+    lines = checks.device_checks(f, "Meta") + checks.dtype_checks(f) + checks.user_checks(f)
     if op.generated_variant is not None:
         return [*lines, *_prepare_targets(op, f, "c10::SymInt"), variant_kernels.returned(op)]
     return [*lines, *_allocate(f, "c10::SymInt", {}), _return(f)]

@@ -26,13 +26,19 @@ namespace opforge {
 
 namespace {
 
-// Composites get no generated checks: the same device and dtype as 'input' for
-// every tensor argument, with the generated kernels' messages.
-void same_device_and_dtype(const char* op, const at::Tensor& input,
-                           std::initializer_list<std::pair<const char*, std::optional<at::Tensor>>> args) {
+using named_tensors = std::initializer_list<std::pair<const char*, std::optional<at::Tensor>>>;
+
+// Composites get no generated checks: the same device as 'input' for every
+// tensor argument, its dtype for `args` and its compute dtype for `stats` (Note
+// [Norm statistics in the compute dtype]), with the generated kernels' messages.
+void same_device_and_dtype(const char* op, const at::Tensor& input, named_tensors args, named_tensors stats = {}) {
   for (const auto& [name, t] : args) {
     check::same_device(op, name, t, "input", input);
     check::same_dtype(op, name, t, "input", input);
+  }
+  for (const auto& [name, t] : stats) {
+    check::same_device(op, name, t, "input", input);
+    check::opmath_dtype(op, name, t, "input", input);
   }
 }
 
@@ -59,10 +65,10 @@ tensors7 layer_norm_double_backward_composite(const at::Tensor& grad_grad_input,
                                               const std::optional<at::Tensor>& grad_grad_weight,
                                               const std::optional<at::Tensor>& grad_grad_bias) {
   constexpr const char* op = "opforge.layer_norm_double_backward";
-  same_device_and_dtype(op, input, {{"grad_grad_input", grad_grad_input}, {"grad_out", grad_out}, {"mean", mean},
-                                    {"rstd", rstd}, {"weight", weight}, {"grad_mean", grad_mean},
-                                    {"grad_rstd", grad_rstd}, {"grad_grad_weight", grad_grad_weight},
-                                    {"grad_grad_bias", grad_grad_bias}});
+  same_device_and_dtype(op, input,
+                        {{"grad_grad_input", grad_grad_input}, {"grad_out", grad_out}, {"weight", weight},
+                         {"grad_grad_weight", grad_grad_weight}, {"grad_grad_bias", grad_grad_bias}},
+                        {{"mean", mean}, {"rstd", rstd}, {"grad_mean", grad_mean}, {"grad_rstd", grad_rstd}});
   const int64_t axis = layer_norm_check(op, input, normalized_shape, weight, std::nullopt);
   stats_check(op, grad_out, input, layer_norm_stat_sizes(input, axis), mean, rstd, grad_mean, grad_rstd);
   expect_sizes(op, "grad_grad_input", grad_grad_input, input.sym_sizes(), "the shape of 'input'");
@@ -95,10 +101,10 @@ tensors7 group_norm_double_backward_composite(const at::Tensor& grad_grad_input,
                                               const std::optional<at::Tensor>& grad_grad_weight,
                                               const std::optional<at::Tensor>& grad_grad_bias) {
   constexpr const char* op = "opforge.group_norm_double_backward";
-  same_device_and_dtype(op, input, {{"grad_grad_input", grad_grad_input}, {"grad_out", grad_out}, {"mean", mean},
-                                    {"rstd", rstd}, {"weight", weight}, {"grad_mean", grad_mean},
-                                    {"grad_rstd", grad_rstd}, {"grad_grad_weight", grad_grad_weight},
-                                    {"grad_grad_bias", grad_grad_bias}});
+  same_device_and_dtype(op, input,
+                        {{"grad_grad_input", grad_grad_input}, {"grad_out", grad_out}, {"weight", weight},
+                         {"grad_grad_weight", grad_grad_weight}, {"grad_grad_bias", grad_grad_bias}},
+                        {{"mean", mean}, {"rstd", rstd}, {"grad_mean", grad_mean}, {"grad_rstd", grad_rstd}});
   group_norm_check(op, input, num_groups, weight, std::nullopt);
   stats_check(op, grad_out, input, group_norm_stat_sizes(input, num_groups), mean, rstd, grad_mean, grad_rstd);
   expect_sizes(op, "grad_grad_input", grad_grad_input, input.sym_sizes(), "the shape of 'input'");
@@ -155,10 +161,11 @@ tensors7 batch_norm_double_backward_composite(const at::Tensor& grad_grad_input,
                                               const std::optional<at::Tensor>& grad_grad_weight,
                                               const std::optional<at::Tensor>& grad_grad_bias) {
   constexpr const char* op = "opforge.batch_norm_double_backward";
-  same_device_and_dtype(op, input, {{"grad_grad_input", grad_grad_input}, {"grad_out", grad_out},
-                                    {"save_mean", save_mean}, {"save_invstd", save_invstd}, {"weight", weight},
-                                    {"grad_mean", grad_mean}, {"grad_invstd", grad_invstd},
-                                    {"grad_grad_weight", grad_grad_weight}, {"grad_grad_bias", grad_grad_bias}});
+  same_device_and_dtype(op, input,
+                        {{"grad_grad_input", grad_grad_input}, {"grad_out", grad_out}, {"weight", weight},
+                         {"grad_grad_weight", grad_grad_weight}, {"grad_grad_bias", grad_grad_bias}},
+                        {{"save_mean", save_mean}, {"save_invstd", save_invstd}, {"grad_mean", grad_mean},
+                         {"grad_invstd", grad_invstd}});
   batch_norm_backward_check(op, grad_out, input, save_mean, save_invstd, weight, grad_mean, grad_invstd);
   expect_sizes(op, "grad_grad_input", grad_grad_input, input.sym_sizes(), "the shape of 'input'");
   batch_norm_channel_check(op, "grad_grad_weight", grad_grad_weight, input);

@@ -66,7 +66,8 @@ at::Tensor or_zeros(const at::Tensor& t, const at::Tensor& like) {
 } // namespace
 
 norm_double_backward_result norm_double_backward(const norm_double_backward_args& args) {
-  // Half and bfloat16 compute in float (one rounding at the end, like the kernels).
+  // Half and bfloat16 compute in float (one rounding at the end, like the kernels);
+  // the statistics are float32 already (Note [Norm statistics in the compute dtype]).
   const at::ScalarType dtype = args.input.scalar_type();
   const bool reduced = dtype == at::kHalf || dtype == at::kBFloat16;
   if (reduced) {
@@ -76,8 +77,6 @@ norm_double_backward_result norm_double_backward(const norm_double_backward_args
     norm_double_backward_args f = args;
     f.grad_out = args.grad_out.to(at::kFloat);
     f.input = args.input.to(at::kFloat);
-    f.mean = args.mean.to(at::kFloat);
-    f.rstd = args.rstd.to(at::kFloat);
     f.weight = up(args.weight);
     f.grad_mean = up(args.grad_mean);
     f.grad_rstd = up(args.grad_rstd);
@@ -85,10 +84,10 @@ norm_double_backward_result norm_double_backward(const norm_double_backward_args
     f.grad_grad_weight = up(args.grad_grad_weight);
     f.grad_grad_bias = up(args.grad_grad_bias);
     norm_double_backward_result r = norm_double_backward(f);
-    for (at::Tensor* t : {&r.grad_out, &r.input, &r.mean, &r.rstd, &r.weight, &r.grad_mean, &r.grad_rstd}) {
+    for (at::Tensor* t : {&r.grad_out, &r.input, &r.weight}) {
       *t = t->to(dtype);
     }
-    return r;
+    return r; // the statistics' gradients stay float32, as the statistics (schemas/norm.yaml)
   }
   const norm_double_backward_args& a = args;
   const at::IntArrayRef R = a.stat_dims;

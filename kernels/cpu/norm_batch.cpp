@@ -165,7 +165,7 @@ void write_channels(T* p, const std::vector<acc_t<T>>& v) {
 } // namespace
 
 template <typename scalar_t>
-void batch_norm_forward_cpu(scalar_t* out, scalar_t* save_mean, scalar_t* save_invstd,
+void batch_norm_forward_cpu(scalar_t* out, acc_t<scalar_t>* save_mean, acc_t<scalar_t>* save_invstd,
                             const scalar_t* x, const scalar_t* weight, const scalar_t* bias,
                             scalar_t* running_mean, scalar_t* running_var,
                             const batch_norm_plan& plan) {
@@ -179,8 +179,8 @@ void batch_norm_forward_cpu(scalar_t* out, scalar_t* save_mean, scalar_t* save_i
   if (training) {
     if (count == 0) {
       // An empty batch has no statistics; the running ones stay as they are (as in torch).
-      std::fill(save_mean, save_mean + l.channels, scalar_t(0));
-      std::fill(save_invstd, save_invstd + l.channels, std::numeric_limits<scalar_t>::quiet_NaN());
+      std::fill(save_mean, save_mean + l.channels, A(0));
+      std::fill(save_invstd, save_invstd + l.channels, std::numeric_limits<A>::quiet_NaN());
       return;
     }
     const auto n = static_cast<sum_t<scalar_t>>(count);
@@ -212,8 +212,8 @@ void batch_norm_forward_cpu(scalar_t* out, scalar_t* save_mean, scalar_t* save_i
       v = math::norm_rstd(v, eps);
     }
   }
-  write_channels<scalar_t>(save_mean, mean);
-  write_channels<scalar_t>(save_invstd, invstd);
+  write_channels<A>(save_mean, mean); // in the compute dtype (schemas/norm.yaml)
+  write_channels<A>(save_invstd, invstd);
   // y = (x - mean) * invstd * w + b = (x - mean) * scale + shift per channel.
   const std::vector<A> w = channel_values<scalar_t>(weight, l.channels, A(1));
   const std::vector<A> shift = channel_values<scalar_t>(bias, l.channels, A(0));
@@ -228,16 +228,16 @@ void batch_norm_forward_cpu(scalar_t* out, scalar_t* save_mean, scalar_t* save_i
 
 template <typename scalar_t>
 void batch_norm_backward_cpu(scalar_t* dx, scalar_t* dw, scalar_t* db, const scalar_t* g,
-                             const scalar_t* x, const scalar_t* save_mean,
-                             const scalar_t* save_invstd, const scalar_t* weight,
-                             const scalar_t* grad_mean, const scalar_t* grad_invstd,
+                             const scalar_t* x, const acc_t<scalar_t>* save_mean,
+                             const acc_t<scalar_t>* save_invstd, const scalar_t* weight,
+                             const acc_t<scalar_t>* grad_mean, const acc_t<scalar_t>* grad_invstd,
                              const batch_norm_plan& plan) {
   using A = acc_t<scalar_t>;
   const batch_norm_plan l = plan.in_memory_order();
   const bool training = l.training;
   const int64_t numel = l.n * l.channels * l.hw;
-  const std::vector<A> m = channel_values<scalar_t>(save_mean, l.channels, A(0));
-  const std::vector<A> r = channel_values<scalar_t>(save_invstd, l.channels, A(0));
+  const std::vector<A> m = channel_values<A>(save_mean, l.channels, A(0));
+  const std::vector<A> r = channel_values<A>(save_invstd, l.channels, A(0));
   const std::vector<A> w = channel_values<scalar_t>(weight, l.channels, A(1));
   // Per channel: sum of g and of g * (x - mean).
   std::vector<sum_t<scalar_t>> sums(static_cast<size_t>(2 * l.channels), 0);
@@ -271,8 +271,8 @@ void batch_norm_backward_cpu(scalar_t* dx, scalar_t* dw, scalar_t* db, const sca
     channel_map(l, d, [&](int64_t c, int64_t i) { return math::cast_to<scalar_t>(math::cast_to<A>(g[i]) * col[c]); });
     return;
   }
-  const std::vector<A> gm = channel_values<scalar_t>(grad_mean, l.channels, A(0));
-  const std::vector<A> gr = channel_values<scalar_t>(grad_invstd, l.channels, A(0));
+  const std::vector<A> gm = channel_values<A>(grad_mean, l.channels, A(0));
+  const std::vector<A> gr = channel_values<A>(grad_invstd, l.channels, A(0));
   // Note [Norm backward coefficients] per channel, as arrays so the [N, C] loop vectorizes.
   std::vector<A> abar(col.size());
   std::vector<A> kc(col.size());

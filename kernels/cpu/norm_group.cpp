@@ -36,7 +36,7 @@ void for_each_group(const group_norm_plan& l, F f) {
 }
 
 template <typename T, bool HasW, bool HasB>
-void forward_groups(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, const group_norm_plan& l,
+void forward_groups(const T* x, const T* w, const T* b, T* y, acc_t<T>* mean, acc_t<T>* rstd, const group_norm_plan& l,
                     double eps) {
   using A = acc_t<T>;
   const int64_t d = l.group_channels();
@@ -47,8 +47,8 @@ void forward_groups(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, 
     T* ys = y + t * slab;
     const auto mo = cpu::group_moments(xs, 1, slab, slab);
     const A rs = math::norm_rstd(mo.var, eps);
-    mean[t] = math::cast_to<T>(mo.mean);
-    rstd[t] = math::cast_to<T>(rs);
+    mean[t] = math::cast_to<A>(mo.mean);
+    rstd[t] = rs;
     for (int64_t c = 0; c < d; ++c) {
       const int64_t ch = g * d + c;
       const A scale = HasW ? math::cast_to<A>(w[ch]) * rs : rs;
@@ -68,7 +68,7 @@ void forward_groups(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, 
 // per group; the normalization runs along the C channels of each pixel with
 // per-channel mean, scale and shift. Both loops are long for any group size.
 template <typename T, bool HasW, bool HasB>
-void forward_groups_nhwc(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd,
+void forward_groups_nhwc(const T* x, const T* w, const T* b, T* y, acc_t<T>* mean, acc_t<T>* rstd,
                          const group_norm_plan& l, double eps) {
   using A = acc_t<T>;
   using S = math::sum_acc_t<T>;
@@ -104,8 +104,8 @@ void forward_groups_nhwc(const T* x, const T* w, const T* b, T* y, T* mean, T* r
             std::fill(m.begin() + g * d, m.begin() + (g + 1) * d, mo_mean[t]);
           } else {
             mo_rstd[t] = math::norm_rstd(static_cast<A>(total / count), eps);
-            mean[t] = math::cast_to<T>(mo_mean[t]);
-            rstd[t] = math::cast_to<T>(mo_rstd[t]);
+            mean[t] = mo_mean[t];
+            rstd[t] = mo_rstd[t];
           }
         }
       }
@@ -141,8 +141,8 @@ void forward_groups_nhwc(const T* x, const T* w, const T* b, T* y, T* mean, T* r
 // sums of g and g * (x - mean) the weight and bias gradients are made of.
 // See Note [Norm backward coefficients].
 template <typename T, bool HasW>
-void backward_groups(const T* gout, const T* x, const T* w, const T* mean, const T* rstd, const T* grad_mean,
-                     const T* grad_rstd, const group_norm_plan& l, T* dx, acc_t<T>* sums) {
+void backward_groups(const T* gout, const T* x, const T* w, const acc_t<T>* mean, const acc_t<T>* rstd,
+                     const acc_t<T>* grad_mean, const acc_t<T>* grad_rstd, const group_norm_plan& l, T* dx, acc_t<T>* sums) {
   using A = acc_t<T>;
   const int64_t d = l.group_channels();
   const int64_t hw = l.hw;
@@ -150,8 +150,8 @@ void backward_groups(const T* gout, const T* x, const T* w, const T* mean, const
   for_each_group(l, [&](int64_t t, int64_t g) {
     const T* gs = gout + t * slab;
     const T* xs = x + t * slab;
-    const A m = math::cast_to<A>(mean[t]);
-    const A rs = math::cast_to<A>(rstd[t]);
+    const A m = mean[t];
+    const A rs = rstd[t];
     A sa = 0;
     A sax = 0;
     for (int64_t c = 0; c < d; ++c) {
@@ -173,8 +173,8 @@ void backward_groups(const T* gout, const T* x, const T* w, const T* mean, const
     if (dx == nullptr) {
       return;
     }
-    const A gm = grad_mean ? math::cast_to<A>(grad_mean[t]) : A(0);
-    const A gr = grad_rstd ? math::cast_to<A>(grad_rstd[t]) : A(0);
+    const A gm = grad_mean ? grad_mean[t] : A(0);
+    const A gr = grad_rstd ? grad_rstd[t] : A(0);
     const auto k = math::norm_backward_coeffs<A>::make(sa, sax, m, rs, static_cast<A>(slab), gm, gr);
     for (int64_t c = 0; c < d; ++c) {
       const A wc = HasW ? math::cast_to<A>(w[g * d + c]) : A(1);
@@ -191,13 +191,13 @@ void backward_groups(const T* gout, const T* x, const T* w, const T* mean, const
 } // namespace
 
 template <typename scalar_t>
-void group_norm_forward_cpu(scalar_t* out, scalar_t* mean, scalar_t* rstd, const scalar_t* input,
+void group_norm_forward_cpu(scalar_t* out, acc_t<scalar_t>* mean, acc_t<scalar_t>* rstd, const scalar_t* input,
                             const scalar_t* weight, const scalar_t* bias,
                             const group_norm_plan& l) {
   if (l.group_channels() * l.hw == 0) {
     // Empty groups, as layer_norm's empty rows: mean 0, rstd NaN.
-    std::fill(mean, mean + l.n * l.groups, scalar_t(0));
-    std::fill(rstd, rstd + l.n * l.groups, std::numeric_limits<scalar_t>::quiet_NaN());
+    std::fill(mean, mean + l.n * l.groups, acc_t<scalar_t>(0));
+    std::fill(rstd, rstd + l.n * l.groups, std::numeric_limits<acc_t<scalar_t>>::quiet_NaN());
     return;
   }
   cpu::with_flags(weight != nullptr, bias != nullptr, [&](auto has_w, auto has_b) {
@@ -211,9 +211,9 @@ void group_norm_forward_cpu(scalar_t* out, scalar_t* mean, scalar_t* rstd, const
 
 template <typename scalar_t>
 void group_norm_backward_cpu(scalar_t* dx, scalar_t* dw_ptr, scalar_t* db_ptr,
-                             const scalar_t* grad_out, const scalar_t* input, const scalar_t* mean,
-                             const scalar_t* rstd, const scalar_t* weight,
-                             const scalar_t* grad_mean, const scalar_t* grad_rstd,
+                             const scalar_t* grad_out, const scalar_t* input, const acc_t<scalar_t>* mean,
+                             const acc_t<scalar_t>* rstd, const scalar_t* weight,
+                             const acc_t<scalar_t>* grad_mean, const acc_t<scalar_t>* grad_rstd,
                              const group_norm_plan& l) {
   using A = acc_t<scalar_t>;
   const bool want_wb = dw_ptr != nullptr || db_ptr != nullptr;
@@ -227,7 +227,7 @@ void group_norm_backward_cpu(scalar_t* dx, scalar_t* dw_ptr, scalar_t* db_ptr,
   }
   if (want_wb) {
     const A* s = sums.data();
-    const scalar_t* rp = rstd;
+    const A* rp = rstd;
     const int64_t d = l.group_channels();
     at::parallel_for(0, l.channels, std::max<int64_t>(1, cpu::k_norm_grain / std::max<int64_t>(1, l.n)),
                      [&](int64_t begin, int64_t end) {
@@ -237,7 +237,7 @@ void group_norm_backward_cpu(scalar_t* dx, scalar_t* dw_ptr, scalar_t* db_ptr,
                          for (int64_t n = 0; n < l.n; ++n) {
                            const A* e = s + 2 * (n * l.channels + ch);
                            sb += e[0];
-                           sw += e[1] * math::cast_to<A>(rp[n * l.groups + ch / d]);
+                           sw += e[1] * rp[n * l.groups + ch / d];
                          }
                          cpu::store_weight_grads(dw_ptr, db_ptr, ch, sw, sb);
                        }

@@ -25,7 +25,7 @@ using acc_t = math::opmath_t<T>;
 
 // y = (x - mean) * rstd * w + b, one row per task; mean/rstd stored per row.
 template <typename T, bool HasW, bool HasB>
-void forward_rows(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int64_t rows, int64_t n,
+void forward_rows(const T* x, const T* w, const T* b, T* y, acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t n,
                   double eps) {
   using A = acc_t<T>;
   at::parallel_for(0, rows, std::max<int64_t>(1, cpu::k_norm_grain / n), [&](int64_t begin, int64_t end) {
@@ -34,8 +34,8 @@ void forward_rows(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, in
       T* yr = y + r * n;
       const auto mo = cpu::group_moments(xr, 1, n, n);
       const A rs = math::norm_rstd(mo.var, eps);
-      mean[r] = math::cast_to<T>(mo.mean);
-      rstd[r] = math::cast_to<T>(rs);
+      mean[r] = math::cast_to<A>(mo.mean);
+      rstd[r] = rs;
       for (int64_t i = 0; i < n; ++i) {
         A v = (math::cast_to<A>(xr[i]) - mo.mean) * rs; // not x * rs - mean * rs: that cancels
         if constexpr (HasW) {
@@ -56,10 +56,10 @@ struct backward_args {
   const T* g;
   const T* x;
   const T* w;
-  const T* mean;
-  const T* rstd;
-  const T* grad_mean;
-  const T* grad_rstd;
+  const acc_t<T>* mean; // the statistics are in the compute dtype (schemas/norm.yaml)
+  const acc_t<T>* rstd;
+  const acc_t<T>* grad_mean;
+  const acc_t<T>* grad_rstd;
   int64_t n;
 };
 
@@ -74,8 +74,8 @@ void backward_rows(const backward_args<T>& p, int64_t begin, int64_t end, T* dx,
     const T* __restrict__ g = p.g + r * n;
     const T* __restrict__ x = p.x + r * n;
     const T* __restrict__ w = p.w;
-    const A m = math::cast_to<A>(p.mean[r]);
-    const A rs = math::cast_to<A>(p.rstd[r]);
+    const A m = p.mean[r];
+    const A rs = p.rstd[r];
     const auto ga = [&](int64_t i) {
       const A gi = math::cast_to<A>(g[i]);
       if constexpr (HasW) {
@@ -96,8 +96,8 @@ void backward_rows(const backward_args<T>& p, int64_t begin, int64_t end, T* dx,
     if (dx == nullptr) {
       continue;
     }
-    const A gm = p.grad_mean ? math::cast_to<A>(p.grad_mean[r]) : A(0);
-    const A gr = p.grad_rstd ? math::cast_to<A>(p.grad_rstd[r]) : A(0);
+    const A gm = p.grad_mean ? p.grad_mean[r] : A(0);
+    const A gr = p.grad_rstd ? p.grad_rstd[r] : A(0);
     const auto k = math::norm_backward_coeffs<A>::make(sums.first, sums.second, m, rs, static_cast<A>(n), gm, gr);
     T* __restrict__ dxr = dx + r * n;
     for (int64_t j = 0; j < n; ++j) {
@@ -109,13 +109,13 @@ void backward_rows(const backward_args<T>& p, int64_t begin, int64_t end, T* dx,
 } // namespace
 
 template <typename scalar_t>
-void layer_norm_forward_cpu(scalar_t* out, scalar_t* mean, scalar_t* rstd, const scalar_t* input,
+void layer_norm_forward_cpu(scalar_t* out, acc_t<scalar_t>* mean, acc_t<scalar_t>* rstd, const scalar_t* input,
                             const scalar_t* weight, const scalar_t* bias,
                             const layer_norm_plan& plan) {
   if (plan.n == 0) {
     // torch's convention for empty rows: mean 0, rstd 1/sqrt(0/0 + eps) = NaN.
-    std::fill(mean, mean + plan.rows, scalar_t(0));
-    std::fill(rstd, rstd + plan.rows, std::numeric_limits<scalar_t>::quiet_NaN());
+    std::fill(mean, mean + plan.rows, acc_t<scalar_t>(0));
+    std::fill(rstd, rstd + plan.rows, std::numeric_limits<acc_t<scalar_t>>::quiet_NaN());
     return;
   }
   cpu::with_flags(weight != nullptr, bias != nullptr, [&](auto has_w, auto has_b) {
@@ -126,9 +126,9 @@ void layer_norm_forward_cpu(scalar_t* out, scalar_t* mean, scalar_t* rstd, const
 
 template <typename scalar_t>
 void layer_norm_backward_cpu(scalar_t* dx_ptr, scalar_t* dw_ptr, scalar_t* db_ptr,
-                             const scalar_t* grad_out, const scalar_t* input, const scalar_t* mean,
-                             const scalar_t* rstd, const scalar_t* weight,
-                             const scalar_t* grad_mean, const scalar_t* grad_rstd,
+                             const scalar_t* grad_out, const scalar_t* input, const acc_t<scalar_t>* mean,
+                             const acc_t<scalar_t>* rstd, const scalar_t* weight,
+                             const acc_t<scalar_t>* grad_mean, const acc_t<scalar_t>* grad_rstd,
                              const layer_norm_plan& plan) {
   using A = acc_t<scalar_t>;
   const int64_t rows = plan.rows;

@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(k_max_block_reduce_threads) stats_partial_kern
 template <typename T>
 __global__ void stats_final_kernel(batch_norm_args<T> a, const norm_acc_t<T>* partial, int64_t splits,
                                    bool training, double momentum, double eps, T* running_mean, T* running_var,
-                                   T* save_mean, T* save_invstd, norm_acc_t<T>* stats) {
+                                   math::opmath_t<T>* save_mean, math::opmath_t<T>* save_invstd, norm_acc_t<T>* stats) {
   using A = norm_acc_t<T>;
   const int64_t stride = grid_threads();
   for (int64_t c = global_thread(); c < a.channels; c += stride) {
@@ -102,8 +102,8 @@ __global__ void stats_final_kernel(batch_norm_args<T> a, const norm_acc_t<T>* pa
       mean = math::cast_to<A>(running_mean[c]);
       invstd = math::norm_rstd(math::cast_to<A>(running_var[c]), eps);
     }
-    save_mean[c] = math::cast_to<T>(mean);
-    save_invstd[c] = math::cast_to<T>(invstd);
+    save_mean[c] = mean;
+    save_invstd[c] = invstd;
     stats[2 * c] = mean;
     stats[2 * c + 1] = invstd;
   }
@@ -125,7 +125,7 @@ __global__ void apply_kernel(batch_norm_args<T> a, const T* bias, const norm_acc
 
 // Per (channel, split): sum of g and of g * (x - mean) over the split's share.
 template <typename T>
-__global__ void __launch_bounds__(k_max_block_reduce_threads) grad_partial_kernel(batch_norm_args<T> a, const T* grad, const T* save_mean, int64_t chunk,
+__global__ void __launch_bounds__(k_max_block_reduce_threads) grad_partial_kernel(batch_norm_args<T> a, const T* grad, const math::opmath_t<T>* save_mean, int64_t chunk,
                                     norm_acc_t<T>* partial) {
   using A = norm_acc_t<T>;
   __shared__ A shared[32];
@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(k_max_block_reduce_threads) grad_partial_kerne
 // Per channel: the splits' sums in order; dw, db, and the sums for dx.
 template <typename T>
 __global__ void grad_final_kernel(batch_norm_args<T> a, const norm_acc_t<T>* partial, int64_t splits,
-                                  const T* save_invstd, T* dw, T* db, norm_acc_t<T>* sums) {
+                                  const math::opmath_t<T>* save_invstd, T* dw, T* db, norm_acc_t<T>* sums) {
   using A = norm_acc_t<T>;
   const int64_t stride = grid_threads();
   for (int64_t c = global_thread(); c < a.channels; c += stride) {
@@ -179,8 +179,8 @@ __global__ void grad_final_kernel(batch_norm_args<T> a, const norm_acc_t<T>* par
 // dx elementwise: g * w * invstd in eval mode, else the batch statistics'
 // coefficients (see Note [Norm backward coefficients]).
 template <typename T>
-__global__ void grad_input_kernel(batch_norm_args<T> a, const T* grad, const T* save_mean, const T* save_invstd,
-                                  const T* grad_mean, const T* grad_invstd, bool training,
+__global__ void grad_input_kernel(batch_norm_args<T> a, const T* grad, const math::opmath_t<T>* save_mean, const math::opmath_t<T>* save_invstd,
+                                  const math::opmath_t<T>* grad_mean, const math::opmath_t<T>* grad_invstd, bool training,
                                   const norm_acc_t<T>* sums, T* dx) {
   using A = norm_acc_t<T>;
   const int64_t total = a.n * a.channels * a.hw;
@@ -209,8 +209,8 @@ dim3 split_grid(int64_t channels, int64_t splits) {
 
 template <typename T>
 cudaError_t batch_norm_forward(const batch_norm_args<T>& a, const T* bias, T* running_mean, T* running_var,
-                                      bool training, double momentum, double eps, T* y, T* save_mean,
-                                      T* save_invstd, norm_acc_t<T>* workspace, cudaStream_t stream) {
+                                      bool training, double momentum, double eps, T* y, math::opmath_t<T>* save_mean,
+                                      math::opmath_t<T>* save_invstd, norm_acc_t<T>* workspace, cudaStream_t stream) {
   if (a.channels == 0) {
     return cudaSuccess;
   }
@@ -231,8 +231,8 @@ cudaError_t batch_norm_forward(const batch_norm_args<T>& a, const T* bias, T* ru
 }
 
 template <typename T>
-cudaError_t batch_norm_backward(const batch_norm_args<T>& a, const T* grad, const T* save_mean,
-                                       const T* save_invstd, const T* grad_mean, const T* grad_invstd,
+cudaError_t batch_norm_backward(const batch_norm_args<T>& a, const T* grad, const math::opmath_t<T>* save_mean,
+                                       const math::opmath_t<T>* save_invstd, const math::opmath_t<T>* grad_mean, const math::opmath_t<T>* grad_invstd,
                                        bool training, T* dx, T* dw, T* db, norm_acc_t<T>* workspace,
                                        cudaStream_t stream) {
   if (a.channels == 0) {
@@ -261,7 +261,7 @@ cudaError_t batch_norm_backward(const batch_norm_args<T>& a, const T* grad, cons
 namespace opforge {
 
 template <typename T>
-cudaError_t batch_norm_forward_cuda(T* out, T* save_mean, T* save_invstd, const T* input,
+cudaError_t batch_norm_forward_cuda(T* out, math::opmath_t<T>* save_mean, math::opmath_t<T>* save_invstd, const T* input,
                                     const T* weight, const T* bias, T* running_mean,
                                     T* running_var, const batch_norm_plan& l,
                                     cudaStream_t stream) {
@@ -277,8 +277,8 @@ cudaError_t batch_norm_forward_cuda(T* out, T* save_mean, T* save_invstd, const 
 
 template <typename T>
 cudaError_t batch_norm_backward_cuda(T* dx, T* dw, T* db, const T* grad_out, const T* input,
-                                     const T* save_mean, const T* save_invstd, const T* weight,
-                                     const T* grad_mean, const T* grad_invstd,
+                                     const math::opmath_t<T>* save_mean, const math::opmath_t<T>* save_invstd, const T* weight,
+                                     const math::opmath_t<T>* grad_mean, const math::opmath_t<T>* grad_invstd,
                                      const batch_norm_plan& l, cudaStream_t stream) {
   using namespace cuda;
   return batch_norm_backward<T>({input, weight, l.n, l.channels, l.hw}, grad_out, save_mean,

@@ -7,6 +7,7 @@
 #include <opforge/math/norm.h>
 #include <opforge/norm_plan.h>
 
+#include <algorithm>
 
 namespace opforge::cuda {
 namespace {
@@ -20,10 +21,11 @@ struct group_norm_args {
   int64_t channels;
   int64_t hw;
   int64_t groups;
+  norm_acc_t<T> inv_count = 0; // 1 / the elements of one group (the backward's coefficients)
 };
 
 template <typename T>
-__global__ void __launch_bounds__(k_max_block_reduce_threads) forward_kernel(group_norm_args<T> a, const T* bias, T* y, T* mean, T* rstd, double eps) {
+__global__ void __launch_bounds__(k_max_block_reduce_threads) forward_kernel(group_norm_args<T> a, const T* bias, T* y, math::opmath_t<T>* mean, math::opmath_t<T>* rstd, double eps) {
   using A = norm_acc_t<T>;
   __shared__ A shared[32];
   const int64_t d = a.channels / a.groups;
@@ -34,8 +36,8 @@ __global__ void __launch_bounds__(k_max_block_reduce_threads) forward_kernel(gro
     const auto st = block_group_stats(x, 1, slab, slab, shared);
     const A rs = math::norm_rstd(st.var, eps);
     if (threadIdx.x == 0) {
-      mean[t] = math::cast_to<T>(st.mean);
-      rstd[t] = math::cast_to<T>(rs);
+      mean[t] = math::cast_to<A>(st.mean);
+      rstd[t] = rs;
     }
     T* ys = y + t * slab;
     group_for_each(d, a.hw, a.hw, [&](int64_t c, int64_t o) {
@@ -52,8 +54,8 @@ __global__ void __launch_bounds__(k_max_block_reduce_threads) forward_kernel(gro
 }
 
 template <typename T>
-__global__ void __launch_bounds__(k_max_block_reduce_threads) backward_input_kernel(group_norm_args<T> a, const T* grad, const T* mean, const T* rstd,
-                                      const T* grad_mean, const T* grad_rstd, T* dx) {
+__global__ void __launch_bounds__(k_max_block_reduce_threads) backward_input_kernel(group_norm_args<T> a, const T* grad, const math::opmath_t<T>* mean, const math::opmath_t<T>* rstd,
+                                      const math::opmath_t<T>* grad_mean, const math::opmath_t<T>* grad_rstd, T* dx) {
   using A = norm_acc_t<T>;
   __shared__ A shared[32];
   const int64_t d = a.channels / a.groups;
@@ -62,8 +64,8 @@ __global__ void __launch_bounds__(k_max_block_reduce_threads) backward_input_ker
     const int64_t c0 = (t % a.groups) * d;
     const T* x = a.x + t * slab;
     const T* g = grad + t * slab;
-    const A m = math::cast_to<A>(mean[t]);
-    const A rs = math::cast_to<A>(rstd[t]);
+    const A m = mean[t];
+    const A rs = rstd[t];
     const auto ga = [&](int64_t c, int64_t o) {
       const A gi = math::cast_to<A>(g[o]);
       return a.weight ? gi * math::cast_to<A>(a.weight[c0 + c]) : gi;
@@ -77,9 +79,9 @@ __global__ void __launch_bounds__(k_max_block_reduce_threads) backward_input_ker
     });
     sa = block_reduce(sa, sum_op{}, A(0), shared);
     sax = block_reduce(sax, sum_op{}, A(0), shared);
-    const A gm = grad_mean ? math::cast_to<A>(grad_mean[t]) : A(0);
-    const A gr = grad_rstd ? math::cast_to<A>(grad_rstd[t]) : A(0);
-    const auto k = math::norm_backward_coeffs<A>::make(sa, sax, m, rs, static_cast<A>(slab), gm, gr);
+    const A gm = grad_mean ? grad_mean[t] : A(0);
+    const A gr = grad_rstd ? grad_rstd[t] : A(0);
+    const auto k = math::norm_backward_coeffs<A>::with_inverse_count(sa, sax, m, rs, a.inv_count, gm, gr);
     T* dxs = dx + t * slab;
     group_for_each(d, a.hw, a.hw,
                    [&](int64_t c, int64_t o) { dxs[o] = math::cast_to<T>(k(ga(c, o), math::cast_to<A>(x[o]))); });
@@ -87,7 +89,7 @@ __global__ void __launch_bounds__(k_max_block_reduce_threads) backward_input_ker
 }
 
 template <typename T>
-__global__ void __launch_bounds__(k_max_block_reduce_threads) backward_weight_kernel(group_norm_args<T> a, const T* grad, const T* mean, const T* rstd, T* dw,
+__global__ void __launch_bounds__(k_max_block_reduce_threads) backward_weight_kernel(group_norm_args<T> a, const T* grad, const math::opmath_t<T>* mean, const math::opmath_t<T>* rstd, T* dw,
                                        T* db) {
   using A = norm_acc_t<T>;
   __shared__ A shared[32];
@@ -117,7 +119,7 @@ __global__ void __launch_bounds__(k_max_block_reduce_threads) backward_weight_ke
 }
 
 template <typename T>
-cudaError_t group_norm_forward(const group_norm_args<T>& a, const T* bias, T* y, T* mean, T* rstd,
+cudaError_t group_norm_forward(const group_norm_args<T>& a, const T* bias, T* y, math::opmath_t<T>* mean, math::opmath_t<T>* rstd,
                                       double eps, cudaStream_t stream) {
   const int64_t groups = a.n * a.groups;
   if (groups == 0) {
@@ -129,8 +131,8 @@ cudaError_t group_norm_forward(const group_norm_args<T>& a, const T* bias, T* y,
 }
 
 template <typename T>
-cudaError_t group_norm_backward_input(const group_norm_args<T>& a, const T* grad, const T* mean,
-                                             const T* rstd, const T* grad_mean, const T* grad_rstd, T* dx,
+cudaError_t group_norm_backward_input(const group_norm_args<T>& a, const T* grad, const math::opmath_t<T>* mean,
+                                             const math::opmath_t<T>* rstd, const math::opmath_t<T>* grad_mean, const math::opmath_t<T>* grad_rstd, T* dx,
                                              cudaStream_t stream) {
   const int64_t groups = a.n * a.groups;
   const int64_t slab = a.channels / a.groups * a.hw;
@@ -143,8 +145,8 @@ cudaError_t group_norm_backward_input(const group_norm_args<T>& a, const T* grad
 }
 
 template <typename T>
-cudaError_t group_norm_backward_weight(const group_norm_args<T>& a, const T* grad, const T* mean,
-                                              const T* rstd, T* dw, T* db, cudaStream_t stream) {
+cudaError_t group_norm_backward_weight(const group_norm_args<T>& a, const T* grad, const math::opmath_t<T>* mean,
+                                              const math::opmath_t<T>* rstd, T* dw, T* db, cudaStream_t stream) {
   if (a.channels == 0) {
     return cudaSuccess;
   }
@@ -159,7 +161,7 @@ cudaError_t group_norm_backward_weight(const group_norm_args<T>& a, const T* gra
 namespace opforge {
 
 template <typename T>
-cudaError_t group_norm_forward_cuda(T* out, T* mean, T* rstd, const T* input, const T* weight,
+cudaError_t group_norm_forward_cuda(T* out, math::opmath_t<T>* mean, math::opmath_t<T>* rstd, const T* input, const T* weight,
                                     const T* bias, const group_norm_plan& l, cudaStream_t stream) {
   using namespace cuda;
   if (l.group_channels() * l.hw == 0) {
@@ -171,11 +173,13 @@ cudaError_t group_norm_forward_cuda(T* out, T* mean, T* rstd, const T* input, co
 
 template <typename T>
 cudaError_t group_norm_backward_cuda(T* dx, T* dw, T* db, const T* grad_out, const T* input,
-                                     const T* mean, const T* rstd, const T* weight,
-                                     const T* grad_mean, const T* grad_rstd, const group_norm_plan& l,
+                                     const math::opmath_t<T>* mean, const math::opmath_t<T>* rstd, const T* weight,
+                                     const math::opmath_t<T>* grad_mean, const math::opmath_t<T>* grad_rstd, const group_norm_plan& l,
                                      cudaStream_t stream) {
   using namespace cuda;
-  const group_norm_args<T> a{input, weight, l.n, l.channels, l.hw, l.groups};
+  using A = norm_acc_t<T>;
+  const int64_t count = l.channels / std::max<int64_t>(1, l.groups) * l.hw;
+  const group_norm_args<T> a{input, weight, l.n, l.channels, l.hw, l.groups, count > 0 ? A(1) / static_cast<A>(count) : A(0)};
   if (dx != nullptr) {
     const cudaError_t err =
         group_norm_backward_input(a, grad_out, mean, rstd, grad_mean, grad_rstd, dx, stream);

@@ -21,7 +21,7 @@ struct layer_norm_args {
 };
 
 template <typename T>
-__global__ void __launch_bounds__(k_max_block_reduce_threads) forward_kernel(layer_norm_args<T> a, const T* bias, T* y, T* mean, T* rstd, double eps) {
+__global__ void __launch_bounds__(k_max_block_reduce_threads) forward_kernel(layer_norm_args<T> a, const T* bias, T* y, math::opmath_t<T>* mean, math::opmath_t<T>* rstd, double eps) {
   using A = norm_acc_t<T>;
   __shared__ A shared[32];
   for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
@@ -29,8 +29,8 @@ __global__ void __launch_bounds__(k_max_block_reduce_threads) forward_kernel(lay
     const auto st = block_group_stats(x, 1, a.n, a.n, shared);
     const A rs = math::norm_rstd(st.var, eps);
     if (threadIdx.x == 0) {
-      mean[row] = math::cast_to<T>(st.mean);
-      rstd[row] = math::cast_to<T>(rs);
+      mean[row] = math::cast_to<A>(st.mean);
+      rstd[row] = rs;
     }
     T* yr = y + row * a.n;
     for (int64_t i = threadIdx.x; i < a.n; i += blockDim.x) {
@@ -47,8 +47,8 @@ __global__ void __launch_bounds__(k_max_block_reduce_threads) forward_kernel(lay
 }
 
 template <typename T>
-__global__ void __launch_bounds__(k_max_block_reduce_threads) backward_input_kernel(layer_norm_args<T> a, const T* grad, const T* mean, const T* rstd,
-                                      const T* grad_mean, const T* grad_rstd, T* dx) {
+__global__ void __launch_bounds__(k_max_block_reduce_threads) backward_input_kernel(layer_norm_args<T> a, const T* grad, const math::opmath_t<T>* mean, const math::opmath_t<T>* rstd,
+                                      const math::opmath_t<T>* grad_mean, const math::opmath_t<T>* grad_rstd, T* dx) {
   using A = norm_acc_t<T>;
   __shared__ A shared[32];
   for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
@@ -85,7 +85,7 @@ constexpr int k_wy = 16;
 static_assert(32 * k_wy <= k_max_block_reduce_threads, "weight_partial_kernel's block within its launch bounds");
 
 template <typename T>
-__global__ void __launch_bounds__(k_max_block_reduce_threads) weight_partial_kernel(layer_norm_args<T> a, const T* grad, const T* mean, const T* rstd,
+__global__ void __launch_bounds__(k_max_block_reduce_threads) weight_partial_kernel(layer_norm_args<T> a, const T* grad, const math::opmath_t<T>* mean, const math::opmath_t<T>* rstd,
                                       int64_t chunks, norm_acc_t<T>* partial) {
   using A = norm_acc_t<T>;
   __shared__ A sw[k_wy][33];
@@ -143,7 +143,7 @@ __global__ void weight_final_kernel(const norm_acc_t<T>* partial, int64_t chunks
 }
 
 template <typename T>
-cudaError_t layer_norm_forward(const layer_norm_args<T>& a, const T* bias, T* y, T* mean, T* rstd,
+cudaError_t layer_norm_forward(const layer_norm_args<T>& a, const T* bias, T* y, math::opmath_t<T>* mean, math::opmath_t<T>* rstd,
                                       double eps, cudaStream_t stream) {
   if (a.rows == 0) {
     return cudaSuccess;
@@ -153,8 +153,8 @@ cudaError_t layer_norm_forward(const layer_norm_args<T>& a, const T* bias, T* y,
 }
 
 template <typename T>
-cudaError_t layer_norm_backward_input(const layer_norm_args<T>& a, const T* grad, const T* mean,
-                                             const T* rstd, const T* grad_mean, const T* grad_rstd, T* dx,
+cudaError_t layer_norm_backward_input(const layer_norm_args<T>& a, const T* grad, const math::opmath_t<T>* mean,
+                                             const math::opmath_t<T>* rstd, const math::opmath_t<T>* grad_mean, const math::opmath_t<T>* grad_rstd, T* dx,
                                              cudaStream_t stream) {
   if (a.rows == 0 || a.n == 0) {
     return cudaSuccess;
@@ -165,8 +165,8 @@ cudaError_t layer_norm_backward_input(const layer_norm_args<T>& a, const T* grad
 }
 
 template <typename T>
-cudaError_t layer_norm_backward_weight(const layer_norm_args<T>& a, const T* grad, const T* mean,
-                                              const T* rstd, T* dw, T* db, math::opmath_t<T>* partial,
+cudaError_t layer_norm_backward_weight(const layer_norm_args<T>& a, const T* grad, const math::opmath_t<T>* mean,
+                                              const math::opmath_t<T>* rstd, T* dw, T* db, math::opmath_t<T>* partial,
                                               cudaStream_t stream) {
   if (a.n == 0) {
     return cudaSuccess;
@@ -185,7 +185,7 @@ cudaError_t layer_norm_backward_weight(const layer_norm_args<T>& a, const T* gra
 namespace opforge {
 
 template <typename T>
-cudaError_t layer_norm_forward_cuda(T* out, T* mean, T* rstd, const T* input, const T* weight,
+cudaError_t layer_norm_forward_cuda(T* out, math::opmath_t<T>* mean, math::opmath_t<T>* rstd, const T* input, const T* weight,
                                     const T* bias, const layer_norm_plan& plan, cudaStream_t stream) {
   using namespace cuda;
   if (plan.n == 0) {
@@ -197,8 +197,8 @@ cudaError_t layer_norm_forward_cuda(T* out, T* mean, T* rstd, const T* input, co
 
 template <typename T>
 cudaError_t layer_norm_backward_cuda(T* dx, T* dw, T* db, const T* grad_out, const T* input,
-                                     const T* mean, const T* rstd, const T* weight,
-                                     const T* grad_mean, const T* grad_rstd,
+                                     const math::opmath_t<T>* mean, const math::opmath_t<T>* rstd, const T* weight,
+                                     const math::opmath_t<T>* grad_mean, const math::opmath_t<T>* grad_rstd,
                                      const layer_norm_plan& plan, cudaStream_t stream) {
   using namespace cuda;
   const layer_norm_args<T> a{input, weight, plan.rows, plan.n};

@@ -615,6 +615,11 @@ def test_structured_entry_implies_kernels(
             "a structured op's dispatch names CPU/CUDA template kernels",
         ),
         (
+            ("normalize(Tensor self, int dim)", "normalize(int n, int dim)"),
+            "ops.yaml:2: error: a structured op needs a Tensor or Tensor[] argument, and this one "
+            "has none",
+        ),
+        (
             ("normalize(Tensor self", "normalize_(Tensor(a!) self"),
             "a structured op is functional",
         ),
@@ -700,3 +705,19 @@ def test_sample_kind_must_be_known(tmp_path: Path, capsys: pytest.CaptureFixture
         "ops.yaml:7: error: sample 'self': unknown kind 'box'\n"
         "  hint: known kinds: boxes (boxes: valid (x1, y1, x2, y2) [..., 4])",
     )
+
+
+def test_schemas_load_without_torchgen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`codegen explain`/`list` run outside the venv: the built-in tag list (used when
+    torchgen is missing) knows every tag schemas/ uses."""
+    import importlib.util
+
+    from codegen import parse
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    parse.known_tags.cache_clear()
+    try:
+        ops = parse.load(Path(__file__).resolve().parents[2] / "schemas")
+        assert any("nondeterministic_seeded" in o.tags for o in ops)
+    finally:
+        parse.known_tags.cache_clear()

@@ -14,7 +14,7 @@ import torch
 
 from codegen import formulas, parse
 from codegen.model import BaseTy, BaseType, ListType, OptionalType
-from codegen.opdecl import DTYPES, OpDecl
+from codegen.opdecl import DTYPES, OPMATH, OpDecl, output_names
 from opforge.detection import random_boxes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -288,7 +288,21 @@ def _dtype_of(
 ) -> torch.dtype:
     """Tensor argument `name`'s dtype in a call: its own `arg_dtypes` one, else the call's."""
     own = (arg_dtype or {}).get(name) or next(iter(dict(op.arg_dtypes).get(name, ())), None)
+    if own == OPMATH:
+        return opmath_dtype(dtype)
     return TORCH_DTYPES[own] if own else dtype
+
+
+def opmath_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The compute dtype of `dtype` (`arg_dtypes: [opmath]`): float32 for half precision."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def output_dtypes(op: OpDecl, dtype: torch.dtype) -> list[torch.dtype | None]:
+    """Each output's dtype in a call of floating dtype `dtype` where the entry fixes it as
+    `[opmath]`; None for the others (the reference's)."""
+    names = output_names(op.schema)
+    return [opmath_dtype(dtype) if op.is_opmath(n) else None for n in names]
 
 
 def _flat(value: Any) -> list[Any]:

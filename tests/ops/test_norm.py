@@ -464,3 +464,54 @@ def test_negative_eps_follows_torch() -> None:
     )
     xg = torch.randn(2, 4, 5, dtype=DOUBLE)
     torch.testing.assert_close(opforge.group_norm(xg, 2, eps=-1e-3), F.group_norm(xg, 2, eps=-1e-3))
+
+
+# ---- statistics in the compute dtype (Note [Norm statistics in the compute dtype]) -------------
+
+
+def _forward_statistics(x: torch.Tensor) -> dict[str, tuple[torch.Tensor, ...]]:
+    """Each norm's (output, mean, rstd) on x [4, 6, 5] and the float64 statistics of the same
+    values."""
+    xd = x.double()
+    rows = xd.reshape(4, 30)
+    groups = xd.reshape(4, 3, 10)
+    channels = xd.transpose(0, 1).reshape(6, 20)
+
+    def stats(v: torch.Tensor, shape: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
+        mean = v.mean(-1)
+        rstd = torch.rsqrt(v.var(-1, unbiased=False) + 1e-5)
+        return mean.reshape(shape), rstd.reshape(shape)
+
+    return {
+        "layer_norm": (*opforge.layer_norm_forward(x, [6, 5]), *stats(rows, (4, 1, 1))),
+        "group_norm": (*opforge.group_norm_forward(x, 3), *stats(groups, (4, 3))),
+        "batch_norm": (*opforge.batch_norm_forward(x, training=True), *stats(channels, (6,))),
+    }
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_statistics_are_float32(dtype: torch.dtype, device: str) -> None:
+    x = (torch.randn(4, 6, 5, dtype=DOUBLE) * 3 + 7).to(dtype).to(device)
+    for name, (out, mean, rstd, mean64, rstd64) in _forward_statistics(x).items():
+        assert out.dtype == dtype and mean.dtype == rstd.dtype == torch.float32, name
+        # Unrounded: a half-precision rounding would be off by ~1e-3 relative.
+        torch.testing.assert_close(mean.double(), mean64, rtol=2e-6, atol=1e-6, msg=name)
+        torch.testing.assert_close(rstd.double(), rstd64, rtol=2e-5, atol=1e-6, msg=name)
+
+
+def test_half_precision_statistics_are_checked() -> None:
+    x = torch.randn(4, 6, dtype=torch.float16)
+    g = torch.randn_like(x)
+    _, mean, rstd = opforge.layer_norm_forward(x, [6])
+    with pytest.raises(
+        TypeError,
+        match=r"opforge\.layer_norm_backward: expected 'mean' to have dtype float32 \(the "
+        r"compute dtype of 'grad_out', float16\), got float16",
+    ):
+        opforge.layer_norm_backward(g, x, [6], mean.half(), rstd, [True, True, True])
+    _, save_mean, save_invstd = opforge.batch_norm_forward(x, training=True)
+    with pytest.raises(
+        TypeError, match=r"batch_norm_double_backward: expected 'save_invstd' to have dtype float32"
+    ):
+        opforge.batch_norm_double_backward(g, g, x, save_mean, save_invstd.half(), True)

@@ -34,32 +34,32 @@ namespace opforge {
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t>
-cudaError_t batch_norm_backward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_out, const scalar_t* input, const scalar_t* save_mean, const scalar_t* save_invstd, const scalar_t* weight, const scalar_t* grad_mean, const scalar_t* grad_invstd, const opforge::batch_norm_plan& plan, cudaStream_t stream);
+cudaError_t batch_norm_backward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_out, const scalar_t* input, const opforge::math::opmath_t<scalar_t>* save_mean, const opforge::math::opmath_t<scalar_t>* save_invstd, const scalar_t* weight, const opforge::math::opmath_t<scalar_t>* grad_mean, const opforge::math::opmath_t<scalar_t>* grad_invstd, const opforge::batch_norm_plan& plan, cudaStream_t stream);
 
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t>
-cudaError_t batch_norm_forward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, scalar_t* running_mean, scalar_t* running_var, const opforge::batch_norm_plan& plan, cudaStream_t stream);
+cudaError_t batch_norm_forward_cuda(scalar_t* result0, opforge::math::opmath_t<scalar_t>* result1, opforge::math::opmath_t<scalar_t>* result2, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, scalar_t* running_mean, scalar_t* running_var, const opforge::batch_norm_plan& plan, cudaStream_t stream);
 
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t>
-cudaError_t group_norm_backward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_out, const scalar_t* input, const scalar_t* mean, const scalar_t* rstd, const scalar_t* weight, const scalar_t* grad_mean, const scalar_t* grad_rstd, const opforge::group_norm_plan& plan, cudaStream_t stream);
+cudaError_t group_norm_backward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_out, const scalar_t* input, const opforge::math::opmath_t<scalar_t>* mean, const opforge::math::opmath_t<scalar_t>* rstd, const scalar_t* weight, const opforge::math::opmath_t<scalar_t>* grad_mean, const opforge::math::opmath_t<scalar_t>* grad_rstd, const opforge::group_norm_plan& plan, cudaStream_t stream);
 
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t>
-cudaError_t group_norm_forward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, const opforge::group_norm_plan& plan, cudaStream_t stream);
+cudaError_t group_norm_forward_cuda(scalar_t* result0, opforge::math::opmath_t<scalar_t>* result1, opforge::math::opmath_t<scalar_t>* result2, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, const opforge::group_norm_plan& plan, cudaStream_t stream);
 
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t>
-cudaError_t layer_norm_backward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_out, const scalar_t* input, const scalar_t* mean, const scalar_t* rstd, const scalar_t* weight, const scalar_t* grad_mean, const scalar_t* grad_rstd, const opforge::layer_norm_plan& plan, cudaStream_t stream);
+cudaError_t layer_norm_backward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_out, const scalar_t* input, const opforge::math::opmath_t<scalar_t>* mean, const opforge::math::opmath_t<scalar_t>* rstd, const scalar_t* weight, const opforge::math::opmath_t<scalar_t>* grad_mean, const opforge::math::opmath_t<scalar_t>* grad_rstd, const opforge::layer_norm_plan& plan, cudaStream_t stream);
 
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t>
-cudaError_t layer_norm_forward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, const opforge::layer_norm_plan& plan, cudaStream_t stream);
+cudaError_t layer_norm_forward_cuda(scalar_t* result0, opforge::math::opmath_t<scalar_t>* result1, opforge::math::opmath_t<scalar_t>* result2, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, const opforge::layer_norm_plan& plan, cudaStream_t stream);
 
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
@@ -199,23 +199,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cuda_simulate
   opforge::check::device_type(kOp, "grad_invstd", grad_invstd, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'grad_out'", grad_out, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'save_mean'", save_mean, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'save_invstd'", save_invstd, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::opmath_dtype(kOp, "save_mean", save_mean, "grad_out", grad_out);
+  opforge::check::opmath_dtype(kOp, "save_invstd", save_invstd, "grad_out", grad_out);
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'grad_mean'", grad_mean, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'grad_invstd'", grad_invstd, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::opmath_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
+  opforge::check::opmath_dtype(kOp, "grad_invstd", grad_invstd, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "input", input, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "save_mean", save_mean, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "save_invstd", save_invstd, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "grad_invstd", grad_invstd, "grad_out", grad_out);
   auto meta = opforge::batch_norm_backward_meta<int64_t>(kOp, grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
   const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_out,
       std::array<opforge::structured::read_arg, 7>{grad_out, input, save_mean, save_invstd, weight, grad_mean, grad_invstd}, {},
   [&](const opforge::structured::kernel_tensors<3, 7>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.in_ptr<scalar_t>(3), k.in_ptr<scalar_t>(4), k.in_ptr<scalar_t>(5), k.in_ptr<scalar_t>(6), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<opforge::math::opmath_t<scalar_t>>(2), k.in_ptr<opforge::math::opmath_t<scalar_t>>(3), k.in_ptr<scalar_t>(4), k.in_ptr<opforge::math::opmath_t<scalar_t>>(5), k.in_ptr<opforge::math::opmath_t<scalar_t>>(6), meta.plan, opforge::cuda::current_stream()));
     });
   });
   return std::make_tuple(results[0], results[1], results[2]);
@@ -242,7 +238,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cuda_simulated
       std::array<opforge::structured::read_arg, 5>{input, weight, bias, opforge::structured::read_arg(running_mean, true), opforge::structured::read_arg(running_var, true)}, {},
   [&](const opforge::structured::kernel_tensors<3, 5>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::batch_norm_forward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.written_ptr<scalar_t>(3), k.written_ptr<scalar_t>(4), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::batch_norm_forward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<opforge::math::opmath_t<scalar_t>>(1), k.out_ptr<opforge::math::opmath_t<scalar_t>>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.written_ptr<scalar_t>(3), k.written_ptr<scalar_t>(4), meta.plan, opforge::cuda::current_stream()));
     });
   });
   return std::make_tuple(results[0], results[1], results[2]);
@@ -259,23 +255,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward_cuda_simulate
   opforge::check::device_type(kOp, "grad_rstd", grad_rstd, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'grad_out'", grad_out, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'mean'", mean, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'rstd'", rstd, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::opmath_dtype(kOp, "mean", mean, "grad_out", grad_out);
+  opforge::check::opmath_dtype(kOp, "rstd", rstd, "grad_out", grad_out);
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'grad_mean'", grad_mean, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'grad_rstd'", grad_rstd, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::opmath_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
+  opforge::check::opmath_dtype(kOp, "grad_rstd", grad_rstd, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "input", input, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "mean", mean, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "rstd", rstd, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "grad_rstd", grad_rstd, "grad_out", grad_out);
   auto meta = opforge::group_norm_backward_meta<int64_t>(kOp, grad_out, input, num_groups, mean, rstd, output_mask, weight, grad_mean, grad_rstd);
   const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_out,
       std::array<opforge::structured::read_arg, 7>{grad_out, input, mean, rstd, weight, grad_mean, grad_rstd}, {},
   [&](const opforge::structured::kernel_tensors<3, 7>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::group_norm_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.in_ptr<scalar_t>(3), k.in_ptr<scalar_t>(4), k.in_ptr<scalar_t>(5), k.in_ptr<scalar_t>(6), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::group_norm_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<opforge::math::opmath_t<scalar_t>>(2), k.in_ptr<opforge::math::opmath_t<scalar_t>>(3), k.in_ptr<scalar_t>(4), k.in_ptr<opforge::math::opmath_t<scalar_t>>(5), k.in_ptr<opforge::math::opmath_t<scalar_t>>(6), meta.plan, opforge::cuda::current_stream()));
     });
   });
   return std::make_tuple(results[0], results[1], results[2]);
@@ -296,7 +288,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_cuda_simulated
       std::array<opforge::structured::read_arg, 3>{input, weight, bias}, {},
   [&](const opforge::structured::kernel_tensors<3, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::group_norm_forward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<opforge::math::opmath_t<scalar_t>>(1), k.out_ptr<opforge::math::opmath_t<scalar_t>>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
   });
   return std::make_tuple(results[0], results[1], results[2]);
@@ -313,23 +305,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_cuda_simulate
   opforge::check::device_type(kOp, "grad_rstd", grad_rstd, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'grad_out'", grad_out, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'mean'", mean, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'rstd'", rstd, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::opmath_dtype(kOp, "mean", mean, "grad_out", grad_out);
+  opforge::check::opmath_dtype(kOp, "rstd", rstd, "grad_out", grad_out);
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'grad_mean'", grad_mean, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'grad_rstd'", grad_rstd, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::opmath_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
+  opforge::check::opmath_dtype(kOp, "grad_rstd", grad_rstd, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "input", input, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "mean", mean, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "rstd", rstd, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "grad_rstd", grad_rstd, "grad_out", grad_out);
   auto meta = opforge::layer_norm_backward_meta<int64_t>(kOp, grad_out, input, normalized_shape, mean, rstd, output_mask, weight, grad_mean, grad_rstd);
   const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_out,
       std::array<opforge::structured::read_arg, 7>{grad_out, input, mean, rstd, weight, grad_mean, grad_rstd}, {},
   [&](const opforge::structured::kernel_tensors<3, 7>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::layer_norm_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.in_ptr<scalar_t>(3), k.in_ptr<scalar_t>(4), k.in_ptr<scalar_t>(5), k.in_ptr<scalar_t>(6), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::layer_norm_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<opforge::math::opmath_t<scalar_t>>(2), k.in_ptr<opforge::math::opmath_t<scalar_t>>(3), k.in_ptr<scalar_t>(4), k.in_ptr<opforge::math::opmath_t<scalar_t>>(5), k.in_ptr<opforge::math::opmath_t<scalar_t>>(6), meta.plan, opforge::cuda::current_stream()));
     });
   });
   return std::make_tuple(results[0], results[1], results[2]);
@@ -350,7 +338,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_forward_cuda_simulated
       std::array<opforge::structured::read_arg, 3>{input, weight, bias}, {},
   [&](const opforge::structured::kernel_tensors<3, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::layer_norm_forward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::layer_norm_forward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<opforge::math::opmath_t<scalar_t>>(1), k.out_ptr<opforge::math::opmath_t<scalar_t>>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), meta.plan, opforge::cuda::current_stream()));
     });
   });
   return std::make_tuple(results[0], results[1], results[2]);

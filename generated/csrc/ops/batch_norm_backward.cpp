@@ -23,7 +23,7 @@ namespace opforge {
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t>
-cudaError_t batch_norm_backward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_out, const scalar_t* input, const scalar_t* save_mean, const scalar_t* save_invstd, const scalar_t* weight, const scalar_t* grad_mean, const scalar_t* grad_invstd, const opforge::batch_norm_plan& plan, cudaStream_t stream);
+cudaError_t batch_norm_backward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_out, const scalar_t* input, const opforge::math::opmath_t<scalar_t>* save_mean, const opforge::math::opmath_t<scalar_t>* save_invstd, const scalar_t* weight, const opforge::math::opmath_t<scalar_t>* grad_mean, const opforge::math::opmath_t<scalar_t>* grad_invstd, const opforge::batch_norm_plan& plan, cudaStream_t stream);
 
 }  // namespace opforge
 #endif  // OPFORGE_WITH_CUDA
@@ -48,23 +48,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cpu_structure
   opforge::check::device_type(kOp, "grad_invstd", grad_invstd, c10::DeviceType::CPU);
   opforge::check::dtype(kOp, "'grad_out'", grad_out, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'save_mean'", save_mean, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'save_invstd'", save_invstd, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::opmath_dtype(kOp, "save_mean", save_mean, "grad_out", grad_out);
+  opforge::check::opmath_dtype(kOp, "save_invstd", save_invstd, "grad_out", grad_out);
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'grad_mean'", grad_mean, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'grad_invstd'", grad_invstd, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::opmath_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
+  opforge::check::opmath_dtype(kOp, "grad_invstd", grad_invstd, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "input", input, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "save_mean", save_mean, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "save_invstd", save_invstd, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "grad_invstd", grad_invstd, "grad_out", grad_out);
   auto meta = opforge::batch_norm_backward_meta<int64_t>(kOp, grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
   const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, true>(kOp, meta, grad_out,
       std::array<opforge::structured::read_arg, 7>{grad_out, input, save_mean, save_invstd, weight, grad_mean, grad_invstd}, {},
   [&](const opforge::structured::kernel_tensors<3, 7>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(batch_norm_backward_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.in_ptr<scalar_t>(3), k.in_ptr<scalar_t>(4), k.in_ptr<scalar_t>(5), k.in_ptr<scalar_t>(6), meta.plan);
+      OPFORGE_CPU_KERNEL(batch_norm_backward_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<opforge::math::opmath_t<scalar_t>>(2), k.in_ptr<opforge::math::opmath_t<scalar_t>>(3), k.in_ptr<scalar_t>(4), k.in_ptr<opforge::math::opmath_t<scalar_t>>(5), k.in_ptr<opforge::math::opmath_t<scalar_t>>(6), meta.plan);
     });
   });
   return std::make_tuple(results[0], results[1], results[2]);
@@ -82,24 +78,20 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_cuda_structur
   opforge::check::same_device(kOp, "grad_invstd", grad_invstd, "grad_out", grad_out);
   opforge::check::dtype(kOp, "'grad_out'", grad_out, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'save_mean'", save_mean, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'save_invstd'", save_invstd, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::opmath_dtype(kOp, "save_mean", save_mean, "grad_out", grad_out);
+  opforge::check::opmath_dtype(kOp, "save_invstd", save_invstd, "grad_out", grad_out);
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'grad_mean'", grad_mean, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'grad_invstd'", grad_invstd, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::opmath_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
+  opforge::check::opmath_dtype(kOp, "grad_invstd", grad_invstd, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "input", input, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "save_mean", save_mean, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "save_invstd", save_invstd, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "grad_invstd", grad_invstd, "grad_out", grad_out);
   const c10::DeviceGuard device_guard(grad_out.device());
   auto meta = opforge::batch_norm_backward_meta<int64_t>(kOp, grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
   const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, grad_out,
       std::array<opforge::structured::read_arg, 7>{grad_out, input, save_mean, save_invstd, weight, grad_mean, grad_invstd}, {},
   [&](const opforge::structured::kernel_tensors<3, 7>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_out.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.in_ptr<scalar_t>(3), k.in_ptr<scalar_t>(4), k.in_ptr<scalar_t>(5), k.in_ptr<scalar_t>(6), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::batch_norm_backward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<opforge::math::opmath_t<scalar_t>>(2), k.in_ptr<opforge::math::opmath_t<scalar_t>>(3), k.in_ptr<scalar_t>(4), k.in_ptr<opforge::math::opmath_t<scalar_t>>(5), k.in_ptr<opforge::math::opmath_t<scalar_t>>(6), meta.plan, opforge::cuda::current_stream()));
     });
   });
   return std::make_tuple(results[0], results[1], results[2]);
@@ -116,17 +108,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_meta_structur
   opforge::check::same_device(kOp, "grad_invstd", grad_invstd, "grad_out", grad_out);
   opforge::check::dtype(kOp, "'grad_out'", grad_out, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'input'", input, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'save_mean'", save_mean, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'save_invstd'", save_invstd, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::opmath_dtype(kOp, "save_mean", save_mean, "grad_out", grad_out);
+  opforge::check::opmath_dtype(kOp, "save_invstd", save_invstd, "grad_out", grad_out);
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'grad_mean'", grad_mean, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
-  opforge::check::dtype(kOp, "'grad_invstd'", grad_invstd, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::opmath_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
+  opforge::check::opmath_dtype(kOp, "grad_invstd", grad_invstd, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "input", input, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "save_mean", save_mean, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "save_invstd", save_invstd, "grad_out", grad_out);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "grad_mean", grad_mean, "grad_out", grad_out);
-  opforge::check::same_dtype(kOp, "grad_invstd", grad_invstd, "grad_out", grad_out);
   const auto meta = opforge::batch_norm_backward_meta<c10::SymInt>(kOp, grad_out, input, save_mean, save_invstd, training, output_mask, weight, grad_mean, grad_invstd);
   at::Tensor result0 = opforge::structured::allocate(meta.outputs[0], grad_out);
   at::Tensor result1 = opforge::structured::allocate(meta.outputs[1], grad_out);

@@ -23,7 +23,7 @@ namespace opforge {
 // A structured op's CUDA kernel (Note [Structured ops]); the generated unit
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t>
-cudaError_t batch_norm_forward_cuda(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, scalar_t* running_mean, scalar_t* running_var, const opforge::batch_norm_plan& plan, cudaStream_t stream);
+cudaError_t batch_norm_forward_cuda(scalar_t* result0, opforge::math::opmath_t<scalar_t>* result1, opforge::math::opmath_t<scalar_t>* result2, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, scalar_t* running_mean, scalar_t* running_var, const opforge::batch_norm_plan& plan, cudaStream_t stream);
 
 }  // namespace opforge
 #endif  // OPFORGE_WITH_CUDA
@@ -58,7 +58,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cpu_structured
       std::array<opforge::structured::read_arg, 5>{input, weight, bias, opforge::structured::read_arg(running_mean, true), opforge::structured::read_arg(running_var, true)}, {},
   [&](const opforge::structured::kernel_tensors<3, 5>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CPU_KERNEL(batch_norm_forward_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.written_ptr<scalar_t>(3), k.written_ptr<scalar_t>(4), meta.plan);
+      OPFORGE_CPU_KERNEL(batch_norm_forward_cpu<scalar_t>)(k.out_ptr<scalar_t>(0), k.out_ptr<opforge::math::opmath_t<scalar_t>>(1), k.out_ptr<opforge::math::opmath_t<scalar_t>>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.written_ptr<scalar_t>(3), k.written_ptr<scalar_t>(4), meta.plan);
     });
   });
   return std::make_tuple(results[0], results[1], results[2]);
@@ -87,7 +87,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_forward_cuda_structure
       std::array<opforge::structured::read_arg, 5>{input, weight, bias, opforge::structured::read_arg(running_mean, true), opforge::structured::read_arg(running_var, true)}, {},
   [&](const opforge::structured::kernel_tensors<3, 5>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(input.scalar_type(), kOp, [&]<typename scalar_t>() {
-      OPFORGE_CUDA_CHECK(opforge::batch_norm_forward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.out_ptr<scalar_t>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.written_ptr<scalar_t>(3), k.written_ptr<scalar_t>(4), meta.plan, opforge::cuda::current_stream()));
+      OPFORGE_CUDA_CHECK(opforge::batch_norm_forward_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<opforge::math::opmath_t<scalar_t>>(1), k.out_ptr<opforge::math::opmath_t<scalar_t>>(2), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.written_ptr<scalar_t>(3), k.written_ptr<scalar_t>(4), meta.plan, opforge::cuda::current_stream()));
     });
   });
   return std::make_tuple(results[0], results[1], results[2]);

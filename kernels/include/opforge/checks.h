@@ -79,6 +79,29 @@ inline void same_dtype(const char* op, const char* arg, const std::optional<at::
   }
 }
 
+// The compute dtype of `dtype`, as math::opmath_t: float32 for half precision.
+inline at::ScalarType opmath_type(at::ScalarType dtype) {
+  return dtype == at::kHalf || dtype == at::kBFloat16 ? at::kFloat : dtype;
+}
+
+// An `arg_dtypes: [opmath]` tensor (the statistics of a half-precision norm):
+// the compute dtype of `ref`'s.
+inline void opmath_dtype(const char* op, const char* arg, const at::Tensor& t, const char* ref_arg,
+                         const at::Tensor& ref) {
+  const at::ScalarType expected = opmath_type(ref.scalar_type());
+  TORCH_CHECK_TYPE(t.scalar_type() == expected, op, ": expected '", arg, "' to have dtype ",
+                   c10::getDtypeNames(expected).first, " (the compute dtype of '", ref_arg, "', ",
+                   c10::getDtypeNames(ref.scalar_type()).first, "), got ",
+                   c10::getDtypeNames(t.scalar_type()).first);
+}
+
+inline void opmath_dtype(const char* op, const char* arg, const std::optional<at::Tensor>& t,
+                         const char* ref_arg, const at::Tensor& ref) {
+  if (t.has_value() && t->defined()) {
+    opmath_dtype(op, arg, *t, ref_arg, ref);
+  }
+}
+
 inline void same_shape(const char* op, const char* arg, const at::Tensor& t, const char* ref_arg,
                        const at::Tensor& ref) {
   TORCH_CHECK(t.sym_sizes() == ref.sym_sizes(), op, ": expected '", arg, "' to have the shape of '", ref_arg,

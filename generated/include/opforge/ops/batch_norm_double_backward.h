@@ -14,6 +14,8 @@
 #include <tuple>
 #include <vector>
 
+#include <opforge/math/opmath.h>
+
 namespace opforge {
 
 // batch_norm_double_backward [CompositeImplicitAutograd]

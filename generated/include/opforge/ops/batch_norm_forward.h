@@ -16,6 +16,8 @@
 
 #include <opforge/cpu_capability.h>
 
+#include <opforge/math/opmath.h>
+
 #include <opforge/meta/norm.h>
 
 namespace opforge {
@@ -23,12 +25,12 @@ namespace opforge {
 // batch_norm_forward [CPU]: see Note [Structured ops]
 namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t>
-void batch_norm_forward_cpu(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, scalar_t* running_mean, scalar_t* running_var, const opforge::batch_norm_plan& plan);
+void batch_norm_forward_cpu(scalar_t* result0, opforge::math::opmath_t<scalar_t>* result1, opforge::math::opmath_t<scalar_t>* result2, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, scalar_t* running_mean, scalar_t* running_var, const opforge::batch_norm_plan& plan);
 }
 #if OPFORGE_CPU_HAVE_AVX512
 namespace cpu_avx512 {
 template <typename scalar_t>
-void batch_norm_forward_cpu(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, scalar_t* running_mean, scalar_t* running_var, const opforge::batch_norm_plan& plan);
+void batch_norm_forward_cpu(scalar_t* result0, opforge::math::opmath_t<scalar_t>* result1, opforge::math::opmath_t<scalar_t>* result2, const scalar_t* input, const scalar_t* weight, const scalar_t* bias, scalar_t* running_mean, scalar_t* running_var, const opforge::batch_norm_plan& plan);
 }
 #endif
 

@@ -16,6 +16,8 @@
 
 #include <opforge/cpu_capability.h>
 
+#include <opforge/math/opmath.h>
+
 #include <opforge/meta/norm.h>
 
 namespace opforge {
@@ -23,12 +25,12 @@ namespace opforge {
 // layer_norm_backward [CPU]: see Note [Structured ops]
 namespace OPFORGE_CPU_BASELINE {
 template <typename scalar_t>
-void layer_norm_backward_cpu(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_out, const scalar_t* input, const scalar_t* mean, const scalar_t* rstd, const scalar_t* weight, const scalar_t* grad_mean, const scalar_t* grad_rstd, const opforge::layer_norm_plan& plan);
+void layer_norm_backward_cpu(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_out, const scalar_t* input, const opforge::math::opmath_t<scalar_t>* mean, const opforge::math::opmath_t<scalar_t>* rstd, const scalar_t* weight, const opforge::math::opmath_t<scalar_t>* grad_mean, const opforge::math::opmath_t<scalar_t>* grad_rstd, const opforge::layer_norm_plan& plan);
 }
 #if OPFORGE_CPU_HAVE_AVX512
 namespace cpu_avx512 {
 template <typename scalar_t>
-void layer_norm_backward_cpu(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_out, const scalar_t* input, const scalar_t* mean, const scalar_t* rstd, const scalar_t* weight, const scalar_t* grad_mean, const scalar_t* grad_rstd, const opforge::layer_norm_plan& plan);
+void layer_norm_backward_cpu(scalar_t* result0, scalar_t* result1, scalar_t* result2, const scalar_t* grad_out, const scalar_t* input, const opforge::math::opmath_t<scalar_t>* mean, const opforge::math::opmath_t<scalar_t>* rstd, const scalar_t* weight, const opforge::math::opmath_t<scalar_t>* grad_mean, const opforge::math::opmath_t<scalar_t>* grad_rstd, const opforge::layer_norm_plan& plan);
 }
 #endif
 

@@ -34,7 +34,13 @@ struct norm_backward_coeffs {
 
   // sum_a = sum(a), sum_ax = sum(a * xhat) over the group.
   C10_HOST_DEVICE static norm_backward_coeffs make(A sum_a, A sum_ax, A m, A r, A n, A grad_mean, A grad_rstd) {
-    const A inv_n = A(1) / n;
+    return with_inverse_count(sum_a, sum_ax, m, r, A(1) / n, grad_mean, grad_rstd);
+  }
+
+  // make() given 1 / n: a kernel argument, rather than a reciprocal the compiler
+  // hoists out of a grid-stride loop and keeps in a stack slot across calls.
+  C10_HOST_DEVICE static norm_backward_coeffs with_inverse_count(A sum_a, A sum_ax, A m, A r, A inv_n, A grad_mean,
+                                                                 A grad_rstd) {
     const A kxhat = -r * sum_ax * inv_n - grad_rstd * r * r * inv_n; // coefficient of xhat
     return {r, sum_a * inv_n, m, kxhat * r, grad_mean * inv_n};
   }

@@ -78,7 +78,8 @@ inline layer_norm_plan layer_norm_plan_of(const at::Tensor& input, int64_t axis,
 } // namespace norm
 
 // (output, mean, rstd): mean and rstd have the input's leading dims and size 1
-// in the normalized ones.
+// in the normalized ones. The statistics of every norm are in the compute dtype
+// (float32 for half precision: the backward reads them unrounded).
 template <typename Int>
 structured::result<Int, 3, layer_norm_plan> layer_norm_forward_meta(
     const char* op, const at::Tensor& input, c10::SymIntArrayRef normalized_shape,
@@ -87,8 +88,8 @@ structured::result<Int, 3, layer_norm_plan> layer_norm_forward_meta(
   const sym_sizes_t stat = layer_norm_stat_sizes(input, axis);
   const at::ScalarType dtype = input.scalar_type();
   structured::result<Int, 3, layer_norm_plan> r{
-      {structured::like<Int>(input), norm::output_sized<Int>(stat, dtype),
-       norm::output_sized<Int>(stat, dtype)}};
+      {structured::like<Int>(input), norm::output_sized<Int>(stat, check::opmath_type(dtype)),
+       norm::output_sized<Int>(stat, check::opmath_type(dtype))}};
   if constexpr (structured::concrete<Int>) {
     r.plan = norm::layer_norm_plan_of(input, axis, eps);
   }
@@ -129,8 +130,8 @@ structured::result<Int, 3, group_norm_plan> group_norm_forward_meta(
   const auto stat = group_norm_stat_sizes(input, num_groups);
   const at::ScalarType dtype = input.scalar_type();
   structured::result<Int, 3, group_norm_plan> r{
-      {structured::like<Int>(input), norm::output_sized<Int>(stat, dtype),
-       norm::output_sized<Int>(stat, dtype)}};
+      {structured::like<Int>(input), norm::output_sized<Int>(stat, check::opmath_type(dtype)),
+       norm::output_sized<Int>(stat, check::opmath_type(dtype))}};
   if constexpr (structured::concrete<Int>) {
     r.plan = group_norm_layout(input, num_groups);
     r.plan.eps = eps;
@@ -186,8 +187,8 @@ structured::result<Int, 3, batch_norm_plan> batch_norm_forward_meta(
   const std::array<c10::SymInt, 1> channels{input.sym_size(1)};
   const at::ScalarType dtype = input.scalar_type();
   structured::result<Int, 3, batch_norm_plan> r{
-      {structured::like<Int>(input), norm::output_sized<Int>(channels, dtype),
-       norm::output_sized<Int>(channels, dtype)}};
+      {structured::like<Int>(input), norm::output_sized<Int>(channels, check::opmath_type(dtype)),
+       norm::output_sized<Int>(channels, check::opmath_type(dtype))}};
   if constexpr (structured::concrete<Int>) {
     r.plan = norm::batch_norm_plan_of(input, training, momentum, eps, 3);
   }
