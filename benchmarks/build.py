@@ -46,9 +46,9 @@ EDITS: list[tuple[str, str, str, str]] = [
     ),
     ("one CPU kernel .cpp", "kernels/cpu/softmax.cpp", "", "\n// edited\n"),
     ("one CUDA kernel .cu", "kernels/cuda/softmax.cu", "", "\n// edited\n"),
-    ("one family meta header", "kernels/include/opforge/meta/pooling.h", "", "\n// edited\n"),
-    ("one math functor header", "kernels/include/opforge/math/activation.h", "", "\n// edited\n"),
-    ("the framework header", "kernels/include/opforge/structured.h", "", "\n// edited\n"),
+    ("one family meta header", "kernels/include/opforge/pooling/meta.h", "", "\n// edited\n"),
+    ("one math functor header", "kernels/include/opforge/activation/math.h", "", "\n// edited\n"),
+    ("the framework header", "kernels/include/opforge/core/structured.h", "", "\n// edited\n"),
 ]
 
 

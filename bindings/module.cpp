@@ -5,7 +5,7 @@
 
 #include "bindings/arguments.h"
 
-#include <opforge/cpu_capability.h>
+#include <opforge/core/cpu_capability.h>
 
 #ifndef OPFORGE_CUDA_ARCHS
 #define OPFORGE_CUDA_ARCHS ""

@@ -11,7 +11,7 @@ endif()
 # The entry points, and the meta functions, composites, loss reductions and
 # argument checks they share with the CPU side.
 file(GLOB _sim_entry_sources CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/kernels/cuda/*.cpp"
-  "${CMAKE_SOURCE_DIR}/kernels/meta/*.cpp" "${CMAKE_SOURCE_DIR}/kernels/composite/*.cpp"
+  "${CMAKE_SOURCE_DIR}/kernels/composite/*.cpp"
   "${CMAKE_SOURCE_DIR}/kernels/runtime/loss_reduction.cpp" "${CMAKE_SOURCE_DIR}/kernels/runtime/choices.cpp")
 set(_sim_wrappers)
 foreach(_cu IN LISTS _sim_device_sources OPFORGE_GENERATED_CUDA_DEVICE_SOURCES)
@@ -42,7 +42,7 @@ target_compile_definitions(_cuda_sim PRIVATE OPFORGE_CUDA_SIM OPFORGE_CUDA_MAX_B
 # `#pragma unroll` is nvcc's.
 target_compile_options(_cuda_sim PRIVATE ${OPFORGE_CPU_FLAGS} -Wno-unknown-pragmas)
 if(OPFORGE_PCH)
-  target_precompile_headers(_cuda_sim PRIVATE "${CMAKE_SOURCE_DIR}/kernels/include/opforge/precompiled.h")
+  target_precompile_headers(_cuda_sim PRIVATE "${CMAKE_SOURCE_DIR}/kernels/include/opforge/core/precompiled.h")
   # Device code stays torch-free, as under nvcc; pybind11 wants Python.h first.
   set_source_files_properties(${_sim_wrappers} ${_sim_runtime} "${CMAKE_SOURCE_DIR}/kernels/cuda/sim/module.cpp"
     PROPERTIES SKIP_PRECOMPILE_HEADERS ON)

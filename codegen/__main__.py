@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         "--pointwise",
         action="store_true",
         help="an elementwise op: a `pointwise:` entry and a functor stub in "
-        "kernels/include/opforge/math/<family>.h; its kernels are generated",
+        "kernels/include/opforge/<family>/math.h; its kernels are generated",
     )
     p.set_defaults(fn=_cmd_new)
     args = parser.parse_args(argv)

@@ -82,6 +82,7 @@ ENTRY_FIELDS = (
     "checks",
     "structured",
     "lists",
+    "bench",
 )
 LOSS_REDUCTIONS = ("none", "mean", "sum")
 VARIANT_KINDS = ("inplace", "out")
@@ -114,7 +115,7 @@ class LossReduction:
     `str` argument `arg` says ('none', 'mean', 'sum'; `modes` may add 'batchmean', the mean
     over dim 0). On the loss's backward op `grad` names the incoming gradient, 0-d unless
     'none', which the generated code divides by the count the forward divided by
-    (Note [Pointwise losses] in kernels/include/opforge/pointwise/loss.h)."""
+    (Note [Pointwise losses] in kernels/include/opforge/core/pointwise/loss.h)."""
 
     arg: str
     grad: str | None = None
@@ -125,11 +126,11 @@ class LossReduction:
 class Pointwise:
     """`pointwise: leaky_relu_fn(negative_slope)`: the op is y = f(tensor args...) elementwise,
     with f a functor from the family's math header (Note [Pointwise engine] in
-    kernels/include/opforge/pointwise/geometry.h). `cond ? f(...) : g(...)` picks one of two
+    kernels/include/opforge/core/pointwise/geometry.h). `cond ? f(...) : g(...)` picks one of two
     functors once per call (each gets its own vectorized loop, unlike a branch inside one)."""
 
     functor: Functor
-    header: str  # e.g. opforge/math/activation.h
+    header: str  # e.g. opforge/activation/math.h
     condition: str | None = None
     otherwise: Functor | None = None
     reduction: LossReduction | None = None
@@ -150,12 +151,12 @@ class Pointwise:
 class Structured:
     """`structured: {meta: softmax_meta, plan: dim_split}`: a meta function (checks and
     outputs, over SymInt and int64_t) and the plan its kernels take with the data pointers
-    (Note [Structured ops] in kernels/include/opforge/structured.h)."""
+    (Note [Structured ops] in kernels/include/opforge/core/structured.h)."""
 
-    meta: str  # opforge::<meta><Int>, in kernels/include/opforge/meta/<family>.h
+    meta: str  # opforge::<meta><Int>, in kernels/include/opforge/<family>/meta.h
     plan: str  # a C++ type in namespace opforge
     source: str  # kernels/cpu/<source>.cpp and kernels/cuda/<source>.cu
-    header: str  # opforge/meta/<family>.h
+    header: str  # opforge/<family>/meta.h
     # Keys whose kernel accumulates with atomics (`nondeterministic: [CUDA]`): the generated
     # code alerts under torch.use_deterministic_algorithms(True).
     nondeterministic: tuple[str, ...] = ()
@@ -168,7 +169,7 @@ class Structured:
     shape_only: tuple[str, ...] = ()
     # Outputs whose first dim the kernels decide (`data_dependent: [result]`, nms's kept
     # boxes): the meta function gives an upper bound, the kernel reports the length
-    # (Note [Data-dependent lengths] in opforge/length_report.h), fake tensors get an unbacked SymInt.
+    # (Note [Data-dependent lengths] in opforge/core/length_report.h), fake tensors get an unbacked SymInt.
     data_dependent: tuple[str, ...] = ()
 
 
@@ -176,7 +177,7 @@ class Structured:
 class TensorLists:
     """How an op's `Tensor[]` arguments relate to the first, the lead (`lists: {same_shape:
     [grads], empty_ok: [momentum_buffers]}`; Note [Tensor lists] in
-    kernels/include/opforge/structured_lists.h): each has the lead's length (or none, if
+    kernels/include/opforge/core/structured_lists.h): each has the lead's length (or none, if
     `empty_ok`), and element i of a `same_shape` list the shape of the lead's element i."""
 
     lead: str
@@ -208,6 +209,34 @@ class Sample:
 
     def get(self, name: str, default: Any = None) -> Any:
         return dict(self.values).get(name, default)
+
+
+@dataclass(frozen=True)
+class Bench:
+    """`bench:`: the op's benchmark in benchmarks/ops.py, timed against `against` (default:
+    the entry's `reference:`) on `cases` (the `samples:` grammar), float32."""
+
+    target: float  # forward time ratio opforge / against
+    backward: float  # forward + backward ratio target; 0: forward only
+    against: str | None
+    cases: tuple[Sample, ...]
+
+
+@dataclass(frozen=True)
+class VariantBody:
+    """Op kind of an in-place / out= variant of an op with no kernels of its own (a composite):
+    a generated CompositeImplicitAutograd body over the functional op."""
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """Op kind of an op whose `dispatch:` names its kernels (backend kernels, or composites over
+    ATen ops), with a Meta kernel from its `shape:` rule where it has one."""
+
+
+# Every op is exactly one of these (OpDecl.kind); codegen/dest has one module per kind, each
+# with the same functions (declarations, register, simulate: Note [Op kinds] in dest/cpp.py).
+OpKind = Pointwise | Structured | VariantBody | Kernels
 
 
 @dataclass(frozen=True)
@@ -243,6 +272,7 @@ class OpDecl:
     straight_through: bool = False
     pointwise: Pointwise | None = None
     checks: tuple[Check, ...] = ()
+    bench: Bench | None = None
     structured: Structured | None = None
     lists: TensorLists | None = None  # set for every op with `Tensor[]` arguments
 
@@ -271,6 +301,15 @@ class OpDecl:
     def dtypes_of(self, arg: str) -> tuple[str, ...]:
         """The dtypes tensor argument `arg` accepts (`(OPMATH,)`: the op's dtype's compute dtype)."""
         return dict(self.arg_dtypes).get(arg, self.dtypes)
+
+    @property
+    def kind(self) -> OpKind:
+        """What generates the op's kernels (one of OpKind)."""
+        if self.pointwise is not None:
+            return self.pointwise
+        if self.structured is not None:
+            return self.structured
+        return VariantBody() if self.variant_of is not None else Kernels()
 
     def is_opmath(self, arg: str) -> bool:
         """Whether tensor `arg` (or output) has the compute dtype of the op's dtype."""

@@ -178,24 +178,24 @@ template <typename scalar_t>
 # Per file a new structured op touches: (path under kernels/, what a new file starts with, stub).
 _STRUCTURED_FILES = {
     "plan": (
-        "include/opforge/{family}_plan.h",
+        "include/opforge/{family}/plan.h",
         "#pragma once\n// The plans of the structured ops of schemas/{family}.yaml (Note [Structured\n"
-        "// ops] in opforge/structured.h). Torch-free, so the CUDA sources include it.\n"
+        "// ops] in opforge/core/structured.h). Torch-free, so the CUDA sources include it.\n"
         "#include <cstdint>\n\nnamespace opforge {{\n}}  // namespace opforge\n",
         _PLAN_STUB,
     ),
     "Meta": (
-        "include/opforge/meta/{family}.h",
+        "include/opforge/{family}/meta.h",
         "#pragma once\n// Meta functions of the structured ops of schemas/{family}.yaml (Note\n"
-        "// [Structured ops] in opforge/structured.h).\n#include <opforge/{family}_plan.h>\n"
-        "#include <opforge/structured.h>\n\nnamespace opforge {{\n}}  // namespace opforge\n",
+        "// [Structured ops] in opforge/core/structured.h).\n#include <opforge/{family}/plan.h>\n"
+        "#include <opforge/core/structured.h>\n\nnamespace opforge {{\n}}  // namespace opforge\n",
         _META_STUB,
     ),
     "CPU": (
         "cpu/{family}.cpp",
         "// CPU kernels of the structured ops of schemas/{family}.yaml, compiled once per\n"
-        "// CPU capability (Note [CPU capabilities] in opforge/cpu_capability.h).\n"
-        "#include <opforge/cpu_capability.h>\n#include <opforge/{family}_plan.h>\n\n"
+        "// CPU capability (Note [CPU capabilities] in opforge/core/cpu_capability.h).\n"
+        "#include <opforge/core/cpu_capability.h>\n#include <opforge/{family}/plan.h>\n\n"
         "#include <c10/util/Exception.h>\n\n"
         "namespace opforge::OPFORGE_CPU_CAPABILITY {{\n}}  // namespace opforge::OPFORGE_CPU_CAPABILITY\n",
         _CPU_STUB,
@@ -203,7 +203,7 @@ _STRUCTURED_FILES = {
     "CUDA": (
         "cuda/{family}.cu",
         "// CUDA kernels of the structured ops of schemas/{family}.yaml.\n"
-        '#include "common.cuh"\n\n#include <opforge/{family}_plan.h>\n\n'
+        '#include "common.cuh"\n\n#include <opforge/{family}/plan.h>\n\n'
         "namespace opforge {{\n}}  // namespace opforge\n",
         _CUDA_STUB,
     ),
@@ -232,11 +232,11 @@ struct {functor} {{
 def _new_pointwise(
     schema: FunctionSchema, name: str, family: str, root: Path
 ) -> tuple[list[str], str]:
-    """The YAML lines of a pointwise entry, and the functor stub appended to math/<family>.h."""
+    """The YAML lines of a pointwise entry, and the functor stub appended to <family>/math.h."""
     tensors = [a.name for a in schema.arguments.flat_non_out if str(a.type) == "Tensor"]
     scalars = [a for a in schema.arguments.flat_non_out if str(a.type) in ("Scalar", "float")]
     functor = f"{name}_fn"
-    header = root / "kernels" / "include" / "opforge" / "math" / f"{family}.h"
+    header = root / "kernels" / "include" / "opforge" / family / "math.h"
     stub = _FUNCTOR_STUB.format(
         qualified=str(schema.name),
         arity=", ".join(tensors),
@@ -366,7 +366,7 @@ def _new_structured(
     text = cpu.read_text() if "CPU" in keys else header
     if header not in text:
         # The op's generated header: a kernel whose signature drifts fails to compile.
-        plan = f"#include <opforge/{family}_plan.h>\n"
+        plan = f"#include <opforge/{family}/plan.h>\n"
         cpu.write_text(text.replace(plan, header + plan) if plan in text else header + text)
     return touched
 

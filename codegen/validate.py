@@ -222,18 +222,22 @@ def _check_meta(op: OpDecl, diags: Diagnostics) -> None:
 def validate_references(ops: list[OpDecl], diags: Diagnostics) -> None:
     """Import every `reference` (slow: imports torch), so only `check` runs it."""
     for op in ops:
-        if op.reference is None:
-            continue
-        module_name, _, attr = op.reference.rpartition(".")
-        try:
-            module = importlib.import_module(module_name)
-            getattr(module, attr)
-        except (ImportError, AttributeError) as e:
-            diags.error(
-                op.loc_of("reference"),
-                f"reference '{op.reference}' of '{op.qualified}' cannot be imported: {e}",
-                "name an importable function, e.g. torch.nn.functional.relu",
-            )
+        paths = [("reference", op.reference)]
+        if op.bench is not None and op.bench.against is not None:
+            paths.append(("bench", op.bench.against))
+        for field, path in paths:
+            if path is None:
+                continue
+            module_name, _, attr = path.rpartition(".")
+            try:
+                module = importlib.import_module(module_name)
+                getattr(module, attr)
+            except (ImportError, AttributeError) as e:
+                diags.error(
+                    op.loc_of(field),
+                    f"{field} '{path}' of '{op.qualified}' cannot be imported: {e}",
+                    "name an importable function, e.g. torch.nn.functional.relu",
+                )
 
 
 # Where the repository's own prose lives (generated/ is checked through its templates).
@@ -329,7 +333,7 @@ def _check_structured_files(op: OpDecl, root: Path, diags: Diagnostics) -> None:
             diags.error(
                 op.loc_of("structured"),
                 f"'{op.qualified}' is structured but {path} ({what}) does not exist",
-                "see Note [Structured ops] in kernels/include/opforge/structured.h",
+                "see Note [Structured ops] in kernels/include/opforge/core/structured.h",
             )
     for key, kernel in op.dispatch:
         path = f"kernels/{key.lower()}/{s.source}.{'cpp' if key == 'CPU' else 'cu'}"

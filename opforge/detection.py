@@ -8,7 +8,7 @@ anchor), the Faster R-CNN base anchors (`generate_anchors`) tiled over the featu
 
 The number of proposals `nms` keeps depends on the data, so under `torch.export` it is an
 unbacked size that flows through `roi_align` and the head (Note [Data-dependent lengths] in
-kernels/include/opforge/length_report.h). `reference_forward` computes the same with
+kernels/include/opforge/core/length_report.h). `reference_forward` computes the same with
 torch.nn.functional and torchvision.ops, for the tests and the demo.
 """
 

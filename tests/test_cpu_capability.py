@@ -1,5 +1,5 @@
 """CPU kernels compiled per capability and picked at load time (Note [CPU capabilities] in
-kernels/include/opforge/cpu_capability.h)."""
+kernels/include/opforge/core/cpu_capability.h)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Template context for an op's C++ autograd kernel, built from its `derivatives:` formulas.
 
 The kernel runs the op below autograd, then hands opforge's autograd runtime
-(kernels/include/opforge/autograd.h) the tensor inputs, the outputs, what the
+(kernels/include/opforge/core/autograd.h) the tensor inputs, the outputs, what the
 formulas need saved and a backward lambda holding the formulas. A tensor input
 without a formula raises "opforge.<op> is not differentiable with respect to
 <arg>" when a gradient is requested for it, unless its formula is

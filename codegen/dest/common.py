@@ -3,9 +3,47 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
+from codegen.api import cpp as cpp_api
 from codegen.model import Argument, BaseTy, BaseType, ListType, OptionalType
 from codegen.opdecl import FLOATING_DTYPES, OpDecl
+
+Context = dict[str, Any]
+
+
+@dataclass
+class Registered:
+    """What one op adds to its family's registration unit (Note [Op kinds] in dest/cpp.py)."""
+
+    wrappers: list[Context] = field(default_factory=list)  # generated functions
+    impls: list[tuple[str, str]] = field(default_factory=list)  # (TORCH_LIBRARY_IMPL block, fn)
+    meta_steps: list[Context] = field(default_factory=list)  # pointwise meta steps
+    cuda_kernels: list[Context] = field(default_factory=list)  # pointwise CUDA host code
+
+
+@dataclass
+class Simulated:
+    """What one op with a CUDA kernel adds to the CUDA simulator's unit: its functions, the
+    last registered as the simulated op's CPU kernel."""
+
+    wrappers: list[Context]
+    meta_steps: list[Context] = field(default_factory=list)
+    cuda_kernels: list[Context] = field(default_factory=list)
+    lists: bool = False  # a structured op over Tensor[] arguments
+
+
+def wrapper(key: str, signature: cpp_api.Signature, label: str, body: list[str]) -> Context:
+    """A generated function: its key (CUDA ones are compiled with CUDA only), signature and
+    body, whose last line the template writes apart."""
+    return {
+        "key": key,
+        "signature": signature,
+        "op_label": label,
+        "lines": body[:-1],
+        "call": body[-1],
+    }
 
 
 def sources(ops: Sequence[OpDecl]) -> str:

@@ -1,5 +1,5 @@
 """The generated code of structured ops with `Tensor[]` arguments (Note [Tensor lists] in
-kernels/include/opforge/structured_lists.h): the checks across the lists, the meta
+kernels/include/opforge/core/structured_lists.h): the checks across the lists, the meta
 function, the outputs it sizes (if any), and one kernel call with the outputs' and the lists'
 dense pointers."""
 
@@ -137,7 +137,7 @@ def element(f: OpDecl, name: str) -> str:
 
 def backend_body(f: OpDecl, key: str, traits: str, *, simulated: bool = False) -> list[str]:
     """Checks and the meta function's call, then the call sequence's list form (`run_lists`,
-    Note [Call sequence] in opforge/structured_call.h) around the kernel call."""
+    Note [Call sequence] in opforge/core/structured_call.h) around the kernel call."""
     s = spec(f)
     lead = s.lead
     written = set(_written(f))

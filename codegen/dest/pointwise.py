@@ -4,7 +4,7 @@ One meta step per op (checks, result dtype, output geometry; over int64_t for th
 backend keys and c10::SymInt for Meta) and, on top of it, the functional, in-place
 and out= kernels of every key, their autograd and functionalization, and the kernel
 translation units (CPU, CUDA host code, CUDA device instantiations). See Note
-[Pointwise engine] in kernels/include/opforge/pointwise/geometry.h.
+[Pointwise engine] in kernels/include/opforge/core/pointwise/geometry.h.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from codegen import rules
 from codegen.api import cpp as cpp_api
 from codegen.dest import checks, variant_kernels
-from codegen.dest.common import sources
+from codegen.dest.common import Registered, Simulated, sources, wrapper
 from codegen.model import BaseTy, BaseType
 from codegen.opdecl import CPP_SCALAR, DTYPES, Functor, OpDecl
 
@@ -141,18 +141,6 @@ def run_function(f: OpDecl, key: str) -> Context:
     return wrapper(key, signature, f"opforge.{f.name}", [*lines, "}"])
 
 
-def wrapper(key: str, signature: cpp_api.Signature, label: str, body: list[str]) -> Context:
-    """A generated function: its key (CUDA ones are compiled with CUDA only), signature and
-    body, whose last line the template writes apart."""
-    return {
-        "key": key,
-        "signature": signature,
-        "op_label": label,
-        "lines": body[:-1],
-        "call": body[-1],
-    }
-
-
 def _target(op: OpDecl) -> str:
     """The tensor a variant writes into (pointwise ops have one result)."""
     return variant_kernels.targets(op)[0]
@@ -169,7 +157,7 @@ def _step(f: OpDecl, size: str) -> list[str]:
 def _kernel_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> list[str]:
     """The body of `op` (f itself, or its in-place / out= variant) on a backend key or Meta:
     the device checks, then the call sequence's pointwise form (Note [Call sequence] in
-    opforge/structured_call.h) around the meta step and the run function."""
+    opforge/core/structured_call.h) around the meta step and the run function."""
     backend = key != "Meta"
     size = "int64_t" if backend else "c10::SymInt"
     lines = checks.device_checks(f, "CPU" if simulated else key, simulated=simulated)
@@ -321,3 +309,27 @@ def unit_names(f: OpDecl) -> dict[str, str]:
         f"csrc/kernels/{f.cpp_id}_cpu.cpp": "pointwise_cpu.cpp.j2",
         f"csrc/kernels/{f.cpp_id}.cu": "pointwise.cu.j2",
     }
+
+
+# The pointwise kind (Note [Op kinds] in dest/cpp.py).
+def declarations(op: OpDecl) -> list[Context]:
+    return [
+        {
+            "comment": f"{op.qualified} [{k}]: generated, see Note [Pointwise engine]",
+            "signature": kernel_signature(op, k),
+            # One copy per CPU capability (Note [CPU capabilities]).
+            "per_capability": k == "CPU",
+        }
+        for k, _ in op.dispatch
+    ]
+
+
+def register(op: OpDecl, functional: OpDecl) -> Registered:
+    wrappers, impls = registration(op, functional)
+    if op.variant_of is not None:
+        return Registered(wrappers, impls)
+    return Registered(wrappers, impls, [meta_step(op)], [kernel_unit(op)])
+
+
+def simulate(op: OpDecl) -> Simulated:
+    return Simulated(simulated_wrappers(op), [meta_step(op)], [kernel_unit(op)])

@@ -148,6 +148,8 @@ def wrappers(ops: Sequence[OpDecl]) -> Context:
             "keys": list(o.keys) or (["CPU", "CUDA"] if o.pointwise else []),
             "dtypes": list(o.dtypes),
             "arg_dtypes": {n: list(ds) for n, ds in o.arg_dtypes},
+            # what benchmarks time it against where that is not the reference (`bench:`)
+            "bench_against": o.bench.against if o.bench is not None else None,
             "reference": o.reference,
             "family": o.family,
             "shape": str(o.shape) if o.shape is not None else None,

@@ -1,7 +1,7 @@
 """Template contexts for structured ops (`structured:` entries): every key runs the op's meta
 function, allocates its outputs and calls a kernel that takes raw pointers and a plan; the
 kernel sources are compiled through generated units that instantiate them for the entry's
-dtypes. See Note [Structured ops] in kernels/include/opforge/structured.h.
+dtypes. See Note [Structured ops] in kernels/include/opforge/core/structured.h.
 """
 
 from __future__ import annotations
@@ -11,8 +11,16 @@ from itertools import groupby, product
 from typing import Any
 
 from codegen.api import cpp as cpp_api
-from codegen.dest import checks, lists, pointwise, variant_kernels
-from codegen.dest.common import kernel_call, opmath_type, return_results, sources
+from codegen.dest import checks, lists, variant_kernels
+from codegen.dest.common import (
+    Registered,
+    Simulated,
+    kernel_call,
+    opmath_type,
+    return_results,
+    sources,
+    wrapper,
+)
 from codegen.model import FunctionSchema, ListType, OptionalType
 from codegen.opdecl import CPP_SCALAR, DTYPES, OPMATH, OpDecl, Structured, kernel_name, output_names
 
@@ -120,7 +128,7 @@ def signature_of(
 
     def pointer(n: str) -> str:
         t = f"{'' if n in written else 'const '}{element(n)}"
-        # Note [Tensor lists]: a list's dense pointers, in opforge/tensor_list.h.
+        # Note [Tensor lists]: a list's dense pointers, in opforge/core/tensor_list.h.
         return f"opforge::tensor_list<{t}>" if n in in_lists else f"{t}*"
 
     params = [(f"{element(o)}*", o) for o in output_names(schema)]
@@ -274,7 +282,7 @@ def key_traits(key: str) -> str:
 
 def _backend_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> list[str]:
     """Checks and the meta function's call, then the call sequence (Note [Call sequence] in
-    opforge/structured_call.h) for f's functional, out= or in-place variant `op`."""
+    opforge/core/structured_call.h) for f's functional, out= or in-place variant `op`."""
     if f.lists is not None:
         return lists.backend_body(f, key, key_traits(key), simulated=simulated)
     lines, renames = checks.checks_before_kernel(f, key, simulated=simulated)
@@ -317,7 +325,7 @@ def _meta_body(op: OpDecl, f: OpDecl) -> list[str]:
 
 def _wrapper(f: OpDecl, key: str, fn: str, body: list[str]) -> Context:
     signature = cpp_api.signature(f.schema, fn)
-    return {**pointwise.wrapper(key, signature, f"opforge.{f.name}", body), "fn": fn}
+    return {**wrapper(key, signature, f"opforge.{f.name}", body), "fn": fn}
 
 
 def registration(op: OpDecl, f: OpDecl) -> list[Context]:
@@ -330,7 +338,7 @@ def registration(op: OpDecl, f: OpDecl) -> list[Context]:
     meta = _wrapper(op, "Meta", f"{op.cpp_id}_meta_structured", _meta_body(op, f))
     if _spec(f).data_dependent:
         # Meta gives upper bounds only: opforge's fake kernel makes the lengths unbacked
-        # SymInts (Note [Data-dependent lengths] in opforge/length_report.h).
+        # SymInts (Note [Data-dependent lengths] in opforge/core/length_report.h).
         meta["block"] = "Meta@opforge_bounds"
     wrappers.append(meta)
     if f.lists is not None:
@@ -404,3 +412,27 @@ def kernel_files(ops: Sequence[OpDecl]) -> list[str]:
             for key in f.keys
         }
     )
+
+
+# The structured kind (Note [Op kinds] in dest/cpp.py).
+def declarations(op: OpDecl) -> list[Context]:
+    if "CPU" not in op.keys or op.variant_of is not None:
+        return []
+    return [
+        {
+            "comment": f"{op.qualified} [CPU]: see Note [Structured ops]",
+            "signature": kernel_signature(op, "CPU"),
+            "per_capability": True,
+        }
+    ]
+
+
+def register(op: OpDecl, functional: OpDecl) -> Registered:
+    wrappers = registration(op, functional)
+    return Registered(
+        wrappers, [(w["block"] if "block" in w else w["key"], w["fn"]) for w in wrappers]
+    )
+
+
+def simulate(op: OpDecl) -> Simulated:
+    return Simulated([simulated_wrapper(op)], lists=op.lists is not None)

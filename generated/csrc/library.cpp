@@ -199,7 +199,7 @@ TORCH_LIBRARY(opforge, m) {
   m.def(R"schema(xavier_uniform_(Tensor(a!) tensor, float gain=1.0, Generator? generator=None) -> Tensor(a!))schema", {at::Tag::inplace});
 }
 
-// Note [Data-dependent lengths] (kernels/include/opforge/length_report.h): the ops
+// Note [Data-dependent lengths] (kernels/include/opforge/core/length_report.h): the ops
 // whose output lengths their kernels decide, again, with their meta functions as
 // Meta kernels: the outputs' upper bounds, for opforge's fake kernels of them.
 TORCH_LIBRARY(opforge_bounds, m) {

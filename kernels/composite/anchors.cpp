@@ -3,7 +3,7 @@
 // requested device and dtype.
 #include <opforge/ops/generate_anchors.h>
 
-#include <opforge/checks.h>
+#include <opforge/core/checks.h>
 
 #include <ATen/ops/tensor.h>
 

@@ -14,8 +14,8 @@
 #include <opforge/ops/nll_loss_forward.h>
 #include <opforge/ops/softmax.h>
 
-#include <opforge/checks.h>
-#include <opforge/pointwise/loss.h>
+#include <opforge/core/checks.h>
+#include <opforge/core/pointwise/loss.h>
 
 #include <ATen/ops/mean.h>
 #include <ATen/ops/mul.h>
@@ -121,7 +121,7 @@ at::Tensor distillation_loss_composite(const at::Tensor& s_logits, const at::Ten
 namespace opforge {
 
 // The backward op's output is g (a p - u w - b onehot(t)) per position with a,
-// u, b constants of the position (math/classification_loss.h), so its
+// u, b constants of the position (opforge/classification_loss/math.h), so its
 // derivative in g is the same with g = 1, and in self g a (diag(p) - p p^T).
 std::tuple<at::Tensor, at::Tensor> cross_entropy_double_backward_composite(
     const at::Tensor& grad_grad_input, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target,

@@ -5,8 +5,8 @@
 #include <opforge/ops/conv2d_backward.h>
 #include <opforge/ops/conv2d_double_backward.h>
 
-#include <opforge/checks.h>
-#include <opforge/structured.h>
+#include <opforge/core/checks.h>
+#include <opforge/core/structured.h>
 
 #include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/zeros_like.h>

@@ -8,7 +8,7 @@
 #include <opforge/ops/xavier_normal.h>
 #include <opforge/ops/xavier_uniform.h>
 
-#include <opforge/checks.h>
+#include <opforge/core/checks.h>
 
 #include <c10/util/Exception.h>
 

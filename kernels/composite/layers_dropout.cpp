@@ -3,8 +3,8 @@
 #include <opforge/ops/dropout.h>
 #include <opforge/ops/dropout_forward.h>
 
-#include <opforge/checks.h>
-#include <opforge/layers_dropout.h>
+#include <opforge/core/checks.h>
+#include <opforge/layers/dropout_checks.h>
 
 namespace opforge {
 

@@ -6,7 +6,7 @@
 #include <opforge/ops/linear.h>
 #include <opforge/ops/linear_backward.h>
 
-#include <opforge/layers.h>
+#include <opforge/layers/checks.h>
 
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/empty.h>

@@ -5,8 +5,8 @@
 #include <opforge/ops/linear_backward.h>
 #include <opforge/ops/linear_double_backward.h>
 
-#include <opforge/checks.h>
-#include <opforge/layers.h>
+#include <opforge/core/checks.h>
+#include <opforge/layers/checks.h>
 
 #include <ATen/ops/zeros_like.h>
 

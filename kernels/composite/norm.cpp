@@ -11,9 +11,9 @@
 #include <opforge/ops/layer_norm_double_backward.h>
 #include <opforge/ops/layer_norm_forward.h>
 
-#include <opforge/checks.h>
-#include <opforge/norm.h>
-#include <opforge/norm_double_backward.h>
+#include <opforge/core/checks.h>
+#include <opforge/norm/checks.h>
+#include <opforge/norm/double_backward.h>
 
 #include <array>
 #include <initializer_list>

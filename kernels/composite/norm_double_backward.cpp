@@ -1,4 +1,4 @@
-// The norm double backward (opforge/norm_double_backward.h), in ATen ops.
+// The norm double backward (opforge/norm/double_backward.h), in ATen ops.
 //
 // Note [Norm double backward]: per group of n elements (the stat_dims), with
 // xhat = (x - m) r, a = g w, the backward computes
@@ -16,7 +16,7 @@
 // m and r are independent inputs here: their dependence on x is the forward
 // op's to differentiate (see Note [Norm statistics are differentiable outputs]
 // in schemas/norm.yaml).
-#include <opforge/norm_double_backward.h>
+#include <opforge/norm/double_backward.h>
 
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/div.h>

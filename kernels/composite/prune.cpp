@@ -4,7 +4,7 @@
 #include <opforge/ops/global_magnitude_prune_masks.h>
 #include <opforge/ops/magnitude_prune_mask.h>
 
-#include <opforge/checks.h>
+#include <opforge/core/checks.h>
 
 #include <ATen/ops/cat.h>
 

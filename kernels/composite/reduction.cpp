@@ -2,7 +2,7 @@
 // so autograd, meta and every device come from those ops.
 #include <opforge/ops/sum_backward.h>
 
-#include <opforge/dims.h>
+#include <opforge/core/dims.h>
 
 #include <ATen/ops/expand.h>
 #include <ATen/ops/unsqueeze.h>

@@ -1,7 +1,7 @@
 // CPU kernel of grid_anchors (a structured op, Note [Structured ops]): one
-// element per step of a parallel loop (opforge/anchors_plan.h).
-#include <opforge/anchors_plan.h>
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+// element per step of a parallel loop (opforge/anchors/plan.h).
+#include <opforge/anchors/plan.h>
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 
 #include <ATen/Parallel.h>
 

@@ -4,8 +4,8 @@
 // compute type, so it vectorizes. Their backward ops reduce each box's gradient
 // over the other set in one thread (no atomics: deterministic), boxes2's through
 // grad_output's transpose so that the reduction also runs over contiguous memory.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
-#include <opforge/boxes_plan.h>
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/boxes/plan.h>
 #include <opforge/math/opmath.h>
 
 #include <ATen/Parallel.h>

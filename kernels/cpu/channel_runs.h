@@ -3,11 +3,11 @@
 // runs of `inner` elements, each in one channel: the loops of the per-channel
 // CPU kernels (prelu, fake quantization), parallel over the runs, over spans of
 // the flat range, or over the shares of each channel's per-channel sums.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 
 #include <ATen/Parallel.h>
 
-#include <opforge/channel_splits.h>
+#include <opforge/core/channel_splits.h>
 
 #include <algorithm>
 #include <array>
@@ -46,7 +46,7 @@ void for_each_channel_span(int64_t outer, int64_t channels, int64_t inner, int64
   });
 }
 
-// K sums per channel (opforge/channel_splits.h): each of the channel's
+// K sums per channel (opforge/core/channel_splits.h): each of the channel's
 // channel_sum_splits() shares of elements is one task, f(index, channel, acc)
 // adding an element's K contributions to acc, and the shares are added in
 // order. Returns sums[k * channels + c], 0 for a channel without elements.

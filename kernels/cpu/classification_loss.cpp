@@ -8,12 +8,12 @@
 // every inner loop is unit-stride (as softmax's column kernel). The backward
 // op recomputes the softmax from `self`. Targets are range-checked before
 // use; a bad one goes to the index report (Note [Plan services]).
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
-#include <opforge/classification_loss_plan.h>
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/classification_loss/plan.h>
 
 #include "lanes.h"
 
-#include <opforge/math/classification_loss.h>
+#include <opforge/classification_loss/math.h>
 #include <opforge/math/functions.h>
 #include <opforge/math/opmath.h>
 
@@ -182,7 +182,7 @@ void cross_entropy_forward_cpu(scalar_t* result0, scalar_t* result1, const scala
   });
 }
 
-// grad_c = a softmax_c - u w_c - b [c = t] per position (math/classification_loss.h):
+// grad_c = a softmax_c - u w_c - b [c = t] per position (opforge/classification_loss/math.h):
 // one exp per element; the target's element is rewritten after its row. An
 // ignored position has a = u = b = 0.
 template <typename scalar_t>

@@ -2,10 +2,10 @@
 // ops, structured ops (Note [Structured ops]): the plan's conv2d geometry over
 // the buffer routines of conv_impl.h, in the compute type (half and bfloat16
 // upcast to float, the result rounded once).
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include "conv_impl.h"
 
-#include <opforge/conv_plan.h>
+#include <opforge/conv/plan.h>
 #include <opforge/math/opmath.h>
 
 #include <ATen/Parallel.h>

@@ -3,7 +3,7 @@
 // for one kernel tap over the outputs that tap keeps inside the image
 // (math::valid_outputs), so the inner loops have no bounds tests and
 // vectorize along the row (contiguous for stride 1).
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include "conv_impl.h"
 
 #include <opforge/math/opmath.h>

@@ -1,11 +1,11 @@
 // CPU kernel of fold_conv_bn: one pass over the conv weight, a row of weights
 // per output channel, scaled by that channel's folded factor. A structured op
 // (Note [Structured ops]).
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include "conv_impl.h"
 
-#include <opforge/conv_plan.h>
-#include <opforge/math/conv.h>
+#include <opforge/conv/plan.h>
+#include <opforge/conv/math.h>
 #include <opforge/math/opmath.h>
 
 #include <ATen/Parallel.h>

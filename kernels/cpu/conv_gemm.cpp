@@ -5,7 +5,7 @@
 // epilogue runs on the block it produced. Small planes instead batch whole
 // images into one GEMM (column_tiling). Blocks, image batches and groups are
 // the parallel work items; each thread runs its GEMMs single-threaded.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include "conv_gemm.h"
 #include "conv_impl.h"
 #include "lanes.h"

@@ -1,7 +1,7 @@
 #pragma once
 // What the im2col + BLAS routines (conv_gemm.cpp, conv_nhwc.cpp) share: block
 // sizes and views of raw buffers as matrices for at::mm_out.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/from_blob.h>
 

@@ -2,11 +2,11 @@
 // The CPU building blocks of the conv family, over contiguous buffers in the
 // compute type A (float or double; the entry points in conv.cpp upcast half
 // and bfloat16 so every product accumulates in float and the result is
-// rounded once). Geometry and naming: see opforge/math/conv.h. Each routine
+// rounded once). Geometry and naming: see opforge/conv/math.h. Each routine
 // picks the direct depthwise kernels (conv_depthwise.cpp) or im2col + BLAS
 // (conv_gemm.cpp) itself.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
-#include <opforge/math/conv.h>
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/conv/math.h>
 
 #include <algorithm>
 #include <cstdint>

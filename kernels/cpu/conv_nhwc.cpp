@@ -1,12 +1,12 @@
 // conv2d forward over channels_last tensors (see conv_impl.h; Note [Structured
-// memory format] in opforge/structured.h). Output pixels are the rows of the
+// memory format] in opforge/core/structured.h). Output pixels are the rows of the
 // im2col matrix: row q holds, tap by tap, the q-th pixel's runs of input
 // channels, copied whole from the (n, h, w, c) image, so a block of rows times
 // the group's (oc, kh * kw * c) weight matrix, transposed, gives the outputs
 // of the block's pixels, already in (pixel, channel) order. 1x1 stride-1
 // convolutions multiply the image itself; depthwise ones run directly along
 // the channels. Blocks of pixels and groups are the parallel work items.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include "conv_gemm.h"
 #include "conv_impl.h"
 

@@ -1,10 +1,10 @@
 // CPU kernels of the initialization ops (structured ops, Note [Structured
 // ops]): element i's value is a function of (seed, offset, i) alone
-// (opforge/math/init.h), so a seed gives one tensor whatever the thread count.
+// (opforge/init/math.h), so a seed gives one tensor whatever the thread count.
 // The input `tensor` gives only the shape: its values are not read.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
-#include <opforge/init_plan.h>
-#include <opforge/math/init.h>
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/init/plan.h>
+#include <opforge/init/math.h>
 #include <opforge/math/opmath.h>
 
 #include <ATen/Parallel.h>

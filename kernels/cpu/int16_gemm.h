@@ -9,7 +9,7 @@
 // Packing contract: every row holds `depth` values, a multiple of k_depth_step,
 // zero past the real depth; A has a multiple of k_tile_rows rows and B of
 // k_tile_cols rows, zero past the real ones. So the tiles never need a tail.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 
 #include <cstdint>
 

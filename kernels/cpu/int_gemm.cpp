@@ -4,9 +4,9 @@
 // subtracted; each task packs its own block of A rows (input rows, or the
 // im2col rows of a block of output pixels) and multiplies it by B. Depthwise
 // convolutions, whose GEMM would have one column, run a direct kernel instead.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
-#include <opforge/int_gemm_plan.h>
-#include <opforge/math/int_gemm.h>
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/int_gemm/plan.h>
+#include <opforge/int_gemm/math.h>
 
 #include "int16_gemm.h"
 

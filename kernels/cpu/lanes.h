@@ -4,7 +4,7 @@
 // may not reorder, so these keep k_lanes independent accumulators (two AVX2
 // registers of float) and combine them at the end. Shared by the CPU softmax
 // kernels; CPU-only, device code reduces with warp shuffles instead.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/math/opmath.h>
 
 #include <cstdint>

@@ -1,11 +1,11 @@
 // CPU kernels for dropout_forward and dropout_backward. The mask is
-// counter-based (see opforge/math/dropout.h): the generated code draws one
+// counter-based (see opforge/layers/dropout_math.h): the generated code draws one
 // 64-bit seed from the generator (offset 0, Note [Plan services]), then each
 // element's random word depends on (seed, element index) alone, so a seed gives
 // one mask whatever the thread count. A structured op (Note [Structured ops]).
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
-#include <opforge/layers_plan.h>
-#include <opforge/math/dropout.h>
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/layers/plan.h>
+#include <opforge/layers/dropout_math.h>
 #include <opforge/math/functions.h>
 #include <opforge/math/opmath.h>
 

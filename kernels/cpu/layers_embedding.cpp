@@ -3,8 +3,8 @@
 // a row is read or written; a bad one goes to the plan's index report (Note
 // [Plan services]) and the generated code raises. A structured op (Note
 // [Structured ops]).
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
-#include <opforge/layers_plan.h>
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/layers/plan.h>
 #include <opforge/math/opmath.h>
 
 #include <ATen/Parallel.h>

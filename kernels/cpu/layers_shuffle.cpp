@@ -3,10 +3,10 @@
 // running (batch, i, j) indices rather than a division per plane, which matters
 // when planes are a single element ((N, C, 1, 1) after global pooling).
 // A structured op (Note [Structured ops]).
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/channel_shuffle.h>
 
-#include <opforge/layers_plan.h>
+#include <opforge/layers/plan.h>
 
 #include <ATen/Parallel.h>
 

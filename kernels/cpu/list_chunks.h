@@ -3,8 +3,8 @@
 // lists' elements as one flat range, split into tasks across the whole list
 // (many small tensors share a task; a large one spans several), and a
 // reduction over it.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
-#include <opforge/tensor_list.h>
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/tensor_list.h>
 
 #include <ATen/Parallel.h>
 

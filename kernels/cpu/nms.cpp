@@ -4,9 +4,9 @@
 // suppresses the later boxes (of its category) that overlap it by more than the
 // threshold. The suppression loop over the later boxes is branch-free over
 // those arrays, so it vectorizes (torchvision's loop branches per box).
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/math/opmath.h>
-#include <opforge/nms_plan.h>
+#include <opforge/nms/plan.h>
 
 #include <algorithm>
 #include <array>

@@ -1,19 +1,19 @@
 // CPU kernels for batch_norm_forward and batch_norm_backward, structured ops
-// (Note [Structured ops]; the plan in opforge/norm_plan.h). The input is viewed as
+// (Note [Structured ops]; the plan in opforge/norm/plan.h). The input is viewed as
 // [N, C, HxW]; each channel's statistics reduce over N and HxW. Per-channel sums
 // run one channel per task over its N contiguous runs, except for [N, C] inputs
 // (HxW = 1), which are reduced row by row into per-chunk partial sums so the
 // inner loops run along the channels; a channels_last input is such an input,
 // [N * H * W, C].
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/batch_norm_backward.h>
 #include <opforge/ops/batch_norm_forward.h>
 
 #include "norm_stats.h"
 
-#include <opforge/math/norm.h>
+#include <opforge/norm/math.h>
 #include <opforge/math/opmath.h>
-#include <opforge/norm_plan.h>
+#include <opforge/norm/plan.h>
 
 #include <ATen/Parallel.h>
 

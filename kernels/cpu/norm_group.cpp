@@ -1,16 +1,16 @@
 // CPU kernels for group_norm_forward and group_norm_backward, structured ops
-// (Note [Structured ops]; the plan in opforge/norm_plan.h). The input is viewed as
+// (Note [Structured ops]; the plan in opforge/norm/plan.h). The input is viewed as
 // [N, C, HxW]; group (n, g) is the contiguous slab of its C/G channels, one
 // parallel task each. The forward also reads channels_last memory.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/group_norm_backward.h>
 #include <opforge/ops/group_norm_forward.h>
 
 #include "norm_stats.h"
 
-#include <opforge/math/norm.h>
+#include <opforge/norm/math.h>
 #include <opforge/math/opmath.h>
-#include <opforge/norm_plan.h>
+#include <opforge/norm/plan.h>
 
 #include <ATen/Parallel.h>
 

@@ -1,15 +1,15 @@
 // CPU kernels for layer_norm_forward and layer_norm_backward, structured ops
-// (Note [Structured ops]; the plan in opforge/norm_plan.h). The input is viewed
+// (Note [Structured ops]; the plan in opforge/norm/plan.h). The input is viewed
 // as [M rows, N normalized elements]; each row is one group (norm_stats.h).
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/layer_norm_backward.h>
 #include <opforge/ops/layer_norm_forward.h>
 
 #include "norm_stats.h"
 
-#include <opforge/math/norm.h>
+#include <opforge/norm/math.h>
 #include <opforge/math/opmath.h>
-#include <opforge/norm_plan.h>
+#include <opforge/norm/plan.h>
 
 #include <ATen/Parallel.h>
 

@@ -1,17 +1,17 @@
 // CPU kernels for local_response_norm and its backward, structured ops (Note
-// [Structured ops]; the plan in opforge/norm_plan.h). The input is viewed as
+// [Structured ops]; the plan in opforge/norm/plan.h). The input is viewed as
 // [N, C, S]; one task handles one sample and a tile of S positions across every
 // channel, so the window sums over neighbouring channels read rows in L1 and
 // every inner loop runs along S.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/local_response_norm.h>
 #include <opforge/ops/local_response_norm_backward.h>
 
 #include "norm_stats.h"
 
-#include <opforge/math/norm.h>
+#include <opforge/norm/math.h>
 #include <opforge/math/opmath.h>
-#include <opforge/norm_plan.h>
+#include <opforge/norm/plan.h>
 
 #include <ATen/Parallel.h>
 

@@ -5,7 +5,7 @@
 // channel across the batch (batch norm). Mean and variance take two passes (the
 // second over cached data) rather than one: var = E[(x - mean)^2] keeps full
 // precision where E[x^2] - mean^2 cancels.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include "lanes.h"
 
 #include <opforge/math/opmath.h>

@@ -1,11 +1,11 @@
 // CPU kernels of the quantization observer ops (structured ops, Note
-// [Structured ops]); the element math is opforge/math/observer.h's, shared with
+// [Structured ops]); the element math is opforge/observer/math.h's, shared with
 // CUDA. The statistics' reduction runs in parallel over channels when there are
 // at least as many as threads, else over chunks of each channel's elements.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
-#include <opforge/math/observer.h>
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/observer/math.h>
 #include <opforge/math/opmath.h>
-#include <opforge/observer_plan.h>
+#include <opforge/observer/plan.h>
 
 #include <ATen/Parallel.h>
 

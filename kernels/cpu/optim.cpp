@@ -1,14 +1,14 @@
 // CPU kernels of the fused optimizer steps (structured ops over tensor lists,
 // Note [Tensor lists]): one parallel loop over every element of every tensor
-// (list_chunks.h), the element math torch.optim's (opforge/math/optim.h). The
+// (list_chunks.h), the element math torch.optim's (opforge/optim/math.h). The
 // options are loop-invariant; the template flags keep the state a call does
 // not use out of the loop.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/math/opmath.h>
-#include <opforge/math/optim.h>
+#include <opforge/optim/math.h>
 #include <opforge/math/vector_norm.h>
-#include <opforge/optim_plan.h>
-#include <opforge/tensor_list.h>
+#include <opforge/optim/plan.h>
+#include <opforge/core/tensor_list.h>
 
 #include "lanes.h"
 #include "list_chunks.h"

@@ -2,9 +2,9 @@
 // Plane loops shared by the CPU pooling kernels. Inputs are made contiguous
 // (NCHW; a channels-last or strided input is copied first), so each (n, c)
 // plane is a dense H x W block; planes run in parallel.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/math/opmath.h>
-#include <opforge/math/pooling.h>
+#include <opforge/pooling/math.h>
 
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>

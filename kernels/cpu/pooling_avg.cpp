@@ -2,7 +2,7 @@
 // structured ops (Note [Structured ops]): the plan holds the planes, the
 // windows and the divisor. Regular windows and adaptive bins share the plane
 // loops of pooling.h.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/adaptive_avg_pool2d.h>
 #include <opforge/ops/adaptive_avg_pool2d_backward.h>
 #include <opforge/ops/avg_pool2d.h>
@@ -11,8 +11,8 @@
 #include "pooling.h"
 #include "pooling_nhwc.h"
 
-#include <opforge/math/pooling.h>
-#include <opforge/pooling_plan.h>
+#include <opforge/pooling/math.h>
+#include <opforge/pooling/plan.h>
 
 namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {

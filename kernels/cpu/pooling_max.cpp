@@ -1,9 +1,9 @@
 // CPU kernels for max_pool2d_with_indices, adaptive_max_pool2d_with_indices
 // and their backward ops, structured ops (Note [Structured ops]): the plan
 // holds the planes and the windows. One walk serves both: the window policies
-// of opforge/math/pooling.h say which input positions each output reads. See
+// of opforge/pooling/math.h say which input positions each output reads. See
 // kernels/cpu/pooling.h.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/adaptive_max_pool2d_backward.h>
 #include <opforge/ops/adaptive_max_pool2d_with_indices.h>
 #include <opforge/ops/max_pool2d_backward.h>
@@ -12,8 +12,8 @@
 #include "pooling.h"
 #include "pooling_nhwc.h"
 
-#include <opforge/math/pooling.h>
-#include <opforge/pooling_plan.h>
+#include <opforge/pooling/math.h>
+#include <opforge/pooling/plan.h>
 
 namespace opforge::OPFORGE_CPU_CAPABILITY {
 namespace {

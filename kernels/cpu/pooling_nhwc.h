@@ -1,11 +1,11 @@
 #pragma once
 // Pooling of channels_last (N, H, W, C) inputs (Note [Structured memory format]
-// in opforge/structured.h): every tap of a window is a run of C contiguous
+// in opforge/core/structured.h): every tap of a window is a run of C contiguous
 // values, so the inner loops run along the channels (and vectorize) while the
 // window bookkeeping is done once per output pixel. The results equal the
 // NCHW kernels' (same taps in the same order, same NaN rule and indices), and
 // the backward ops scatter whole (H, W, C) images.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include "pooling.h"
 
 #include <algorithm>

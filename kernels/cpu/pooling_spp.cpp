@@ -2,14 +2,14 @@
 // [Structured ops]). Each (n, c) plane is pooled at every level in turn while
 // it is in cache, writing straight into the level's block of the output row:
 // no per-level tensors, no cat.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/spatial_pyramid_pool.h>
 #include <opforge/ops/spatial_pyramid_pool_backward.h>
 
 #include "pooling.h"
 
-#include <opforge/math/pooling.h>
-#include <opforge/pooling_plan.h>
+#include <opforge/pooling/math.h>
+#include <opforge/pooling/plan.h>
 
 #include <optional>
 #include <type_traits>

@@ -1,13 +1,13 @@
 // CPU kernels for prelu and prelu_backward, structured ops (Note [Structured
-// ops]). self is viewed as [outer, channels, inner] (opforge/prelu_plan.h);
+// ops]). self is viewed as [outer, channels, inner] (opforge/activation/prelu_plan.h);
 // each (outer, channel) block is a contiguous run sharing one weight.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/prelu.h>
 #include <opforge/ops/prelu_backward.h>
 
 #include <opforge/math/functions.h>
 #include <opforge/math/opmath.h>
-#include <opforge/prelu_plan.h>
+#include <opforge/activation/prelu_plan.h>
 
 #include "channel_runs.h"
 

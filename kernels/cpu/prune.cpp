@@ -1,12 +1,12 @@
 // CPU kernels of the pruning ops (structured ops, Note [Structured ops]):
 // each channel's Lp norm over the other dims (in parallel over the channels,
 // accumulated in double for float data), then ln_structured_mask's ranking of
-// the norms (opforge/prune_plan.h) and its 0/1 mask; magnitude_prune_mask's
+// the norms (opforge/prune/plan.h) and its 0/1 mask; magnitude_prune_mask's
 // exact selection of the smallest magnitudes (nth_element on their bits).
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/math/opmath.h>
 #include <opforge/math/vector_norm.h>
-#include <opforge/prune_plan.h>
+#include <opforge/prune/plan.h>
 
 #include <ATen/Parallel.h>
 

@@ -1,11 +1,11 @@
 // CPU kernels of the per-channel and the learnable fake quantization ops
 // (structured ops, Note [Structured ops]): self as [outer, channels, inner]
-// (opforge/quantize_plan.h), each contiguous run of `inner` elements sharing
-// one scale and zero point; the element math is opforge/math/quantize.h's.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+// (opforge/quantize/plan.h), each contiguous run of `inner` elements sharing
+// one scale and zero point; the element math is opforge/quantize/math.h's.
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/math/opmath.h>
-#include <opforge/math/quantize.h>
-#include <opforge/quantize_plan.h>
+#include <opforge/quantize/math.h>
+#include <opforge/quantize/plan.h>
 
 #include "channel_runs.h"
 

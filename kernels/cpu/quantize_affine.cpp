@@ -1,11 +1,11 @@
 // CPU kernels of the affine quantize/dequantize ops (structured ops, Note
 // [Structured ops]): elementwise over the contiguous input, per tensor or per
-// run of a channel ([outer, channels, inner], opforge/quantize_plan.h); the
-// element math is opforge/math/quantize_affine.h's, shared with CUDA.
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+// run of a channel ([outer, channels, inner], opforge/quantize/plan.h); the
+// element math is opforge/quantize_affine/math.h's, shared with CUDA.
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/math/opmath.h>
-#include <opforge/math/quantize_affine.h>
-#include <opforge/quantize_plan.h>
+#include <opforge/quantize_affine/math.h>
+#include <opforge/quantize/plan.h>
 
 #include <ATen/Parallel.h>
 

@@ -1,9 +1,9 @@
-// CPU kernel for sum over a list of dims; the plan (opforge/reduction_plan.h)
+// CPU kernel for sum over a list of dims; the plan (opforge/reduction/plan.h)
 // views the input as [outer, reduced, inner], or has it gathered into rows
 // first. A structured op (Note [Structured ops]).
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/math/opmath.h>
-#include <opforge/reduction_plan.h>
+#include <opforge/reduction/plan.h>
 
 #include <ATen/Parallel.h>
 

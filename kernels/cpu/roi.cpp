@@ -1,13 +1,13 @@
 // CPU kernels of roi_align, roi_pool and their backward ops, structured ops
 // (Note [Structured ops]). The generated code hands them their 4-D inputs as
-// (N, H, W, C) (roi::nhwc_kernels in opforge/meta/roi.h), so that a bilinear
+// (N, H, W, C) (roi::nhwc_kernels in opforge/roi/meta.h), so that a bilinear
 // sample or a pooled pixel is a run of C contiguous channels: the box geometry
 // and the sample weights are computed once per box, and the loops over the
 // channels vectorize (torchvision's CPU kernels walk one channel plane at a time
 // and gather). Forward ops run over boxes, writing (K, C, oh, ow) from a
 // per-box (bins, C) buffer; backward ops run over ranges of channels, each task
 // owning its channels of the whole input gradient (deterministic, no atomics).
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/roi_align.h>
 #include <opforge/ops/roi_align_backward.h>
 #include <opforge/ops/roi_pool.h>
@@ -15,7 +15,7 @@
 
 #include <opforge/math/functions.h>
 #include <opforge/math/opmath.h>
-#include <opforge/roi_plan.h>
+#include <opforge/roi/plan.h>
 
 #include <ATen/Parallel.h>
 

@@ -2,16 +2,16 @@
 // [Structured ops]): the generated code checks, allocates and passes the data
 // and the [outer, n, inner] split. Both share the max and sum-of-exp passes
 // and differ only in the epilogue (`Log`).
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/log_softmax.h>
 #include <opforge/ops/softmax.h>
 
 #include "lanes.h"
 
-#include <opforge/dims.h>
+#include <opforge/core/dims.h>
 #include <opforge/math/functions.h>
 #include <opforge/math/opmath.h>
-#include <opforge/math/softmax.h>
+#include <opforge/softmax/math.h>
 
 #include <ATen/Parallel.h>
 

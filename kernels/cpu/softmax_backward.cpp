@@ -1,15 +1,15 @@
 // CPU kernels for softmax_backward, y * (g - sum(g * y, dim)), and
 // log_softmax_backward, g - exp(y) * sum(g, dim) (`Log`): one reduction over
 // dim, then one elementwise pass. Structured ops (Note [Structured ops]).
-#include <opforge/cpu_capability.h>  // Note [CPU capabilities]
+#include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/ops/log_softmax_backward.h>
 #include <opforge/ops/softmax_backward.h>
 
 #include "lanes.h"
 
-#include <opforge/dims.h>
+#include <opforge/core/dims.h>
 #include <opforge/math/opmath.h>
-#include <opforge/math/softmax.h>
+#include <opforge/softmax/math.h>
 
 #include <ATen/Parallel.h>
 

@@ -1,9 +1,9 @@
 // CUDA kernel of grid_anchors (a structured op, Note [Structured ops]): one
-// thread per element (opforge/anchors_plan.h).
+// thread per element (opforge/anchors/plan.h).
 #include "common.cuh"
 #include "for_each.cuh"
 
-#include <opforge/anchors_plan.h>
+#include <opforge/anchors/plan.h>
 
 namespace opforge {
 namespace {

@@ -1,5 +1,5 @@
 // CUDA kernels of the box ops (schemas/boxes.yaml; structured ops, Note [Structured
-// ops]), over the per-box arithmetic of opforge/boxes_plan.h. Elementwise work
+// ops]), over the per-box arithmetic of opforge/boxes/plan.h. Elementwise work
 // (a pair's IoU, a box's code, a coordinate's clamp) is one grid-stride index per
 // element (cuda::for_each_index). The pairwise backward ops reduce without
 // atomics, so they are deterministic: boxes1's gradient with one block per box
@@ -9,7 +9,7 @@
 #include "common.cuh"
 #include "for_each.cuh"
 
-#include <opforge/boxes_plan.h>
+#include <opforge/boxes/plan.h>
 #include <opforge/math/opmath.h>
 
 #include <algorithm>

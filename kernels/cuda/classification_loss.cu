@@ -9,8 +9,8 @@
 // report (Note [Plan services]).
 #include "common.cuh"
 
-#include <opforge/classification_loss_plan.h>
-#include <opforge/math/classification_loss.h>
+#include <opforge/classification_loss/plan.h>
+#include <opforge/classification_loss/math.h>
 #include <opforge/math/functions.h>
 #include <opforge/math/opmath.h>
 

@@ -4,7 +4,7 @@
 #include "launch.cuh"
 
 #include <opforge/math/opmath.h>
-#include <opforge/plan_services.h>
+#include <opforge/core/plan_services.h>
 
 #include <cstdint>
 

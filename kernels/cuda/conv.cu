@@ -6,7 +6,7 @@
 #include "common.cuh"
 #include "conv.cuh"
 
-#include <opforge/conv_plan.h>
+#include <opforge/conv/plan.h>
 #include <opforge/math/opmath.h>
 
 #include <type_traits>

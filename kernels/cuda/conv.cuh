@@ -2,8 +2,8 @@
 // Launchers of the conv family's CUDA kernels (conv_gemm.cu, conv_direct.cu),
 // over contiguous buffers in the compute type A (float or double: the
 // structured kernels in conv.cu run half and bfloat16 in float). Geometry:
-// opforge/math/conv.h. Torch-free, like every .cu.
-#include <opforge/math/conv.h>
+// opforge/conv/math.h. Torch-free, like every .cu.
+#include <opforge/conv/math.h>
 
 #include <cuda_runtime_api.h>
 

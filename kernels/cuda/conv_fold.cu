@@ -3,8 +3,8 @@
 // [Structured ops]).
 #include "common.cuh"
 
-#include <opforge/conv_plan.h>
-#include <opforge/math/conv.h>
+#include <opforge/conv/plan.h>
+#include <opforge/conv/math.h>
 #include <opforge/math/opmath.h>
 
 namespace opforge {

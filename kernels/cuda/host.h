@@ -9,7 +9,7 @@
 #if defined(OPFORGE_CUDA_SIM)
 #include "sim/stats.h"
 
-#include <opforge/structured.h>
+#include <opforge/core/structured.h>
 
 #include <c10/util/Exception.h>
 
@@ -67,7 +67,7 @@ at::Tensor draw_philox(Plan& plan, const std::optional<at::Generator>& generator
   } while (0)
 
 #else
-#include <opforge/structured.h>
+#include <opforge/core/structured.h>
 
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <c10/cuda/CUDAException.h>
@@ -114,7 +114,7 @@ at::Tensor draw_philox(Plan& plan, const std::optional<at::Generator>& generator
 namespace opforge::cuda {
 
 // The CUDA key's traits for the call sequence (Note [Call sequence] in
-// opforge/structured_call.h): plan workspace from the caching allocator, bad
+// opforge/core/structured_call.h): plan workspace from the caching allocator, bad
 // indices as device-side asserts (as PyTorch's CUDA kernels: no synchronizing
 // readback per call; the simulator reports them unless it pretends a graph
 // capture), the CUDA generator's Philox.

@@ -1,10 +1,10 @@
 // CUDA kernels of the initialization ops (structured ops, Note [Structured
 // ops]): one thread per element in a grid-stride loop, each value a function
-// of (seed, offset, i) (opforge/math/init.h), the same as the CPU kernels'.
+// of (seed, offset, i) (opforge/init/math.h), the same as the CPU kernels'.
 #include "common.cuh"
 
-#include <opforge/init_plan.h>
-#include <opforge/math/init.h>
+#include <opforge/init/plan.h>
+#include <opforge/init/math.h>
 #include <opforge/math/opmath.h>
 
 namespace opforge {

@@ -10,8 +10,8 @@
 
 #include <algorithm>
 
-#include <opforge/int_gemm_plan.h>
-#include <opforge/math/int_gemm.h>
+#include <opforge/int_gemm/plan.h>
+#include <opforge/int_gemm/math.h>
 
 namespace opforge {
 namespace {

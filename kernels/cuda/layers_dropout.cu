@@ -4,8 +4,8 @@
 // generated code (Note [Plan services]). A structured op (Note [Structured ops]).
 #include "common.cuh"
 
-#include <opforge/layers_plan.h>
-#include <opforge/math/dropout.h>
+#include <opforge/layers/plan.h>
+#include <opforge/layers/dropout_math.h>
 #include <opforge/math/opmath.h>
 
 namespace opforge {

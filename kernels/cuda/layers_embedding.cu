@@ -5,7 +5,7 @@
 // structured op (Note [Structured ops]).
 #include "common.cuh"
 
-#include <opforge/layers_plan.h>
+#include <opforge/layers/plan.h>
 #include <opforge/math/opmath.h>
 
 #include <type_traits>

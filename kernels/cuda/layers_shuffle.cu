@@ -3,7 +3,7 @@
 // plane and the pointers' alignment. A structured op (Note [Structured ops]).
 #include "common.cuh"
 
-#include <opforge/layers_plan.h>
+#include <opforge/layers/plan.h>
 
 #include <cstdint>
 

@@ -11,7 +11,7 @@
 // the 4 KiB kernel-argument limit of every architecture.
 #include "common.cuh"
 
-#include <opforge/tensor_list.h>
+#include <opforge/core/tensor_list.h>
 
 #include <array>
 #include <cstdint>

@@ -6,11 +6,11 @@
 // block walks the order, keeping each box whose bit no kept box has set and
 // OR-ing its bitmask row into the removed bits, in parallel over the row's
 // words. The kept count goes to the plan's length report (Note
-// [Data-dependent lengths] in opforge/length_report.h).
+// [Data-dependent lengths] in opforge/core/length_report.h).
 #include "common.cuh"
 
 #include <opforge/math/opmath.h>
-#include <opforge/nms_plan.h>
+#include <opforge/nms/plan.h>
 
 #include <cstdint>
 

@@ -3,11 +3,11 @@
 // thread per channel merges the shares in order (deterministic), and an
 // elementwise pass writes the output (or input gradient). A channel of a large
 // batch is spread over up to 64 blocks instead of one. Structured ops (Note
-// [Structured ops]; the plan in opforge/norm_plan.h).
+// [Structured ops]; the plan in opforge/norm/plan.h).
 #include "norm_common.cuh"
 
-#include <opforge/math/norm.h>
-#include <opforge/norm_plan.h>
+#include <opforge/norm/math.h>
+#include <opforge/norm/plan.h>
 
 namespace opforge::cuda {
 namespace {

@@ -1,11 +1,11 @@
 // CUDA kernels for group_norm_forward and group_norm_backward: one block per
 // (n, group) slab for the statistics, the output and the input gradient; one
 // block per channel, across the batch, for the weight and bias gradients.
-// Structured ops (Note [Structured ops]; the plan in opforge/norm_plan.h).
+// Structured ops (Note [Structured ops]; the plan in opforge/norm/plan.h).
 #include "norm_common.cuh"
 
-#include <opforge/math/norm.h>
-#include <opforge/norm_plan.h>
+#include <opforge/norm/math.h>
+#include <opforge/norm/plan.h>
 
 #include <algorithm>
 

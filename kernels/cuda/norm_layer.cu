@@ -1,11 +1,11 @@
 // CUDA kernels for layer_norm_forward and layer_norm_backward: one block per row
 // for the statistics, the output and the input gradient; the weight and bias
 // gradients are column sums over rows, split into row chunks and then added up.
-// Structured ops (Note [Structured ops]; the plan in opforge/norm_plan.h).
+// Structured ops (Note [Structured ops]; the plan in opforge/norm/plan.h).
 #include "norm_common.cuh"
 
-#include <opforge/math/norm.h>
-#include <opforge/norm_plan.h>
+#include <opforge/norm/math.h>
+#include <opforge/norm/plan.h>
 
 
 namespace opforge::cuda {

@@ -4,9 +4,9 @@
 // element, then sums t over the transposed window.
 #include "norm_common.cuh"
 
-#include <opforge/norm_plan.h>
+#include <opforge/norm/plan.h>
 
-#include <opforge/math/norm.h>
+#include <opforge/norm/math.h>
 
 namespace opforge::cuda {
 namespace {

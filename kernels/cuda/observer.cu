@@ -1,14 +1,14 @@
 // CUDA kernels of the quantization observer ops (structured ops, Note
-// [Structured ops]); the element math is opforge/math/observer.h's, as on the
+// [Structured ops]); the element math is opforge/observer/math.h's, as on the
 // CPU. The statistics' reduction runs in two launches: channels * splits blocks
 // each reduce a strided share of one channel to a partial (min, max) in the
 // workspace, then one thread per channel merges its partials and updates.
 #include "common.cuh"
 #include "for_each.cuh"
 
-#include <opforge/math/observer.h>
+#include <opforge/observer/math.h>
 #include <opforge/math/opmath.h>
-#include <opforge/observer_plan.h>
+#include <opforge/observer/plan.h>
 
 namespace opforge {
 namespace {

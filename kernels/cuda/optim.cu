@@ -1,15 +1,15 @@
 // CUDA kernels of the fused optimizer steps (structured ops over tensor lists,
 // Note [Tensor lists]): multi-tensor launches (Note [Multi-tensor launches] in
 // multi_tensor.cuh), each block a chunk of one tensor, the element math
-// torch.optim's (opforge/math/optim.h), the same as the CPU kernels'.
+// torch.optim's (opforge/optim/math.h), the same as the CPU kernels'.
 #include "common.cuh"
 #include "multi_tensor.cuh"
 
 #include <opforge/math/opmath.h>
-#include <opforge/math/optim.h>
+#include <opforge/optim/math.h>
 #include <opforge/math/vector_norm.h>
-#include <opforge/optim_plan.h>
-#include <opforge/tensor_list.h>
+#include <opforge/optim/plan.h>
+#include <opforge/core/tensor_list.h>
 
 namespace opforge {
 namespace {
@@ -242,7 +242,7 @@ cudaError_t adadelta_step_cuda(tensor_list<scalar_t> params, tensor_list<const s
 // clip_grad_norm_: the per-tensor values reset, partials and a fold per
 // multi-tensor launch, the coefficient, then the scaling launches; the
 // workspace holds a launch's partials, the per-tensor values and the
-// coefficient (opforge/optim_plan.h).
+// coefficient (opforge/optim/plan.h).
 template <typename scalar_t>
 cudaError_t clip_grad_norm_cuda(scalar_t* result, tensor_list<scalar_t> grads, const list_sizes& sizes,
                                 const clip_grad_norm_plan& plan, cudaStream_t stream) {

@@ -1,11 +1,11 @@
 #pragma once
 // The CUDA executor of a pointwise plan (Note [Pointwise engine] in
-// kernels/include/opforge/pointwise/geometry.h), declared torch- and
+// kernels/include/opforge/core/pointwise/geometry.h), declared torch- and
 // device-code-free for the generated host code; pointwise_kernels.cuh defines
 // it, and each generated .cu instantiates it for its functor and dtypes.
 #include <cuda_runtime_api.h>
 
-#include <opforge/pointwise/plan.h>
+#include <opforge/core/pointwise/plan.h>
 
 namespace opforge::cuda {
 

@@ -1,10 +1,10 @@
 #pragma once
 // Launchers for the pooling kernels (defined in pooling_kernels.cuh), called
 // by the structured pooling ops' kernels (pooling_*.cu). Torch-free.
-// Tensors are contiguous; `g` describes their planes (opforge/math/pooling.h).
+// Tensors are contiguous; `g` describes their planes (opforge/pooling/math.h).
 // Window policies (`Win`) are math::strided_windows / math::avg_windows for
 // the regular ops and math::adaptive_windows for the adaptive ones.
-#include <opforge/math/pooling.h>
+#include <opforge/pooling/math.h>
 
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>

@@ -3,7 +3,7 @@
 // over the plan's planes, windows and divisor.
 #include "pooling_kernels.cuh"
 
-#include <opforge/pooling_plan.h>
+#include <opforge/pooling/plan.h>
 
 namespace opforge {
 

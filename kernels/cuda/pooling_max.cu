@@ -3,7 +3,7 @@
 // kernels of pooling.cu over the plan's planes and windows.
 #include "pooling_kernels.cuh"
 
-#include <opforge/pooling_plan.h>
+#include <opforge/pooling/plan.h>
 
 namespace opforge {
 

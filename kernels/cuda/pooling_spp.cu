@@ -5,7 +5,7 @@
 // gathers per input element.
 #include "pooling_kernels.cuh"
 
-#include <opforge/pooling_plan.h>
+#include <opforge/pooling/plan.h>
 
 #include <algorithm>
 

@@ -1,9 +1,9 @@
 // CUDA kernels for prelu and prelu_backward over contiguous
-// [outer, channels, inner] (opforge/prelu_plan.h), structured ops (Note
+// [outer, channels, inner] (opforge/activation/prelu_plan.h), structured ops (Note
 // [Structured ops]).
 #include "common.cuh"
 
-#include <opforge/prelu_plan.h>
+#include <opforge/activation/prelu_plan.h>
 
 #include <opforge/math/opmath.h>
 

@@ -1,7 +1,7 @@
 // CUDA kernels of the pruning ops (structured ops, Note [Structured ops]): one
 // block per channel reduces its Lp norm (in double for float data), then
 // ln_structured_mask ranks the norms, one thread per channel
-// (opforge/prune_plan.h), and writes its 0/1 mask, one thread per element.
+// (opforge/prune/plan.h), and writes its 0/1 mask, one thread per element.
 // magnitude_prune_mask radix-selects, 8 bits a pass (a shared-memory
 // histogram per block, a one-thread pick of the bin), the prune-th smallest
 // magnitude, then among its ties the index from which they are pruned.
@@ -10,7 +10,7 @@
 
 #include <opforge/math/opmath.h>
 #include <opforge/math/vector_norm.h>
-#include <opforge/prune_plan.h>
+#include <opforge/prune/plan.h>
 
 #include <algorithm>
 #include <cmath>

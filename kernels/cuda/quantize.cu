@@ -1,15 +1,15 @@
 // CUDA kernels of the per-channel and the learnable fake quantization ops
 // (structured ops, Note [Structured ops]): one thread per element in a
 // grid-stride loop, the channel from the element's index in [outer, channels,
-// inner]; the element math is opforge/math/quantize.h's, as on the CPU. The
+// inner]; the element math is opforge/quantize/math.h's, as on the CPU. The
 // learnable backward sums each channel's scale and zero point gradients in
 // channel_sum_splits() shares, a block each, then adds the shares in order.
 #include "common.cuh"
 #include "for_each.cuh"
 
 #include <opforge/math/opmath.h>
-#include <opforge/math/quantize.h>
-#include <opforge/quantize_plan.h>
+#include <opforge/quantize/math.h>
+#include <opforge/quantize/plan.h>
 
 namespace opforge {
 namespace {

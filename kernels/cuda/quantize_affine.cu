@@ -1,12 +1,12 @@
 // CUDA kernels of the affine quantize/dequantize ops (structured ops, Note
 // [Structured ops]): one thread per element in a grid-stride loop, the channel
 // (per-channel ops) from the element's index in [outer, channels, inner]; the
-// element math is opforge/math/quantize_affine.h's, as on the CPU.
+// element math is opforge/quantize_affine/math.h's, as on the CPU.
 #include "for_each.cuh"
 
 #include <opforge/math/opmath.h>
-#include <opforge/math/quantize_affine.h>
-#include <opforge/quantize_plan.h>
+#include <opforge/quantize_affine/math.h>
+#include <opforge/quantize/plan.h>
 
 namespace opforge {
 namespace {

@@ -1,10 +1,10 @@
 // CUDA kernels for sum: rows (a block per row, or per chunk of a long row with
 // partial sums in the workspace), columns (a thread per output), and a gather
-// into rows for the reductions neither fits (opforge/reduction_plan.h). A
+// into rows for the reductions neither fits (opforge/reduction/plan.h). A
 // structured op (Note [Structured ops]).
 #include "common.cuh"
 
-#include <opforge/reduction_plan.h>
+#include <opforge/reduction/plan.h>
 
 #include <opforge/math/opmath.h>
 

@@ -1,14 +1,14 @@
 // CUDA kernels of roi_align, roi_pool and their backward ops, structured ops
 // (Note [Structured ops]) over contiguous (N, C, H, W) inputs: one thread per
 // output element (or per incoming gradient) in grid-stride loops, with the box
-// geometry of opforge/roi_plan.h that the CPU kernels share. The backward ops
+// geometry of opforge/roi/plan.h that the CPU kernels share. The backward ops
 // scatter with atomic adds (`nondeterministic: [CUDA]` in schemas/roi.yaml),
 // float16/bfloat16 through the plan's float32 workspace. A bad batch index goes
 // to the plan's index report (Note [Plan services]).
 #include "common.cuh"
 
 #include <opforge/math/opmath.h>
-#include <opforge/roi_plan.h>
+#include <opforge/roi/plan.h>
 
 #include <cfloat>
 #include <type_traits>

@@ -1,14 +1,14 @@
 // CUDA kernels for softmax and log_softmax over one dim: the same max and
-// sum-of-exp reductions, then the epilogue `Log` picks (math/softmax.h). A
+// sum-of-exp reductions, then the epilogue `Log` picks (opforge/softmax/math.h). A
 // structured op's kernels (Note [Structured ops]): the generated host code
 // passes the data pointers and the [outer, n, inner] split.
 #include "common.cuh"
 
-#include <opforge/dim_split.h>
+#include <opforge/core/dim_split.h>
 
 #include <opforge/math/functions.h>
 #include <opforge/math/opmath.h>
-#include <opforge/math/softmax.h>
+#include <opforge/softmax/math.h>
 
 #include <math.h>
 

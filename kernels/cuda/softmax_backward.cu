@@ -1,13 +1,13 @@
 // CUDA kernels for softmax_backward, out = y * (g - sum(g * y, dim)), and
-// log_softmax_backward, out = g - exp(y) * sum(g, dim) (`Log`, math/softmax.h);
+// log_softmax_backward, out = g - exp(y) * sum(g, dim) (`Log`, opforge/softmax/math.h);
 // the sum accumulated in opmath (float for half/bf16). Same row/column split as
 // the forward kernels in softmax.cu.
 #include "common.cuh"
 
-#include <opforge/dim_split.h>
+#include <opforge/core/dim_split.h>
 
 #include <opforge/math/opmath.h>
-#include <opforge/math/softmax.h>
+#include <opforge/softmax/math.h>
 
 namespace opforge::cuda {
 namespace {

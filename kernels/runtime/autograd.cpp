@@ -1,8 +1,8 @@
 // The one autograd Node type behind every generated Autograd kernel (see
-// kernels/include/opforge/autograd.h and Note [Generated autograd] in README.md).
+// kernels/include/opforge/core/autograd.h and Note [Generated autograd] in README.md).
 // Keeping torch's autograd headers here, compiled once, instead of a
 // torch::autograd::Function per op keeps each generated op file cheap to build.
-#include <opforge/autograd.h>
+#include <opforge/core/autograd.h>
 
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>

@@ -1,7 +1,7 @@
 // check::one_of: a string argument with a fixed set of values (a loss's
 // reduction, an initializer's mode or nonlinearity), refused with the values it
 // may take and the closest one. Compiled into opforge._C and opforge._cuda_sim.
-#include <opforge/checks.h>
+#include <opforge/core/checks.h>
 
 #include <algorithm>
 #include <sstream>

@@ -1,6 +1,6 @@
 // The load-time choice of CPU kernels (Note [CPU capabilities] in
-// opforge/cpu_capability.h).
-#include <opforge/cpu_capability.h>
+// opforge/core/cpu_capability.h).
+#include <opforge/core/cpu_capability.h>
 
 #include <c10/util/Exception.h>
 

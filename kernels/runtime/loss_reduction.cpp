@@ -1,9 +1,9 @@
 // The reductions of pointwise losses (Note [Pointwise losses] in
-// opforge/pointwise/loss.h), over opforge's own sum kernel. Compiled into
+// opforge/core/pointwise/loss.h), over opforge's own sum kernel. Compiled into
 // opforge._C and opforge._cuda_sim (the simulated CUDA kernels reduce too), so
 // sum is called through the dispatcher, not through _C's opforge::ops::sum.
-#include <opforge/checks.h>
-#include <opforge/pointwise/loss.h>
+#include <opforge/core/checks.h>
+#include <opforge/core/pointwise/loss.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/div.h>

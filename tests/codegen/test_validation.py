@@ -575,7 +575,7 @@ def test_structured_entry_implies_kernels(
     (op,) = parse.load(tmp_path / "schemas")
     assert op.dispatch == (("CPU", "normalize_cpu<scalar_t>"), ("CUDA", "normalize_cuda<scalar_t>"))
     assert op.structured is not None and op.structured.source == "ops"
-    assert op.structured.header == "opforge/meta/ops.h"
+    assert op.structured.header == "opforge/ops/meta.h"
 
 
 @pytest.mark.parametrize(

@@ -31,7 +31,7 @@ def test_new_pointwise_then_generate_check_and_compile(
     args += ["--func", "square(Tensor self, *, Scalar scale=1) -> Tensor"]
     assert main([*args, "--root", str(checkout)]) == 0
     assert "added 'square'" in capsys.readouterr().out
-    functors = (checkout / "kernels/include/opforge/math/activation.h").read_text()
+    functors = (checkout / "kernels/include/opforge/activation/math.h").read_text()
     assert "struct square_fn {" in functors and "acc_t scale;" in functors
     assert "pointwise: square_fn(scale)" in (checkout / "schemas/activation.yaml").read_text()
     schemas, out = str(checkout / "schemas"), str(checkout / "generated")
@@ -63,7 +63,7 @@ def test_new_structured_op_passes_check_and_compiles(
     args += ["--func", "cube(Tensor self, Tensor? weight, int dim) -> (Tensor, Tensor)"]
     assert main([*args, "--root", str(checkout)]) == 0
     out = capsys.readouterr().out
-    for path in ("cubes_plan.h", "meta/cubes.h", "kernels/cpu/cubes.cpp", "kernels/cuda/cubes.cu"):
+    for path in ("cubes/plan.h", "cubes/meta.h", "kernels/cpu/cubes.cpp", "kernels/cuda/cubes.cu"):
         assert path in out
     yaml = (checkout / "schemas/cubes.yaml").read_text()
     assert "structured: {meta: cube_meta, plan: cube_plan, source: cubes}" in yaml

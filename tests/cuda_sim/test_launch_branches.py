@@ -353,7 +353,7 @@ def test_embedding_backward_is_flagged_nondeterministic(cuda_sim: Any) -> None:
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("n", [0, 1, 7, 1001])
 def test_init_fills_same_values_as_cpu(cuda_sim: Any, n: int, dtype: torch.dtype) -> None:
-    # Both kernels compute element i from (seed, offset, i) alone (math/init.h).
+    # Both kernels compute element i from (seed, offset, i) alone (opforge/init/math.h).
     x = torch.empty(n, 3, dtype=dtype)
     for name, args in (
         ("uniform", [-1.0, 2.0]),

@@ -213,6 +213,18 @@ def calls(op: OpDecl, dtype: torch.dtype, device: str, *, variants: bool = True)
     return out
 
 
+def bench_calls(op: OpDecl, device: str) -> list[Call]:
+    """The calls of op's `bench:` cases (benchmarks/ops.py), one per case: float32 where the
+    op takes it, else its first dtype (dequantize's integers)."""
+    assert op.bench is not None, op.qualified
+    out = []
+    for i, case in enumerate(op.bench.cases):
+        call = _build(op, case.get, dtype_for(op, torch.float32), device, "plain", seed=i)
+        assert call is not None, f"{op.qualified}: bench case {i}"
+        out.append(call)
+    return out
+
+
 def _build(
     op: OpDecl,
     get: Callable[[str], Any],

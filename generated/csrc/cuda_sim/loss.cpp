@@ -28,13 +28,13 @@
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
 
-#include <opforge/checks.h>
-#include <opforge/pointwise/geometry.h>
-#include <opforge/pointwise/loss.h>
-#include <opforge/structured_call.h>
+#include <opforge/core/checks.h>
+#include <opforge/core/pointwise/geometry.h>
+#include <opforge/core/pointwise/loss.h>
+#include <opforge/core/structured_call.h>
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
-#include <opforge/math/loss.h>
+#include <opforge/loss/math.h>
 
 namespace opforge {
 

@@ -3,7 +3,7 @@
 // opforge::math::add_relu_fn and the schema's dtypes.
 #include <kernels/cuda/pointwise_kernels.cuh>
 
-#include <opforge/math/binary.h>
+#include <opforge/binary/math.h>
 
 OPFORGE_INSTANTIATE_POINTWISE(float, opforge::math::add_relu_fn<float>, 2)
 OPFORGE_INSTANTIATE_POINTWISE(double, opforge::math::add_relu_fn<double>, 2)

@@ -3,7 +3,7 @@
 // opforge::math::fake_quantize_fn and the schema's dtypes.
 #include <kernels/cuda/pointwise_kernels.cuh>
 
-#include <opforge/math/quantize.h>
+#include <opforge/quantize/math.h>
 
 OPFORGE_INSTANTIATE_POINTWISE(float, opforge::math::fake_quantize_fn<float>, 1)
 OPFORGE_INSTANTIATE_POINTWISE(double, opforge::math::fake_quantize_fn<double>, 1)

@@ -3,7 +3,7 @@
 // opforge::math::leaky_relu_backward_fn and the schema's dtypes.
 #include <kernels/cuda/pointwise_kernels.cuh>
 
-#include <opforge/math/activation.h>
+#include <opforge/activation/math.h>
 
 OPFORGE_INSTANTIATE_POINTWISE(float, opforge::math::leaky_relu_backward_fn<float>, 2)
 OPFORGE_INSTANTIATE_POINTWISE(double, opforge::math::leaky_relu_backward_fn<double>, 2)

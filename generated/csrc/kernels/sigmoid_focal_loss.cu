@@ -3,7 +3,7 @@
 // opforge::math::sigmoid_focal_loss_fn and the schema's dtypes.
 #include <kernels/cuda/pointwise_kernels.cuh>
 
-#include <opforge/math/loss.h>
+#include <opforge/loss/math.h>
 
 OPFORGE_INSTANTIATE_POINTWISE(float, opforge::math::sigmoid_focal_loss_fn<float>, 2)
 OPFORGE_INSTANTIATE_POINTWISE(double, opforge::math::sigmoid_focal_loss_fn<double>, 2)

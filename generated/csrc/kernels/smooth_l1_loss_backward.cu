@@ -3,7 +3,7 @@
 // opforge::math::smooth_l1_loss_backward_fn and the schema's dtypes.
 #include <kernels/cuda/pointwise_kernels.cuh>
 
-#include <opforge/math/loss.h>
+#include <opforge/loss/math.h>
 
 OPFORGE_INSTANTIATE_POINTWISE(float, opforge::math::smooth_l1_loss_backward_fn<float>, 3)
 OPFORGE_INSTANTIATE_POINTWISE(double, opforge::math::smooth_l1_loss_backward_fn<double>, 3)

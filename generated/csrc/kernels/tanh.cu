@@ -3,7 +3,7 @@
 // opforge::math::tanh_fn and the schema's dtypes.
 #include <kernels/cuda/pointwise_kernels.cuh>
 
-#include <opforge/math/activation.h>
+#include <opforge/activation/math.h>
 
 OPFORGE_INSTANTIATE_POINTWISE(float, opforge::math::tanh_fn<float>, 1)
 OPFORGE_INSTANTIATE_POINTWISE(double, opforge::math::tanh_fn<double>, 1)

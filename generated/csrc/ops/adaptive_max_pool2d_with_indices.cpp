@@ -11,10 +11,10 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/core/LegacyTypeDispatch.h>
 
-#include <opforge/autograd.h>
-#include <opforge/checks.h>
-#include <opforge/shape_rules.h>
-#include <opforge/structured_call.h>
+#include <opforge/core/autograd.h>
+#include <opforge/core/checks.h>
+#include <opforge/core/shape_rules.h>
+#include <opforge/core/structured_call.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 

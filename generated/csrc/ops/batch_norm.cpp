@@ -8,9 +8,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include <opforge/autograd.h>
-#include <opforge/checks.h>
-#include <opforge/shape_rules.h>
+#include <opforge/core/autograd.h>
+#include <opforge/core/checks.h>
+#include <opforge/core/shape_rules.h>
 
 at::Tensor opforge::ops::batch_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps) {
   static const auto op = c10::Dispatcher::singleton()

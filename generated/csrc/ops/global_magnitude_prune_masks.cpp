@@ -8,9 +8,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include <opforge/autograd.h>
-#include <opforge/checks.h>
-#include <opforge/shape_rules.h>
+#include <opforge/core/autograd.h>
+#include <opforge/core/checks.h>
+#include <opforge/core/shape_rules.h>
 
 std::vector<at::Tensor> opforge::ops::global_magnitude_prune_masks(at::TensorList weights, const at::Scalar& amount) {
   static const auto op = c10::Dispatcher::singleton()

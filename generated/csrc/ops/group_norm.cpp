@@ -8,9 +8,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include <opforge/autograd.h>
-#include <opforge/checks.h>
-#include <opforge/shape_rules.h>
+#include <opforge/core/autograd.h>
+#include <opforge/core/checks.h>
+#include <opforge/core/shape_rules.h>
 
 at::Tensor opforge::ops::group_norm(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
   static const auto op = c10::Dispatcher::singleton()

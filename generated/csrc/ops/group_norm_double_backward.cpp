@@ -8,9 +8,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include <opforge/autograd.h>
-#include <opforge/checks.h>
-#include <opforge/shape_rules.h>
+#include <opforge/core/autograd.h>
+#include <opforge/core/checks.h>
+#include <opforge/core/shape_rules.h>
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> opforge::ops::group_norm_double_backward(const at::Tensor& grad_grad_input, const at::Tensor& grad_out, const at::Tensor& input, int64_t num_groups, const at::Tensor& mean, const at::Tensor& rstd, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd, const std::optional<at::Tensor>& grad_grad_weight, const std::optional<at::Tensor>& grad_grad_bias) {
   static const auto op = c10::Dispatcher::singleton()

@@ -12,16 +12,16 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/core/LegacyTypeDispatch.h>
 
-#include <opforge/autograd.h>
-#include <opforge/checks.h>
-#include <opforge/shape_rules.h>
-#include <opforge/pointwise/geometry.h>
-#include <opforge/structured_call.h>
-#include <opforge/pointwise/loss.h>
+#include <opforge/core/autograd.h>
+#include <opforge/core/checks.h>
+#include <opforge/core/shape_rules.h>
+#include <opforge/core/pointwise/geometry.h>
+#include <opforge/core/structured_call.h>
+#include <opforge/core/pointwise/loss.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 #include <kernels/cuda/pointwise.cuh>
-#include <opforge/math/loss.h>
+#include <opforge/loss/math.h>
 
 namespace opforge {
 

@@ -11,9 +11,9 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/core/LegacyTypeDispatch.h>
 
-#include <opforge/autograd.h>
-#include <opforge/checks.h>
-#include <opforge/shape_rules.h>
+#include <opforge/core/autograd.h>
+#include <opforge/core/checks.h>
+#include <opforge/core/shape_rules.h>
 
 at::Tensor opforge::ops::linear(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
   static const auto op = c10::Dispatcher::singleton()

@@ -8,9 +8,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include <opforge/autograd.h>
-#include <opforge/checks.h>
-#include <opforge/shape_rules.h>
+#include <opforge/core/autograd.h>
+#include <opforge/core/checks.h>
+#include <opforge/core/shape_rules.h>
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::linear_double_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, std::array<bool,3> output_mask, const std::optional<at::Tensor>& grad_grad_input, const std::optional<at::Tensor>& grad_grad_weight, const std::optional<at::Tensor>& grad_grad_bias) {
   static const auto op = c10::Dispatcher::singleton()

@@ -14,9 +14,9 @@
 #include <tuple>
 #include <vector>
 
-#include <opforge/cpu_capability.h>
+#include <opforge/core/cpu_capability.h>
 
-#include <opforge/meta/pooling.h>
+#include <opforge/pooling/meta.h>
 
 namespace opforge {
 

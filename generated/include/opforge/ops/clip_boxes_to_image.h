@@ -14,9 +14,9 @@
 #include <tuple>
 #include <vector>
 
-#include <opforge/cpu_capability.h>
+#include <opforge/boxes/meta.h>
 
-#include <opforge/meta/boxes.h>
+#include <opforge/core/cpu_capability.h>
 
 namespace opforge {
 

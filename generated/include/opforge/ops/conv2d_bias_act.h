@@ -14,9 +14,9 @@
 #include <tuple>
 #include <vector>
 
-#include <opforge/cpu_capability.h>
+#include <opforge/conv/meta.h>
 
-#include <opforge/meta/conv.h>
+#include <opforge/core/cpu_capability.h>
 
 namespace opforge {
 

@@ -14,9 +14,9 @@
 #include <tuple>
 #include <vector>
 
-#include <opforge/cpu_capability.h>
+#include <opforge/classification_loss/meta.h>
 
-#include <opforge/meta/classification_loss.h>
+#include <opforge/core/cpu_capability.h>
 
 namespace opforge {
 

@@ -14,9 +14,9 @@
 #include <tuple>
 #include <vector>
 
-#include <opforge/cpu_capability.h>
+#include <opforge/core/cpu_capability.h>
 
-#include <opforge/meta/quantize_affine.h>
+#include <opforge/quantize_affine/meta.h>
 
 namespace opforge {
 

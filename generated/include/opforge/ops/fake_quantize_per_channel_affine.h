@@ -14,9 +14,9 @@
 #include <tuple>
 #include <vector>
 
-#include <opforge/cpu_capability.h>
+#include <opforge/core/cpu_capability.h>
 
-#include <opforge/meta/quantize.h>
+#include <opforge/quantize/meta.h>
 
 namespace opforge {
 

@@ -14,11 +14,11 @@
 #include <tuple>
 #include <vector>
 
-#include <opforge/cpu_capability.h>
+#include <opforge/core/cpu_capability.h>
 
 #include <opforge/math/opmath.h>
 
-#include <opforge/meta/norm.h>
+#include <opforge/norm/meta.h>
 
 namespace opforge {
 

@@ -14,9 +14,9 @@
 #include <tuple>
 #include <vector>
 
-#include <opforge/cpu_capability.h>
+#include <opforge/activation/meta.h>
 
-#include <opforge/meta/activation.h>
+#include <opforge/core/cpu_capability.h>
 
 namespace opforge {
 

@@ -14,9 +14,9 @@
 #include <tuple>
 #include <vector>
 
-#include <opforge/cpu_capability.h>
+#include <opforge/core/cpu_capability.h>
 
-#include <opforge/meta/int_gemm.h>
+#include <opforge/int_gemm/meta.h>
 
 namespace opforge {
 

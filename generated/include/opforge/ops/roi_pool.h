@@ -14,9 +14,9 @@
 #include <tuple>
 #include <vector>
 
-#include <opforge/cpu_capability.h>
+#include <opforge/core/cpu_capability.h>
 
-#include <opforge/meta/roi.h>
+#include <opforge/roi/meta.h>
 
 namespace opforge {
 

@@ -14,7 +14,7 @@
 #include <tuple>
 #include <vector>
 
-#include <opforge/cpu_capability.h>
+#include <opforge/core/cpu_capability.h>
 
 namespace opforge {
 

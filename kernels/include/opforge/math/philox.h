@@ -16,7 +16,7 @@ struct philox_words {
 };
 
 // The 128-bit counter is (counter, 0): its upper 64 bits are PyTorch's
-// "subsequence", left at 0, see opforge/math/dropout.h.
+// "subsequence", left at 0, see opforge/layers/dropout_math.h.
 C10_HOST_DEVICE inline philox_words philox4x32_10(uint64_t key, uint64_t counter) {
   uint32_t c0 = static_cast<uint32_t>(counter);
   uint32_t c1 = static_cast<uint32_t>(counter >> 32);

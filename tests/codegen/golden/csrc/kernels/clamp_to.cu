@@ -3,7 +3,7 @@
 // opforge::math::clamp_to_fn and the schema's dtypes.
 #include <kernels/cuda/pointwise_kernels.cuh>
 
-#include <opforge/math/two_ops.h>
+#include <opforge/two_ops/math.h>
 
 OPFORGE_INSTANTIATE_POINTWISE(float, opforge::math::clamp_to_fn<float>, 1)
 OPFORGE_INSTANTIATE_POINTWISE(double, opforge::math::clamp_to_fn<double>, 1)

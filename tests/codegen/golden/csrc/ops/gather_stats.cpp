@@ -10,9 +10,9 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/core/LegacyTypeDispatch.h>
 
-#include <opforge/autograd.h>
-#include <opforge/checks.h>
-#include <opforge/shape_rules.h>
+#include <opforge/core/autograd.h>
+#include <opforge/core/checks.h>
+#include <opforge/core/shape_rules.h>
 
 std::tuple<at::Tensor, at::Tensor> opforge::ops::gather_stats(const at::Tensor& table, const at::Tensor& index, const std::optional<at::Tensor>& running, std::optional<at::Generator> generator) {
   static const auto op = c10::Dispatcher::singleton()

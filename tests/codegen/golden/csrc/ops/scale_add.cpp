@@ -10,9 +10,9 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/core/LegacyTypeDispatch.h>
 
-#include <opforge/autograd.h>
-#include <opforge/checks.h>
-#include <opforge/shape_rules.h>
+#include <opforge/core/autograd.h>
+#include <opforge/core/checks.h>
+#include <opforge/core/shape_rules.h>
 
 at::Tensor opforge::ops::scale_add(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   static const auto op = c10::Dispatcher::singleton()

@@ -10,9 +10,9 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/core/LegacyTypeDispatch.h>
 
-#include <opforge/autograd.h>
-#include <opforge/checks.h>
-#include <opforge/shape_rules.h>
+#include <opforge/core/autograd.h>
+#include <opforge/core/checks.h>
+#include <opforge/core/shape_rules.h>
 
 at::Tensor opforge::ops::total(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, c10::string_view mode) {
   static const auto op = c10::Dispatcher::singleton()

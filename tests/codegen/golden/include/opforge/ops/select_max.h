@@ -14,9 +14,9 @@
 #include <tuple>
 #include <vector>
 
-#include <opforge/cpu_capability.h>
+#include <opforge/core/cpu_capability.h>
 
-#include <opforge/meta/two_ops.h>
+#include <opforge/two_ops/meta.h>
 
 namespace opforge {
 
