@@ -83,7 +83,11 @@ ENTRY_FIELDS = (
     "structured",
     "lists",
     "bench",
+    "autocast",
 )
+# `autocast:` -> ATen's at::autocast::CastPolicy: how torch.autocast casts the op's floating
+# tensors (Note [Autocast] in codegen/dest/autocast.py).
+AUTOCAST_POLICIES = {"lower": "lower_precision_fp", "fp32": "fp32", "promote": "promote"}
 LOSS_REDUCTIONS = ("none", "mean", "sum")
 VARIANT_KINDS = ("inplace", "out")
 
@@ -273,6 +277,7 @@ class OpDecl:
     pointwise: Pointwise | None = None
     checks: tuple[Check, ...] = ()
     bench: Bench | None = None
+    autocast: str | None = None  # a key of AUTOCAST_POLICIES
     structured: Structured | None = None
     lists: TensorLists | None = None  # set for every op with `Tensor[]` arguments
 

@@ -18,6 +18,7 @@ from codegen.model import (
     SchemaError,
 )
 from codegen.opdecl import (
+    AUTOCAST_POLICIES,
     DTYPES,
     ENTRY_FIELDS,
     FLOATING_DTYPES,
@@ -92,6 +93,7 @@ class _EntryParser(PointwiseFields, StructuredFields, SampleFields):
         dtype_rule = self._rule("dtype", rules.parse_dtype, args)
         samples = self._samples(args)
         bench = self._bench(args)
+        autocast = self._autocast(args)
         derivatives, non_differentiable = self._derivatives(args)
         variants = self._variants()
         reference = self.string("reference")
@@ -116,6 +118,7 @@ class _EntryParser(PointwiseFields, StructuredFields, SampleFields):
             dtype_rule=dtype_rule,
             samples=samples,
             bench=bench,
+            autocast=autocast,
             field_lines=tuple(sorted(self.e.key_lines.items())),
             derivatives=derivatives,
             non_differentiable=non_differentiable,
@@ -273,6 +276,23 @@ class _EntryParser(PointwiseFields, StructuredFields, SampleFields):
                 self._check_dtype_names("arg_dtypes", names)
             out.append((str(name), tuple(names)))
         return tuple(out)
+
+    def _autocast(self, args: dict[str, Any]) -> str | None:
+        policy = self.string("autocast")
+        if policy is None:
+            return None
+        if policy not in AUTOCAST_POLICIES:
+            self.err(
+                "autocast",
+                f"unknown autocast policy '{policy}'",
+                f"one of {', '.join(AUTOCAST_POLICIES)} (torch.autocast's categories: "
+                "lower precision, float32, the widest input dtype)",
+            )
+            return None
+        if not any(a.type.is_tensor_like() for a in args.values()):
+            self.err("autocast", "an autocast policy casts tensor arguments, and the op has none")
+            return None
+        return policy
 
     def _tags(self) -> tuple[str, ...]:
         names = self.string_list("tags") or []

@@ -52,6 +52,8 @@ def op_rows(ops: Sequence[OpDecl]) -> list[dict[str, object]]:
             "dtypes": list(o.dtypes),
             "autograd": autograd_kind(o),
             "meta": meta_kind(o),
+            "autocast": o.autocast or "-",
+            "bench": o.bench is not None,
             "schema": str(o.schema),
             "declared_in": str(o.loc),
         }
@@ -63,12 +65,15 @@ def list_ops(ops: Sequence[OpDecl], fmt: str) -> str:
     rows = op_rows(ops)
     if fmt == "json":
         return json.dumps(rows, indent=2)
-    head = f"{'op':18s} {'keys':38s} {'autograd':23s} {'meta':32s} dtypes"
+    head = f"{'op':18s} {'keys':38s} {'autograd':23s} {'meta':32s} {'autocast':8s} dtypes"
     lines = [head, "-" * len(head)]
     for r in rows:
         keys = ",".join(r["keys"])  # type: ignore[arg-type]
         dtypes = ",".join(r["dtypes"])  # type: ignore[arg-type]
-        lines.append(f"{r['op']:18s} {keys:38s} {r['autograd']!s:23s} {r['meta']!s:32s} {dtypes}")
+        lines.append(
+            f"{r['op']:18s} {keys:38s} {r['autograd']!s:23s} {r['meta']!s:32s} "
+            f"{r['autocast']!s:8s} {dtypes}"
+        )
     return "\n".join(lines)
 
 

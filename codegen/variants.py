@@ -81,6 +81,7 @@ def expand_variants(ops: Sequence[OpDecl]) -> list[OpDecl]:
                     dtype_rule=None,
                     derivatives=(),
                     variants=(),
+                    autocast=None,  # as ATen's: in-place and out= run in the given dtypes
                     variant_of=op.qualified,
                 )
             )

@@ -8,7 +8,7 @@ from typing import Any
 
 from codegen import formulas
 from codegen.api import binding, cpp
-from codegen.dest import kernels, pointwise, structured, variant_body
+from codegen.dest import autocast, kernels, pointwise, structured, variant_body
 from codegen.dest.autograd import autograd
 from codegen.dest.common import sources, tensor_args
 from codegen.opdecl import OPMATH, Kernels, OpDecl, Pointwise, Structured, VariantBody
@@ -114,6 +114,9 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
         api.append(_api(op))
         functional = by_qualified[op.variant_of] if op.variant_of else op
         part = kind_module(op).register(op, functional)
+        cast = autocast.register(op)  # Note [Autocast]
+        part.wrappers += cast.wrappers
+        part.impls += cast.impls
         wrappers += part.wrappers
         for key, fn in part.impls:
             impls.setdefault(key, []).append({"qualified": op.qualified, "fn": fn})
@@ -151,6 +154,7 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
         "cuda_kernels": cuda_kernels,
         "functor_headers": sorted({k["header"] for k in cuda_kernels}),
         "structured_cuda": structured.cuda_declarations(ops),
+        "autocast": any(op.autocast is not None for op in ops),
     }
 
 

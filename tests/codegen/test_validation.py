@@ -721,3 +721,12 @@ def test_schemas_load_without_torchgen(monkeypatch: pytest.MonkeyPatch) -> None:
         assert any("nondeterministic_seeded" in o.tags for o in ops)
     finally:
         parse.known_tags.cache_clear()
+
+
+def test_autocast_policy_must_be_known(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert_error(
+        tmp_path,
+        capsys,
+        GOOD + "  autocast: bf16\n",
+        "ops.yaml:6: error: unknown autocast policy 'bf16'\n  hint: one of lower, fp32, promote",
+    )

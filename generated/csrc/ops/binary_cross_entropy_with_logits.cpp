@@ -5,6 +5,7 @@
 #include <opforge/ops/binary_cross_entropy_with_logits_backward.h>
 #include <opforge/ops/binary_cross_entropy_with_logits_target_backward.h>
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
@@ -132,6 +133,16 @@ at::Tensor binary_cross_entropy_with_logits_meta_structured(const at::Tensor& se
     opforge::pointwise::no_kernel{}), reduction);
 }
 
+at::Tensor binary_cross_entropy_with_logits_autocastcpu(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& pos_weight, c10::string_view reduction) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_with_logits";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CPU, decltype(opforge::ops::binary_cross_entropy_with_logits), decltype(opforge::ops::binary_cross_entropy_with_logits), &opforge::ops::binary_cross_entropy_with_logits>::type::call(self, target, weight, pos_weight, reduction);
+}
+
+at::Tensor binary_cross_entropy_with_logits_autocastcuda(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& pos_weight, c10::string_view reduction) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_with_logits";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CUDA, decltype(opforge::ops::binary_cross_entropy_with_logits), decltype(opforge::ops::binary_cross_entropy_with_logits), &opforge::ops::binary_cross_entropy_with_logits>::type::call(self, target, weight, pos_weight, reduction);
+}
+
 // Autograd for opforge.binary_cross_entropy_with_logits: see Note [Generated autograd] in README.md.
 at::Tensor binary_cross_entropy_with_logits_autograd(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& pos_weight, c10::string_view reduction) {
   opforge::autograd::reject_forward_ad("opforge.binary_cross_entropy_with_logits", {self, target, weight, pos_weight});
@@ -168,6 +179,14 @@ at::Tensor binary_cross_entropy_with_logits_autograd(const at::Tensor& self, con
   return result;
 }
 }  // namespace
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCPU, m) {
+  m.impl("binary_cross_entropy_with_logits", TORCH_FN(binary_cross_entropy_with_logits_autocastcpu));
+}
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCUDA, m) {
+  m.impl("binary_cross_entropy_with_logits", TORCH_FN(binary_cross_entropy_with_logits_autocastcuda));
+}
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("binary_cross_entropy_with_logits", TORCH_FN(binary_cross_entropy_with_logits_autograd));

@@ -4,6 +4,7 @@
 #include <opforge/ops/conv2d.h>
 #include <opforge/ops/conv2d_backward.h>
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
@@ -103,6 +104,26 @@ at::Tensor conv2d_meta_structured(const at::Tensor& input, const at::Tensor& wei
   return result;
 }
 
+at::Tensor conv2d_autocastcpu(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::lower_precision_fp, c10::DeviceType::CPU, decltype(opforge::ops::conv2d), decltype(opforge::ops::conv2d), &opforge::ops::conv2d>::type::call(input, weight, bias, stride, padding, dilation, groups);
+}
+
+at::Tensor conv2d_autocastcuda(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::lower_precision_fp, c10::DeviceType::CUDA, decltype(opforge::ops::conv2d), decltype(opforge::ops::conv2d), &opforge::ops::conv2d>::type::call(input, weight, bias, stride, padding, dilation, groups);
+}
+
+at::Tensor conv2d_padding_autocastcpu(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::string_view padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::lower_precision_fp, c10::DeviceType::CPU, decltype(opforge::ops::conv2d_padding), decltype(opforge::ops::conv2d_padding), &opforge::ops::conv2d_padding>::type::call(input, weight, bias, stride, padding, dilation, groups);
+}
+
+at::Tensor conv2d_padding_autocastcuda(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::string_view padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::lower_precision_fp, c10::DeviceType::CUDA, decltype(opforge::ops::conv2d_padding), decltype(opforge::ops::conv2d_padding), &opforge::ops::conv2d_padding>::type::call(input, weight, bias, stride, padding, dilation, groups);
+}
+
 // Autograd for opforge.conv2d: see Note [Generated autograd] in README.md.
 at::Tensor conv2d_autograd(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
   opforge::autograd::reject_forward_ad("opforge.conv2d", {input, weight, bias});
@@ -136,6 +157,16 @@ at::Tensor conv2d_autograd(const at::Tensor& input, const at::Tensor& weight, co
   return result;
 }
 }  // namespace
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCPU, m) {
+  m.impl("conv2d", TORCH_FN(conv2d_autocastcpu));
+  m.impl("conv2d.padding", TORCH_FN(conv2d_padding_autocastcpu));
+}
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCUDA, m) {
+  m.impl("conv2d", TORCH_FN(conv2d_autocastcuda));
+  m.impl("conv2d.padding", TORCH_FN(conv2d_padding_autocastcuda));
+}
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("conv2d", TORCH_FN(conv2d_autograd));

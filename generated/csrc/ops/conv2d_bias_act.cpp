@@ -3,6 +3,7 @@
 // autograd and variant kernels, and their dispatcher registration.
 #include <opforge/ops/conv2d_bias_act.h>
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
@@ -95,6 +96,16 @@ at::Tensor conv2d_bias_act_meta_structured(const at::Tensor& input, const at::Te
   return result;
 }
 
+at::Tensor conv2d_bias_act_autocastcpu(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, c10::string_view activation) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d_bias_act";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::lower_precision_fp, c10::DeviceType::CPU, decltype(opforge::ops::conv2d_bias_act), decltype(opforge::ops::conv2d_bias_act), &opforge::ops::conv2d_bias_act>::type::call(input, weight, bias, stride, padding, dilation, groups, activation);
+}
+
+at::Tensor conv2d_bias_act_autocastcuda(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, c10::string_view activation) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d_bias_act";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::lower_precision_fp, c10::DeviceType::CUDA, decltype(opforge::ops::conv2d_bias_act), decltype(opforge::ops::conv2d_bias_act), &opforge::ops::conv2d_bias_act>::type::call(input, weight, bias, stride, padding, dilation, groups, activation);
+}
+
 // Autograd for opforge.conv2d_bias_act: see Note [Generated autograd] in README.md.
 at::Tensor conv2d_bias_act_autograd(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, c10::string_view activation) {
   opforge::autograd::reject_forward_ad("opforge.conv2d_bias_act", {input, weight, bias});
@@ -121,6 +132,14 @@ at::Tensor conv2d_bias_act_autograd(const at::Tensor& input, const at::Tensor& w
   return result;
 }
 }  // namespace
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCPU, m) {
+  m.impl("conv2d_bias_act", TORCH_FN(conv2d_bias_act_autocastcpu));
+}
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCUDA, m) {
+  m.impl("conv2d_bias_act", TORCH_FN(conv2d_bias_act_autocastcuda));
+}
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("conv2d_bias_act", TORCH_FN(conv2d_bias_act_autograd));

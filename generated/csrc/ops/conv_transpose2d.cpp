@@ -4,6 +4,7 @@
 #include <opforge/ops/conv_transpose2d.h>
 #include <opforge/ops/conv_transpose2d_backward.h>
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
@@ -96,6 +97,16 @@ at::Tensor conv_transpose2d_meta_structured(const at::Tensor& input, const at::T
   return result;
 }
 
+at::Tensor conv_transpose2d_autocastcpu(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.conv_transpose2d";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::lower_precision_fp, c10::DeviceType::CPU, decltype(opforge::ops::conv_transpose2d), decltype(opforge::ops::conv_transpose2d), &opforge::ops::conv_transpose2d>::type::call(input, weight, bias, stride, padding, output_padding, groups, dilation);
+}
+
+at::Tensor conv_transpose2d_autocastcuda(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.conv_transpose2d";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::lower_precision_fp, c10::DeviceType::CUDA, decltype(opforge::ops::conv_transpose2d), decltype(opforge::ops::conv_transpose2d), &opforge::ops::conv_transpose2d>::type::call(input, weight, bias, stride, padding, output_padding, groups, dilation);
+}
+
 // Autograd for opforge.conv_transpose2d: see Note [Generated autograd] in README.md.
 at::Tensor conv_transpose2d_autograd(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef output_padding, c10::SymInt groups, c10::SymIntArrayRef dilation) {
   opforge::autograd::reject_forward_ad("opforge.conv_transpose2d", {input, weight, bias});
@@ -130,6 +141,14 @@ at::Tensor conv_transpose2d_autograd(const at::Tensor& input, const at::Tensor& 
   return result;
 }
 }  // namespace
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCPU, m) {
+  m.impl("conv_transpose2d", TORCH_FN(conv_transpose2d_autocastcpu));
+}
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCUDA, m) {
+  m.impl("conv_transpose2d", TORCH_FN(conv_transpose2d_autocastcuda));
+}
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("conv_transpose2d", TORCH_FN(conv_transpose2d_autograd));

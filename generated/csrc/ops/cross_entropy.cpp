@@ -3,6 +3,7 @@
 // autograd and variant kernels, and their dispatcher registration.
 #include <opforge/ops/cross_entropy.h>
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
@@ -20,7 +21,25 @@ at::Tensor opforge::ops::cross_entropy(const at::Tensor& self, const at::Tensor&
 }
 
 namespace {
+
+at::Tensor cross_entropy_autocastcpu(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index, c10::string_view reduction, double label_smoothing) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.cross_entropy";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CPU, decltype(opforge::ops::cross_entropy), decltype(opforge::ops::cross_entropy), &opforge::ops::cross_entropy>::type::call(self, target, weight, ignore_index, reduction, label_smoothing);
+}
+
+at::Tensor cross_entropy_autocastcuda(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index, c10::string_view reduction, double label_smoothing) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.cross_entropy";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CUDA, decltype(opforge::ops::cross_entropy), decltype(opforge::ops::cross_entropy), &opforge::ops::cross_entropy>::type::call(self, target, weight, ignore_index, reduction, label_smoothing);
+}
 }  // namespace
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCPU, m) {
+  m.impl("cross_entropy", TORCH_FN(cross_entropy_autocastcpu));
+}
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCUDA, m) {
+  m.impl("cross_entropy", TORCH_FN(cross_entropy_autocastcuda));
+}
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
   m.impl("cross_entropy", TORCH_FN(opforge::cross_entropy_composite));

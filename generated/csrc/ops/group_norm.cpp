@@ -3,6 +3,7 @@
 // autograd and variant kernels, and their dispatcher registration.
 #include <opforge/ops/group_norm.h>
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
@@ -20,7 +21,25 @@ at::Tensor opforge::ops::group_norm(const at::Tensor& input, int64_t num_groups,
 }
 
 namespace {
+
+at::Tensor group_norm_autocastcpu(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.group_norm";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CPU, decltype(opforge::ops::group_norm), decltype(opforge::ops::group_norm), &opforge::ops::group_norm>::type::call(input, num_groups, weight, bias, eps);
+}
+
+at::Tensor group_norm_autocastcuda(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.group_norm";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CUDA, decltype(opforge::ops::group_norm), decltype(opforge::ops::group_norm), &opforge::ops::group_norm>::type::call(input, num_groups, weight, bias, eps);
+}
 }  // namespace
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCPU, m) {
+  m.impl("group_norm", TORCH_FN(group_norm_autocastcpu));
+}
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCUDA, m) {
+  m.impl("group_norm", TORCH_FN(group_norm_autocastcuda));
+}
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
   m.impl("group_norm", TORCH_FN(opforge::group_norm_composite));

@@ -4,6 +4,7 @@
 #include <opforge/ops/huber_loss.h>
 #include <opforge/ops/huber_loss_backward.h>
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
@@ -114,6 +115,16 @@ at::Tensor huber_loss_meta_structured(const at::Tensor& self, const at::Tensor& 
     opforge::pointwise::no_kernel{}), reduction);
 }
 
+at::Tensor huber_loss_autocastcpu(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double delta) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.huber_loss";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CPU, decltype(opforge::ops::huber_loss), decltype(opforge::ops::huber_loss), &opforge::ops::huber_loss>::type::call(self, target, reduction, delta);
+}
+
+at::Tensor huber_loss_autocastcuda(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double delta) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.huber_loss";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CUDA, decltype(opforge::ops::huber_loss), decltype(opforge::ops::huber_loss), &opforge::ops::huber_loss>::type::call(self, target, reduction, delta);
+}
+
 // Autograd for opforge.huber_loss: see Note [Generated autograd] in README.md.
 at::Tensor huber_loss_autograd(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double delta) {
   opforge::autograd::reject_forward_ad("opforge.huber_loss", {self, target});
@@ -147,6 +158,14 @@ at::Tensor huber_loss_autograd(const at::Tensor& self, const at::Tensor& target,
   return result;
 }
 }  // namespace
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCPU, m) {
+  m.impl("huber_loss", TORCH_FN(huber_loss_autocastcpu));
+}
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCUDA, m) {
+  m.impl("huber_loss", TORCH_FN(huber_loss_autocastcuda));
+}
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("huber_loss", TORCH_FN(huber_loss_autograd));

@@ -5,6 +5,7 @@
 #include <opforge/ops/kl_div_backward.h>
 #include <opforge/ops/kl_div_target_backward.h>
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
@@ -118,6 +119,16 @@ at::Tensor kl_div_meta_structured(const at::Tensor& self, const at::Tensor& targ
     opforge::pointwise::no_kernel{}), reduction);
 }
 
+at::Tensor kl_div_autocastcpu(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, bool log_target) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.kl_div";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CPU, decltype(opforge::ops::kl_div), decltype(opforge::ops::kl_div), &opforge::ops::kl_div>::type::call(self, target, reduction, log_target);
+}
+
+at::Tensor kl_div_autocastcuda(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, bool log_target) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.kl_div";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CUDA, decltype(opforge::ops::kl_div), decltype(opforge::ops::kl_div), &opforge::ops::kl_div>::type::call(self, target, reduction, log_target);
+}
+
 // Autograd for opforge.kl_div: see Note [Generated autograd] in README.md.
 at::Tensor kl_div_autograd(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, bool log_target) {
   opforge::autograd::reject_forward_ad("opforge.kl_div", {self, target});
@@ -151,6 +162,14 @@ at::Tensor kl_div_autograd(const at::Tensor& self, const at::Tensor& target, c10
   return result;
 }
 }  // namespace
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCPU, m) {
+  m.impl("kl_div", TORCH_FN(kl_div_autocastcpu));
+}
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCUDA, m) {
+  m.impl("kl_div", TORCH_FN(kl_div_autocastcuda));
+}
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("kl_div", TORCH_FN(kl_div_autograd));

@@ -4,6 +4,7 @@
 #include <opforge/ops/l1_loss.h>
 #include <opforge/ops/l1_loss_backward.h>
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
@@ -113,6 +114,16 @@ at::Tensor l1_loss_meta_structured(const at::Tensor& self, const at::Tensor& tar
     opforge::pointwise::no_kernel{}), reduction);
 }
 
+at::Tensor l1_loss_autocastcpu(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.l1_loss";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CPU, decltype(opforge::ops::l1_loss), decltype(opforge::ops::l1_loss), &opforge::ops::l1_loss>::type::call(self, target, reduction);
+}
+
+at::Tensor l1_loss_autocastcuda(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.l1_loss";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CUDA, decltype(opforge::ops::l1_loss), decltype(opforge::ops::l1_loss), &opforge::ops::l1_loss>::type::call(self, target, reduction);
+}
+
 // Autograd for opforge.l1_loss: see Note [Generated autograd] in README.md.
 at::Tensor l1_loss_autograd(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction) {
   opforge::autograd::reject_forward_ad("opforge.l1_loss", {self, target});
@@ -145,6 +156,14 @@ at::Tensor l1_loss_autograd(const at::Tensor& self, const at::Tensor& target, c1
   return result;
 }
 }  // namespace
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCPU, m) {
+  m.impl("l1_loss", TORCH_FN(l1_loss_autocastcpu));
+}
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCUDA, m) {
+  m.impl("l1_loss", TORCH_FN(l1_loss_autocastcuda));
+}
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("l1_loss", TORCH_FN(l1_loss_autograd));

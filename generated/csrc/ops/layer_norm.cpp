@@ -3,6 +3,7 @@
 // autograd and variant kernels, and their dispatcher registration.
 #include <opforge/ops/layer_norm.h>
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
@@ -20,7 +21,25 @@ at::Tensor opforge::ops::layer_norm(const at::Tensor& input, c10::SymIntArrayRef
 }
 
 namespace {
+
+at::Tensor layer_norm_autocastcpu(const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.layer_norm";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CPU, decltype(opforge::ops::layer_norm), decltype(opforge::ops::layer_norm), &opforge::ops::layer_norm>::type::call(input, normalized_shape, weight, bias, eps);
+}
+
+at::Tensor layer_norm_autocastcuda(const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.layer_norm";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CUDA, decltype(opforge::ops::layer_norm), decltype(opforge::ops::layer_norm), &opforge::ops::layer_norm>::type::call(input, normalized_shape, weight, bias, eps);
+}
 }  // namespace
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCPU, m) {
+  m.impl("layer_norm", TORCH_FN(layer_norm_autocastcpu));
+}
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCUDA, m) {
+  m.impl("layer_norm", TORCH_FN(layer_norm_autocastcuda));
+}
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
   m.impl("layer_norm", TORCH_FN(opforge::layer_norm_composite));

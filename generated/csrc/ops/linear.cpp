@@ -4,6 +4,7 @@
 #include <opforge/ops/linear.h>
 #include <opforge/ops/linear_backward.h>
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
@@ -36,6 +37,16 @@ at::Tensor linear_composite_checked(const at::Tensor& input, const at::Tensor& w
   return opforge::linear_gemm(input, weight, bias);
 }
 
+at::Tensor linear_autocastcpu(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.linear";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::lower_precision_fp, c10::DeviceType::CPU, decltype(opforge::ops::linear), decltype(opforge::ops::linear), &opforge::ops::linear>::type::call(input, weight, bias);
+}
+
+at::Tensor linear_autocastcuda(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.linear";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::lower_precision_fp, c10::DeviceType::CUDA, decltype(opforge::ops::linear), decltype(opforge::ops::linear), &opforge::ops::linear>::type::call(input, weight, bias);
+}
+
 // Autograd for opforge.linear: see Note [Generated autograd] in README.md.
 at::Tensor linear_autograd(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
   opforge::autograd::reject_forward_ad("opforge.linear", {input, weight, bias});
@@ -65,6 +76,14 @@ at::Tensor linear_autograd(const at::Tensor& input, const at::Tensor& weight, co
   return result;
 }
 }  // namespace
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCPU, m) {
+  m.impl("linear", TORCH_FN(linear_autocastcpu));
+}
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCUDA, m) {
+  m.impl("linear", TORCH_FN(linear_autocastcuda));
+}
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("linear", TORCH_FN(linear_autograd));

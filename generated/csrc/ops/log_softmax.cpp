@@ -4,6 +4,7 @@
 #include <opforge/ops/log_softmax.h>
 #include <opforge/ops/log_softmax_backward.h>
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
@@ -83,6 +84,16 @@ at::Tensor log_softmax_meta_structured(const at::Tensor& self, int64_t dim) {
   const auto meta = opforge::softmax_meta<c10::SymInt>(kOp, self, dim);
   at::Tensor result = opforge::structured::allocate(meta.outputs[0], self);
   return result;
+}
+
+at::Tensor log_softmax_autocastcpu(const at::Tensor& self, int64_t dim) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.log_softmax";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CPU, decltype(opforge::ops::log_softmax), decltype(opforge::ops::log_softmax), &opforge::ops::log_softmax>::type::call(self, dim);
+}
+
+at::Tensor log_softmax_autocastcuda(const at::Tensor& self, int64_t dim) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.log_softmax";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CUDA, decltype(opforge::ops::log_softmax), decltype(opforge::ops::log_softmax), &opforge::ops::log_softmax>::type::call(self, dim);
 }
 
 at::Tensor& log_softmax_out_cpu_structured(const at::Tensor& self, int64_t dim, at::Tensor& out) {
@@ -177,6 +188,14 @@ at::Tensor log_softmax_autograd(const at::Tensor& self, int64_t dim) {
   return result;
 }
 }  // namespace
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCPU, m) {
+  m.impl("log_softmax", TORCH_FN(log_softmax_autocastcpu));
+}
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCUDA, m) {
+  m.impl("log_softmax", TORCH_FN(log_softmax_autocastcuda));
+}
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("log_softmax", TORCH_FN(log_softmax_autograd));

@@ -4,6 +4,7 @@
 #include <opforge/ops/mse_loss.h>
 #include <opforge/ops/mse_loss_backward.h>
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
@@ -113,6 +114,16 @@ at::Tensor mse_loss_meta_structured(const at::Tensor& self, const at::Tensor& ta
     opforge::pointwise::no_kernel{}), reduction);
 }
 
+at::Tensor mse_loss_autocastcpu(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.mse_loss";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CPU, decltype(opforge::ops::mse_loss), decltype(opforge::ops::mse_loss), &opforge::ops::mse_loss>::type::call(self, target, reduction);
+}
+
+at::Tensor mse_loss_autocastcuda(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.mse_loss";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CUDA, decltype(opforge::ops::mse_loss), decltype(opforge::ops::mse_loss), &opforge::ops::mse_loss>::type::call(self, target, reduction);
+}
+
 // Autograd for opforge.mse_loss: see Note [Generated autograd] in README.md.
 at::Tensor mse_loss_autograd(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction) {
   opforge::autograd::reject_forward_ad("opforge.mse_loss", {self, target});
@@ -145,6 +156,14 @@ at::Tensor mse_loss_autograd(const at::Tensor& self, const at::Tensor& target, c
   return result;
 }
 }  // namespace
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCPU, m) {
+  m.impl("mse_loss", TORCH_FN(mse_loss_autocastcpu));
+}
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCUDA, m) {
+  m.impl("mse_loss", TORCH_FN(mse_loss_autocastcuda));
+}
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("mse_loss", TORCH_FN(mse_loss_autograd));

@@ -3,6 +3,7 @@
 // autograd and variant kernels, and their dispatcher registration.
 #include <opforge/ops/nll_loss.h>
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
@@ -20,7 +21,25 @@ at::Tensor opforge::ops::nll_loss(const at::Tensor& self, const at::Tensor& targ
 }
 
 namespace {
+
+at::Tensor nll_loss_autocastcpu(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index, c10::string_view reduction) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.nll_loss";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CPU, decltype(opforge::ops::nll_loss), decltype(opforge::ops::nll_loss), &opforge::ops::nll_loss>::type::call(self, target, weight, ignore_index, reduction);
+}
+
+at::Tensor nll_loss_autocastcuda(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index, c10::string_view reduction) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.nll_loss";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CUDA, decltype(opforge::ops::nll_loss), decltype(opforge::ops::nll_loss), &opforge::ops::nll_loss>::type::call(self, target, weight, ignore_index, reduction);
+}
 }  // namespace
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCPU, m) {
+  m.impl("nll_loss", TORCH_FN(nll_loss_autocastcpu));
+}
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCUDA, m) {
+  m.impl("nll_loss", TORCH_FN(nll_loss_autocastcuda));
+}
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
   m.impl("nll_loss", TORCH_FN(opforge::nll_loss_composite));

@@ -4,6 +4,7 @@
 #include <opforge/ops/smooth_l1_loss.h>
 #include <opforge/ops/smooth_l1_loss_backward.h>
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
@@ -114,6 +115,16 @@ at::Tensor smooth_l1_loss_meta_structured(const at::Tensor& self, const at::Tens
     opforge::pointwise::no_kernel{}), reduction);
 }
 
+at::Tensor smooth_l1_loss_autocastcpu(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double beta) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.smooth_l1_loss";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CPU, decltype(opforge::ops::smooth_l1_loss), decltype(opforge::ops::smooth_l1_loss), &opforge::ops::smooth_l1_loss>::type::call(self, target, reduction, beta);
+}
+
+at::Tensor smooth_l1_loss_autocastcuda(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double beta) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.smooth_l1_loss";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CUDA, decltype(opforge::ops::smooth_l1_loss), decltype(opforge::ops::smooth_l1_loss), &opforge::ops::smooth_l1_loss>::type::call(self, target, reduction, beta);
+}
+
 // Autograd for opforge.smooth_l1_loss: see Note [Generated autograd] in README.md.
 at::Tensor smooth_l1_loss_autograd(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double beta) {
   opforge::autograd::reject_forward_ad("opforge.smooth_l1_loss", {self, target});
@@ -147,6 +158,14 @@ at::Tensor smooth_l1_loss_autograd(const at::Tensor& self, const at::Tensor& tar
   return result;
 }
 }  // namespace
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCPU, m) {
+  m.impl("smooth_l1_loss", TORCH_FN(smooth_l1_loss_autocastcpu));
+}
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCUDA, m) {
+  m.impl("smooth_l1_loss", TORCH_FN(smooth_l1_loss_autocastcuda));
+}
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("smooth_l1_loss", TORCH_FN(smooth_l1_loss_autograd));

@@ -4,6 +4,7 @@
 #include <opforge/ops/softplus.h>
 #include <opforge/ops/softplus_backward.h>
 
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
@@ -104,6 +105,16 @@ at::Tensor softplus_meta_structured(const at::Tensor& self, const at::Scalar& be
     opforge::pointwise::no_kernel{});
 }
 
+at::Tensor softplus_autocastcpu(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CPU, decltype(opforge::ops::softplus), decltype(opforge::ops::softplus), &opforge::ops::softplus>::type::call(self, beta, threshold);
+}
+
+at::Tensor softplus_autocastcuda(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.softplus";
+  return at::autocast::WrapFunction<at::autocast::CastPolicy::fp32, c10::DeviceType::CUDA, decltype(opforge::ops::softplus), decltype(opforge::ops::softplus), &opforge::ops::softplus>::type::call(self, beta, threshold);
+}
+
 // Autograd for opforge.softplus: see Note [Generated autograd] in README.md.
 at::Tensor softplus_autograd(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
   opforge::autograd::reject_forward_ad("opforge.softplus", {self});
@@ -133,6 +144,14 @@ at::Tensor softplus_autograd(const at::Tensor& self, const at::Scalar& beta, con
   return result;
 }
 }  // namespace
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCPU, m) {
+  m.impl("softplus", TORCH_FN(softplus_autocastcpu));
+}
+
+TORCH_LIBRARY_IMPL(opforge, AutocastCUDA, m) {
+  m.impl("softplus", TORCH_FN(softplus_autocastcuda));
+}
 
 TORCH_LIBRARY_IMPL(opforge, Autograd, m) {
   m.impl("softplus", TORCH_FN(softplus_autograd));
