@@ -39,6 +39,10 @@ from opforge._ops import __all__ as _op_names
 
 _C._cpu_capability()  # a bad OPFORGE_CPU_CAPABILITY fails the import, not a later kernel
 
+from opforge import _vmap  # noqa: E402
+
+_vmap.register(OP_TABLE)  # Note [Batching rules]
+
 __all__ = [*_op_names, "build_info"]
 
 _KEYS = (

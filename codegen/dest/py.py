@@ -150,6 +150,10 @@ def wrappers(ops: Sequence[OpDecl]) -> Context:
             "arg_dtypes": {n: list(ds) for n, ds in o.arg_dtypes},
             # what benchmarks time it against where that is not the reference (`bench:`)
             "bench_against": o.bench.against if o.bench is not None else None,
+            # a generated vmap batching rule (Note [Batching rules] in opforge/_vmap.py)
+            "batching": "pointwise"
+            if o.pointwise is not None and o.pointwise.reduction is None and o.variant_of is None
+            else None,
             "reference": o.reference,
             "family": o.family,
             "shape": str(o.shape) if o.shape is not None else None,
