@@ -78,10 +78,9 @@ def _shapes(op: OpDecl, case: Any) -> str:
     parts = []
     for name in tensors:
         spec = case.get(name)
-        if spec is not None and not isinstance(spec, (int, float, bool)):
-            shape = spec.get("shape") if isinstance(spec, dict) else spec
-            if isinstance(shape, list) and all(isinstance(n, int) for n in shape):
-                parts.append(f"{name}{tuple(shape)}")
+        if spec is None or (isinstance(spec, list) and spec and not isinstance(spec[0], int)):
+            continue  # absent, or a Tensor[] list
+        parts.append(f"{name}{tuple(opdb.spec_shape(spec))}")
     return " ".join(parts)
 
 

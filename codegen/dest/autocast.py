@@ -12,8 +12,7 @@ functional ops: in-place and out= variants run in the dtypes they are given, as 
 
 from __future__ import annotations
 
-from codegen.api import cpp
-from codegen.dest.common import Registered, wrapper
+from codegen.dest.common import Registered, kernel_function
 from codegen.opdecl import AUTOCAST_POLICIES, OpDecl
 
 # dispatch key -> the c10::DeviceType WrapFunction casts for
@@ -35,6 +34,6 @@ def register(op: OpDecl) -> Registered:
             f"c10::DeviceType::{device}, decltype({api}), decltype({api}), &{api}>"
         )
         body = [f"return {wrap}::type::call({args});"]
-        part.wrappers.append(wrapper(key, cpp.signature(op.schema, fn), f"opforge.{op.name}", body))
+        part.wrappers.append(kernel_function(op, key, fn, body))
         part.impls.append((key, fn))
     return part

@@ -46,6 +46,12 @@ def wrapper(key: str, signature: cpp_api.Signature, label: str, body: list[str])
     }
 
 
+def kernel_function(op: OpDecl, key: str, fn: str, body: list[str]) -> Context:
+    """A generated function `fn` of op, registered (as `fn`) for dispatch key `key`."""
+    signature = cpp_api.signature(op.schema, fn)
+    return {**wrapper(key, signature, f"opforge.{op.name}", body), "fn": fn}
+
+
 def sources(ops: Sequence[OpDecl]) -> str:
     """The schema files a generated file comes from, for its first line."""
     return ", ".join(sorted({o.loc.path for o in ops}))

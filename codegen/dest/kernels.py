@@ -7,7 +7,7 @@ from __future__ import annotations
 from codegen import rules
 from codegen.api import cpp
 from codegen.dest import checks
-from codegen.dest.common import Context, Registered, Simulated, tensor_args, wrapper
+from codegen.dest.common import Context, Registered, Simulated, kernel_function, tensor_args
 from codegen.opdecl import BACKEND_KEYS, OpDecl, kernel_name
 
 
@@ -56,7 +56,6 @@ def declarations(op: OpDecl) -> list[Context]:
 
 def register(op: OpDecl, functional: OpDecl) -> Registered:
     part = Registered()
-    label = f"opforge.{op.name}"
     for key, kernel in op.dispatch:
         target = f"opforge::{kernel_name(kernel)}"
         if key in BACKEND_KEYS or key == "CompositeExplicitAutograd":
@@ -66,9 +65,7 @@ def register(op: OpDecl, functional: OpDecl) -> Registered:
             call = _kernel_call(op, kernel, renames)
             suffix = "composite" if key == "CompositeExplicitAutograd" else key.lower()
             target = f"{op.cpp_id}_{suffix}_checked"
-            part.wrappers.append(
-                wrapper(key, cpp.signature(op.schema, target), label, lines + call)
-            )
+            part.wrappers.append(kernel_function(op, key, target, lines + call))
         part.impls.append((key, target))
     if op.shape is not None and "Meta" not in op.keys:
         target = f"{op.cpp_id}_meta"
@@ -78,9 +75,7 @@ def register(op: OpDecl, functional: OpDecl) -> Registered:
             + checks.same_dtype_checks(op)
             + checks.user_checks(op)
         )
-        part.wrappers.append(
-            wrapper("Meta", cpp.signature(op.schema, target), label, [*lines, _meta_return(op)])
-        )
+        part.wrappers.append(kernel_function(op, "Meta", target, [*lines, _meta_return(op)]))
         part.impls.append(("Meta", target))
     return part
 
@@ -89,11 +84,4 @@ def simulate(op: OpDecl) -> Simulated:
     lines, renames = checks.checks_before_kernel(op, "CUDA", simulated=True)
     call = _kernel_call(op, dict(op.dispatch)["CUDA"], renames)
     fn = f"{op.cpp_id}_cuda_simulated"
-    return Simulated(
-        [
-            {
-                **wrapper("CUDA", cpp.signature(op.schema, fn), f"opforge.{op.name}", lines + call),
-                "fn": fn,
-            }
-        ]
-    )
+    return Simulated([kernel_function(op, "CUDA", fn, lines + call)])

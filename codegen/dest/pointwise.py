@@ -14,7 +14,7 @@ from typing import Any
 from codegen import rules
 from codegen.api import cpp as cpp_api
 from codegen.dest import checks, variant_kernels
-from codegen.dest.common import Registered, Simulated, sources, wrapper
+from codegen.dest.common import Registered, Simulated, kernel_function, sources, wrapper
 from codegen.model import BaseTy, BaseType
 from codegen.opdecl import CPP_SCALAR, DTYPES, Functor, OpDecl
 
@@ -236,7 +236,7 @@ def simulated_wrappers(f: OpDecl) -> list[Context]:
     body = _kernel_body(f, f, "CUDA", simulated=True)
     return [
         run_function(f, "CUDA"),
-        {**wrapper("CUDA", cpp_api.signature(f.schema, fn), f"opforge.{f.name}", body), "fn": fn},
+        kernel_function(f, "CUDA", fn, body),
     ]
 
 

@@ -16,10 +16,10 @@ from codegen.dest.common import (
     Registered,
     Simulated,
     kernel_call,
+    kernel_function,
     opmath_type,
     return_results,
     sources,
-    wrapper,
 )
 from codegen.model import FunctionSchema, ListType, OptionalType
 from codegen.opdecl import CPP_SCALAR, DTYPES, OPMATH, OpDecl, Structured, kernel_name, output_names
@@ -323,19 +323,14 @@ def _meta_body(op: OpDecl, f: OpDecl) -> list[str]:
     return [*lines, *_allocate(f, "c10::SymInt", {}), _return(f)]
 
 
-def _wrapper(f: OpDecl, key: str, fn: str, body: list[str]) -> Context:
-    signature = cpp_api.signature(f.schema, fn)
-    return {**wrapper(key, signature, f"opforge.{f.name}", body), "fn": fn}
-
-
 def registration(op: OpDecl, f: OpDecl) -> list[Context]:
     """The CPU, CUDA and Meta kernels of a structured op `f` or of its out= variant `op`
     (and the variant's Autograd and Functionalize kernels); `key` and `fn` name each."""
     wrappers = [
-        _wrapper(op, key, f"{op.cpp_id}_{key.lower()}_structured", _backend_body(op, f, key))
+        kernel_function(op, key, f"{op.cpp_id}_{key.lower()}_structured", _backend_body(op, f, key))
         for key in f.keys
     ]
-    meta = _wrapper(op, "Meta", f"{op.cpp_id}_meta_structured", _meta_body(op, f))
+    meta = kernel_function(op, "Meta", f"{op.cpp_id}_meta_structured", _meta_body(op, f))
     if _spec(f).data_dependent:
         # Meta gives upper bounds only: opforge's fake kernel makes the lengths unbacked
         # SymInts (Note [Data-dependent lengths] in opforge/core/length_report.h).
@@ -344,7 +339,7 @@ def registration(op: OpDecl, f: OpDecl) -> list[Context]:
     if f.lists is not None:
         body = lists.no_tensors_body(f)
         fn = f"{op.cpp_id}_no_tensors"
-        wrappers.append(_wrapper(op, "CompositeExplicitAutograd", fn, body))
+        wrappers.append(kernel_function(op, "CompositeExplicitAutograd", fn, body))
     if op.generated_variant is not None:
         prepare = _prepare_targets(op, f, "c10::SymInt")
         inputs = [n for n, optional in _tensor_inputs(f) if not optional]
@@ -353,15 +348,16 @@ def registration(op: OpDecl, f: OpDecl) -> list[Context]:
             "Functionalize": variant_kernels.functionalize_body(op, f, prepare),
         }
         wrappers += [
-            _wrapper(op, key, f"{op.cpp_id}_{key.lower()}", body) for key, body in bodies.items()
+            kernel_function(op, key, f"{op.cpp_id}_{key.lower()}", body)
+            for key, body in bodies.items()
         ]
     return wrappers
 
 
-def simulated_wrapper(f: OpDecl) -> Context:
+def simulatedkernel_function(f: OpDecl) -> Context:
     """The CUDA simulator's CPU kernel for f: the CUDA body on CPU tensors."""
     body = _backend_body(f, f, "CUDA", simulated=True)
-    return _wrapper(f, "CUDA", f"{f.cpp_id}_cuda_simulated", body)
+    return kernel_function(f, "CUDA", f"{f.cpp_id}_cuda_simulated", body)
 
 
 def cuda_declarations(ops: Sequence[OpDecl]) -> list[cpp_api.Signature]:
@@ -435,4 +431,4 @@ def register(op: OpDecl, functional: OpDecl) -> Registered:
 
 
 def simulate(op: OpDecl) -> Simulated:
-    return Simulated([simulated_wrapper(op)], lists=op.lists is not None)
+    return Simulated([simulatedkernel_function(op)], lists=op.lists is not None)

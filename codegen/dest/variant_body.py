@@ -4,8 +4,7 @@ op and copies its result into the written tensors."""
 
 from __future__ import annotations
 
-from codegen.api import cpp
-from codegen.dest.common import Context, Registered, Simulated, wrapper
+from codegen.dest.common import Context, Registered, Simulated, kernel_function
 from codegen.opdecl import OpDecl
 
 
@@ -50,8 +49,9 @@ def declarations(op: OpDecl) -> list[Context]:
 def register(op: OpDecl, functional: OpDecl) -> Registered:
     fn = f"{op.cpp_id}_composite"
     body = _variant_body(op, functional)
-    w = wrapper("Composite", cpp.signature(op.schema, fn), f"opforge.{op.name}", body)
-    return Registered([w], [("CompositeImplicitAutograd", fn)])
+    return Registered(
+        [kernel_function(op, "Composite", fn, body)], [("CompositeImplicitAutograd", fn)]
+    )
 
 
 def simulate(op: OpDecl) -> Simulated:

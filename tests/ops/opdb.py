@@ -242,12 +242,12 @@ def _build(
         if _is_tensor(a.type, get(a.name)) or a.type == TENSOR_LIST
         for spec in (get(a.name) if a.type == TENSOR_LIST else [get(a.name)])
     ]
-    if variant == "noncontiguous" and not any(_shape(s) for s in tensor_shapes):
+    if variant == "noncontiguous" and not any(spec_shape(s) for s in tensor_shapes):
         return None
-    if variant == "channels_last" and not any(len(_shape(s)) == 4 for s in tensor_shapes):
+    if variant == "channels_last" and not any(len(spec_shape(s)) == 4 for s in tensor_shapes):
         return None
     if variant == "empty":
-        shapes = [tuple(_shape(s)) for s in tensor_shapes]
+        shapes = [tuple(spec_shape(s)) for s in tensor_shapes]
         if op.shape is None or not shapes or not shapes[0] or len(set(shapes)) != 1:
             return None  # only where the output shape follows the inputs, all shaped alike
     args: list[Any] = []
@@ -269,7 +269,7 @@ def _build(
         elif _is_tensor(a.type, value):
             spec = value
             if variant == "empty":
-                spec = [0, *_shape(value)[1:]]
+                spec = [0, *spec_shape(value)[1:]]
             value = make_tensor(
                 spec,
                 _dtype_of(op, a.name, dtype, arg_dtype),
@@ -391,7 +391,8 @@ def outputs(result: Any) -> tuple[torch.Tensor, ...]:
     return tuple(result) if isinstance(result, (tuple, list)) else (result,)
 
 
-def _shape(spec: Any) -> list[int]:
+def spec_shape(spec: Any) -> list[int]:
+    """The shape of a sample's tensor spec: a shape, or {shape, low, high, kind}."""
     return list(spec["shape"] if isinstance(spec, dict) else spec)
 
 
