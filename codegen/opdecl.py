@@ -84,10 +84,17 @@ ENTRY_FIELDS = (
     "lists",
     "bench",
     "autocast",
+    "batch",
+    "sharding",
+    "onnx",
 )
 # `autocast:` -> ATen's at::autocast::CastPolicy: how torch.autocast casts the op's floating
 # tensors (Note [Autocast] in codegen/dest/autocast.py).
 AUTOCAST_POLICIES = {"lower": "lower_precision_fp", "fp32": "fp32", "promote": "promote"}
+# `sharding:` -> the DTensor strategies of an op that is neither pointwise nor `batch:`
+# (opforge/_sharding.py): `linear` is column and row parallel over (input, weight, bias).
+SHARDING_RULES = ("linear",)
+BATCH_KINDS = ("leading", "any_leading", "all_but")
 LOSS_REDUCTIONS = ("none", "mean", "sum")
 VARIANT_KINDS = ("inplace", "out")
 
@@ -227,6 +234,17 @@ class Bench:
 
 
 @dataclass(frozen=True)
+class BatchRule:
+    """How an op's work splits over a batch: what vmap folds into one call and DTensor
+    shards (opforge/_vmap.py, opforge/_sharding.py); the kinds are in parse_ecosystem's
+    `_batch`. `pointwise` is implied by `pointwise:` (elementwise with broadcasting)."""
+
+    kind: str  # pointwise, or one of BATCH_KINDS
+    arg: str | None = None
+    unbatched: int | None = None  # `leading`: the rank of an input that is one sample
+
+
+@dataclass(frozen=True)
 class VariantBody:
     """Op kind of an in-place / out= variant of an op with no kernels of its own (a composite):
     a generated CompositeImplicitAutograd body over the functional op."""
@@ -278,6 +296,9 @@ class OpDecl:
     checks: tuple[Check, ...] = ()
     bench: Bench | None = None
     autocast: str | None = None  # a key of AUTOCAST_POLICIES
+    batch: BatchRule | None = None  # `batch:`; see batch_rule for the one in effect
+    sharding: str | None = None  # one of SHARDING_RULES
+    onnx: str | None = None  # the onnxscript function that is the op's ONNX form
     structured: Structured | None = None
     lists: TensorLists | None = None  # set for every op with `Tensor[]` arguments
 
@@ -315,6 +336,16 @@ class OpDecl:
         if self.structured is not None:
             return self.structured
         return VariantBody() if self.variant_of is not None else Kernels()
+
+    @property
+    def batch_rule(self) -> BatchRule | None:
+        """The declared `batch:` rule, or `pointwise` for a pointwise op without a loss
+        reduction; none for variants (they write into their arguments)."""
+        if self.variant_of is not None:
+            return None
+        if self.pointwise is not None and self.pointwise.reduction is None:
+            return BatchRule("pointwise")
+        return self.batch
 
     def is_opmath(self, arg: str) -> bool:
         """Whether tensor `arg` (or output) has the compute dtype of the op's dtype."""

@@ -18,7 +18,6 @@ from codegen.model import (
     SchemaError,
 )
 from codegen.opdecl import (
-    AUTOCAST_POLICIES,
     DTYPES,
     ENTRY_FIELDS,
     FLOATING_DTYPES,
@@ -30,6 +29,7 @@ from codegen.opdecl import (
     is_template,
     output_names,
 )
+from codegen.parse_ecosystem import EcosystemFields
 from codegen.parse_pointwise import PointwiseFields
 from codegen.parse_samples import SampleFields
 from codegen.parse_structured import StructuredFields
@@ -51,7 +51,7 @@ def known_tags() -> frozenset[str]:
     )
 
 
-class _EntryParser(PointwiseFields, StructuredFields, SampleFields):
+class _EntryParser(PointwiseFields, StructuredFields, SampleFields, EcosystemFields):
     """One YAML entry -> OpDecl; each field group's parsing is a base class of its own."""
 
     def parse(self, family: str) -> OpDecl | None:
@@ -96,13 +96,10 @@ class _EntryParser(PointwiseFields, StructuredFields, SampleFields):
         autocast = self._autocast(args)
         derivatives, non_differentiable = self._derivatives(args)
         variants = self._variants()
-        reference = self.string("reference")
-        if reference is not None and not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+", reference):
-            self.err(
-                "reference",
-                f"reference '{reference}' is not a dotted Python name",
-                "e.g. reference: torch.nn.functional.gelu",
-            )
+        reference = self._dotted("reference", "torch.nn.functional.gelu")
+        onnx = self._dotted("onnx", "opforge.onnx.activation.gelu")
+        batch = self._batch(args)
+        sharding = self._sharding()
         if len(self.diags.errors) != n_errors:
             return None
         return OpDecl(
@@ -119,6 +116,9 @@ class _EntryParser(PointwiseFields, StructuredFields, SampleFields):
             samples=samples,
             bench=bench,
             autocast=autocast,
+            batch=batch,
+            sharding=sharding,
+            onnx=onnx,
             field_lines=tuple(sorted(self.e.key_lines.items())),
             derivatives=derivatives,
             non_differentiable=non_differentiable,
@@ -276,23 +276,6 @@ class _EntryParser(PointwiseFields, StructuredFields, SampleFields):
                 self._check_dtype_names("arg_dtypes", names)
             out.append((str(name), tuple(names)))
         return tuple(out)
-
-    def _autocast(self, args: dict[str, Any]) -> str | None:
-        policy = self.string("autocast")
-        if policy is None:
-            return None
-        if policy not in AUTOCAST_POLICIES:
-            self.err(
-                "autocast",
-                f"unknown autocast policy '{policy}'",
-                f"one of {', '.join(AUTOCAST_POLICIES)} (torch.autocast's categories: "
-                "lower precision, float32, the widest input dtype)",
-            )
-            return None
-        if not any(a.type.is_tensor_like() for a in args.values()):
-            self.err("autocast", "an autocast policy casts tensor arguments, and the op has none")
-            return None
-        return policy
 
     def _tags(self) -> tuple[str, ...]:
         names = self.string_list("tags") or []

@@ -17,6 +17,8 @@ from codegen.model import (
 from codegen.opdecl import DISPATCH_KEYS
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+# A dotted Python path (module.attribute): `reference:`, `onnx:`, `bench: {against: ...}`.
+DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
 _KERNEL = re.compile(r"[A-Za-z_]\w*(<scalar_t>)?")
 
 

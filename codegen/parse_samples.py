@@ -3,7 +3,6 @@ benchmarks/ops.py build."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from codegen.diagnostics import Location, did_you_mean
@@ -12,12 +11,9 @@ from codegen.model import (
     BaseType,
 )
 from codegen.opdecl import Bench, Sample
-from codegen.parse_base import FieldParser, _is_tensor_list, _plain
+from codegen.parse_base import DOTTED, FieldParser, _is_tensor_list, _plain
 
 SAMPLE_KINDS = ("boxes",)
-
-# A dotted Python path (module.attribute).
-_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
 
 
 class SampleFields(FieldParser):
@@ -49,7 +45,7 @@ class SampleFields(FieldParser):
                 return None
             ratios[name] = float(value)
         against = raw.get("against")
-        if against is not None and not (isinstance(against, str) and _DOTTED.fullmatch(against)):
+        if against is not None and not (isinstance(against, str) and DOTTED.fullmatch(against)):
             self.err("bench", "bench against must be a dotted path like torch.nn.functional.relu")
             return None
         if not self.e.get("reference") and against is None:

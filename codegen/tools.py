@@ -53,6 +53,12 @@ def op_rows(ops: Sequence[OpDecl]) -> list[dict[str, object]]:
             "autograd": autograd_kind(o),
             "meta": meta_kind(o),
             "autocast": o.autocast or "-",
+            # torch.export needs the fake kernel every op has; data-dependent output sizes
+            # export as unbacked symbols
+            "export": "unbacked" if o.data_dependent else "yes",
+            "vmap": o.batch_rule.kind if o.batch_rule is not None else "fallback",
+            "sharding": o.sharding or (o.batch_rule.kind if o.batch_rule is not None else "-"),
+            "onnx": o.onnx.rsplit(".", 1)[-1] if o.onnx is not None else "-",
             "bench": o.bench is not None,
             "schema": str(o.schema),
             "declared_in": str(o.loc),
@@ -65,14 +71,18 @@ def list_ops(ops: Sequence[OpDecl], fmt: str) -> str:
     rows = op_rows(ops)
     if fmt == "json":
         return json.dumps(rows, indent=2)
-    head = f"{'op':18s} {'keys':38s} {'autograd':23s} {'meta':32s} {'autocast':8s} dtypes"
+    head = (
+        f"{'op':18s} {'keys':38s} {'autograd':23s} {'meta':32s} {'autocast':8s} "
+        f"{'export':8s} {'vmap':11s} {'sharding':11s} {'onnx':8s} dtypes"
+    )
     lines = [head, "-" * len(head)]
     for r in rows:
         keys = ",".join(r["keys"])  # type: ignore[arg-type]
         dtypes = ",".join(r["dtypes"])  # type: ignore[arg-type]
         lines.append(
             f"{r['op']:18s} {keys:38s} {r['autograd']!s:23s} {r['meta']!s:32s} "
-            f"{r['autocast']!s:8s} {dtypes}"
+            f"{r['autocast']!s:8s} {r['export']!s:8s} {r['vmap']!s:11s} {r['sharding']!s:11s} "
+            f"{r['onnx']!s:8s} {dtypes}"
         )
     return "\n".join(lines)
 

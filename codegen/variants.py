@@ -82,6 +82,9 @@ def expand_variants(ops: Sequence[OpDecl]) -> list[OpDecl]:
                     derivatives=(),
                     variants=(),
                     autocast=None,  # as ATen's: in-place and out= run in the given dtypes
+                    batch=None,
+                    sharding=None,
+                    onnx=None,  # exporters see the functional op
                     variant_of=op.qualified,
                 )
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from itertools import groupby
 from typing import Any
@@ -150,10 +151,10 @@ def wrappers(ops: Sequence[OpDecl]) -> Context:
             "arg_dtypes": {n: list(ds) for n, ds in o.arg_dtypes},
             # what benchmarks time it against where that is not the reference (`bench:`)
             "bench_against": o.bench.against if o.bench is not None else None,
-            # a generated vmap batching rule (Note [Batching rules] in opforge/_vmap.py)
-            "batching": "pointwise"
-            if o.pointwise is not None and o.pointwise.reduction is None and o.variant_of is None
-            else None,
+            # how vmap and DTensor split it (Note [Batching rules] in opforge/_vmap.py)
+            "batching": dataclasses.asdict(o.batch_rule) if o.batch_rule is not None else None,
+            "sharding": o.sharding,
+            "onnx": o.onnx,
             "reference": o.reference,
             "family": o.family,
             "shape": str(o.shape) if o.shape is not None else None,

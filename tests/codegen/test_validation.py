@@ -730,3 +730,24 @@ def test_autocast_policy_must_be_known(tmp_path: Path, capsys: pytest.CaptureFix
         GOOD + "  autocast: bf16\n",
         "ops.yaml:6: error: unknown autocast policy 'bf16'\n  hint: one of lower, fp32, promote",
     )
+
+
+@pytest.mark.parametrize(
+    ("field", "message"),
+    [
+        (
+            "batch: {leading: weight}",
+            "'leading: weight': not a Tensor argument of the op",
+        ),
+        ("batch: {all_but: self}", "'all_but: self': not an int argument of the op"),
+        ("batch: {front: self}", "'batch' must map one of leading, any_leading, all_but"),
+        ("batch: {any_leading: self, unbatched: 3}", "'unbatched' is the rank of one sample"),
+        ("sharding: rowwise", "unknown sharding rule 'rowwise'"),
+        ("onnx: relu", "onnx 'relu' is not a dotted Python name"),
+    ],
+)
+def test_ecosystem_fields_are_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, message: str
+) -> None:
+    """`batch:`, `sharding:` and `onnx:` errors name the entry's line and what is wrong."""
+    assert_error(tmp_path, capsys, GOOD + f"  {field}\n", f"ops.yaml:6: error: {message}")
