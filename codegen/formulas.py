@@ -11,13 +11,13 @@ from collections.abc import Iterator
 
 # An unqualified identifier (not after `.` or `::`, not a namespace before `::`),
 # and whether it is called.
-_TOKEN = re.compile(r"(?<![\w.:])([A-Za-z_]\w*)\b(?!\s*::)(\s*\()?")
+TOKEN = re.compile(r"(?<![\w.:])([A-Za-z_]\w*)\b(?!\s*::)(\s*\()?")
 _STRING = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 
 def tokens(formula: str) -> Iterator[tuple[str, bool]]:
     """(identifier, is_call) for each unqualified identifier outside string literals."""
-    for m in _TOKEN.finditer(_STRING.sub("''", formula)):
+    for m in TOKEN.finditer(_STRING.sub("''", formula)):
         yield m.group(1), m.group(2) is not None
 
 
@@ -34,7 +34,17 @@ def calls(formula: str) -> set[str]:
 def qualify_calls(formula: str, api: frozenset[str]) -> str:
     """`gelu_backward(...)` -> `opforge::ops::gelu_backward(...)`: unqualified, argument-dependent
     lookup on at::Tensor would also find (and clash with) ATen's op of the same name."""
-    return _TOKEN.sub(
+    return TOKEN.sub(
         lambda m: f"opforge::ops::{m.group(0)}" if m.group(2) and m.group(1) in api else m.group(0),
+        formula,
+    )
+
+
+def rename(formula: str, names: dict[str, str]) -> str:
+    """The formula with the identifiers (not calls) in `names` renamed."""
+    return TOKEN.sub(
+        lambda m: (
+            names.get(m.group(1), m.group(1)) + (m.group(2) or "") if not m.group(2) else m.group(0)
+        ),
         formula,
     )

@@ -87,6 +87,7 @@ ENTRY_FIELDS = (
     "batch",
     "sharding",
     "onnx",
+    "jvp",
 )
 # `autocast:` -> ATen's at::autocast::CastPolicy: how torch.autocast casts the op's floating
 # tensors (Note [Autocast] in codegen/dest/autocast.py).
@@ -299,6 +300,9 @@ class OpDecl:
     batch: BatchRule | None = None  # `batch:`; see batch_rule for the one in effect
     sharding: str | None = None  # one of SHARDING_RULES
     onnx: str | None = None  # the onnxscript function that is the op's ONNX form
+    # `jvp:` forward-mode derivatives: `outputs: formula` over the inputs' tangents `<arg>_t`
+    # (parse_ecosystem expands auto_element_wise/auto_linear into formulas)
+    jvp: tuple[Derivative, ...] = ()
     structured: Structured | None = None
     lists: TensorLists | None = None  # set for every op with `Tensor[]` arguments
 

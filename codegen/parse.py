@@ -95,6 +95,7 @@ class _EntryParser(PointwiseFields, StructuredFields, SampleFields, EcosystemFie
         bench = self._bench(args)
         autocast = self._autocast(args)
         derivatives, non_differentiable = self._derivatives(args)
+        jvp = self._jvp(schema, derivatives)
         variants = self._variants()
         reference = self._dotted("reference", "torch.nn.functional.gelu")
         onnx = self._dotted("onnx", "opforge.onnx.activation.gelu")
@@ -119,6 +120,7 @@ class _EntryParser(PointwiseFields, StructuredFields, SampleFields, EcosystemFie
             batch=batch,
             sharding=sharding,
             onnx=onnx,
+            jvp=jvp,
             field_lines=tuple(sorted(self.e.key_lines.items())),
             derivatives=derivatives,
             non_differentiable=non_differentiable,

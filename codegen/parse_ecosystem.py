@@ -5,9 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from codegen.model import BaseTy, BaseType
-from codegen.opdecl import AUTOCAST_POLICIES, BATCH_KINDS, SHARDING_RULES, BatchRule
-from codegen.parse_base import DOTTED, FieldParser
+from codegen import formulas
+from codegen.diagnostics import Location
+from codegen.model import BaseTy, BaseType, FunctionSchema
+from codegen.opdecl import (
+    AUTOCAST_POLICIES,
+    BATCH_KINDS,
+    SHARDING_RULES,
+    BatchRule,
+    Derivative,
+    output_names,
+)
+from codegen.parse_base import DOTTED, FieldParser, _is_tensor_list
 
 
 class EcosystemFields(FieldParser):
@@ -79,3 +88,73 @@ class EcosystemFields(FieldParser):
             self.err(key, f"{key} '{value}' is not a dotted Python name", f"e.g. {key}: {example}")
             return None
         return value
+
+    def _jvp(
+        self, schema: FunctionSchema, derivatives: tuple[Derivative, ...]
+    ) -> tuple[Derivative, ...]:
+        """`jvp:` (Note [Forward-mode AD] in codegen/dest/autograd.py): `result: formula` per
+        output (`result0, result1: f(...)` for a tuple), in the op's arguments, `result`s and
+        tangents `<arg>_t`; or `auto_element_wise` (an elementwise op: its `self` derivative
+        with the tangent for `grad`) or `auto_linear` (the op applied to the tangents)."""
+        raw = self.e.get("jvp")
+        if raw is None:
+            return ()
+        loc = self.loc("jvp")
+        outputs = output_names(schema)
+        results = ["result"] if len(outputs) == 1 else [f"result{i}" for i in range(len(outputs))]
+        tensors = [a for a in schema.arguments.flat_all if a.type.is_tensor_like()]
+        if any(_is_tensor_list(a.type) for a in tensors):
+            self.err(
+                "jvp", "forward-mode formulas for ops with Tensor[] arguments are not supported"
+            )
+            return ()
+        if raw == "auto_element_wise":
+            own = [d for d in derivatives if d.inputs == ("self",)]
+            if len(results) != 1 or not own:
+                self.err("jvp", "auto_element_wise needs one output and a `self:` derivative")
+                return ()
+            formula = "".join(
+                "self_t" if tok == "grad" else tok for tok in _split_tokens(own[0].formula)
+            )
+            return (Derivative(("result",), formula, loc),)
+        if raw == "auto_linear":
+            if len(results) != 1:
+                self.err("jvp", "auto_linear needs one output")
+                return ()
+            tensor_names = {a.name for a in tensors}
+            args = ", ".join(
+                f"{a.name}_t" if a.name in tensor_names else a.name
+                for a in schema.arguments.flat_non_out
+            )
+            return (Derivative(("result",), f"{schema.name.name}({args})", loc),)
+        if not isinstance(raw, dict):
+            self.err(
+                "jvp",
+                "'jvp' must be auto_element_wise, auto_linear or map outputs to formulas",
+                "e.g. jvp: {result: result * (self_t - (result * self_t).sum(dim, true))}",
+            )
+            return ()
+        lines = getattr(raw, "key_lines", {})
+        out = []
+        for names_, formula in raw.items():
+            at = Location(self.path, lines.get(names_, loc.line))
+            names = tuple(n.strip() for n in str(names_).split(","))
+            unknown = [n for n in names if n not in results]
+            if unknown or not isinstance(formula, str):
+                self.diags.error(
+                    at,
+                    f"jvp given for '{names_}': not a formula for the outputs",
+                    f"outputs: {', '.join(results)}",
+                )
+                continue
+            out.append(Derivative(names, formula.strip(), at))
+        return tuple(out)
+
+
+def _split_tokens(formula: str) -> list[str]:
+    """The formula cut at identifiers (which formulas.tokens recognises), kept whole."""
+    pieces, last = [], 0
+    for m in formulas.TOKEN.finditer(formula):
+        pieces += [formula[last : m.start(1)], m.group(1)]
+        last = m.end(1)
+    return [*pieces, formula[last:]]

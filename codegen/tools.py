@@ -59,6 +59,7 @@ def op_rows(ops: Sequence[OpDecl]) -> list[dict[str, object]]:
             "vmap": o.batch_rule.kind if o.batch_rule is not None else "fallback",
             "sharding": o.sharding or (o.batch_rule.kind if o.batch_rule is not None else "-"),
             "onnx": o.onnx.rsplit(".", 1)[-1] if o.onnx is not None else "-",
+            "jvp": "yes" if o.jvp else "-",
             "bench": o.bench is not None,
             "schema": str(o.schema),
             "declared_in": str(o.loc),
@@ -73,7 +74,7 @@ def list_ops(ops: Sequence[OpDecl], fmt: str) -> str:
         return json.dumps(rows, indent=2)
     head = (
         f"{'op':18s} {'keys':38s} {'autograd':23s} {'meta':32s} {'autocast':8s} "
-        f"{'export':8s} {'vmap':11s} {'sharding':11s} {'onnx':8s} dtypes"
+        f"{'export':8s} {'vmap':11s} {'sharding':11s} {'onnx':8s} {'jvp':4s} dtypes"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -82,7 +83,7 @@ def list_ops(ops: Sequence[OpDecl], fmt: str) -> str:
         lines.append(
             f"{r['op']:18s} {keys:38s} {r['autograd']!s:23s} {r['meta']!s:32s} "
             f"{r['autocast']!s:8s} {r['export']!s:8s} {r['vmap']!s:11s} {r['sharding']!s:11s} "
-            f"{r['onnx']!s:8s} {dtypes}"
+            f"{r['onnx']!s:8s} {r['jvp']!s:4s} {dtypes}"
         )
     return "\n".join(lines)
 

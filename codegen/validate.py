@@ -150,7 +150,10 @@ def _check_formulas(op: OpDecl, api: set[str], diags: Diagnostics) -> None:
         else set()
     )
     allowed = args | _FORMULA_NAMES | results | _CPP_WORDS
-    for d in op.derivatives:
+    tensors = {a.name for a in op.schema.arguments.flat_all if a.type.is_tensor_like()}
+    # (a jvp formula reads the inputs' tangents, and no gradient)
+    jvp_allowed = (allowed - {"grad", "grads", "grad_input_mask"}) | {f"{n}_t" for n in tensors}
+    for d, names in [(d, allowed) for d in op.derivatives] + [(d, jvp_allowed) for d in op.jvp]:
         for name, call in formulas.tokens(d.formula):
             if call and name not in api and name not in _CPP_WORDS:
                 diags.error(
@@ -160,12 +163,12 @@ def _check_formulas(op: OpDecl, api: set[str], diags: Diagnostics) -> None:
                     did_you_mean(name, api)
                     or "declare the backward op in schemas/, or call ATen as at::name(...)",
                 )
-            elif not call and name not in allowed:
+            elif not call and name not in names:
                 diags.error(
                     d.loc,
                     f"formula for '{', '.join(d.inputs)}' names '{name}', which is not an "
                     f"argument of '{op.qualified}'",
-                    did_you_mean(name, allowed)
+                    did_you_mean(name, names)
                     or f"available: {', '.join(sorted(args | {'grad', 'result'}))}",
                 )
 

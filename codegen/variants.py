@@ -85,6 +85,7 @@ def expand_variants(ops: Sequence[OpDecl]) -> list[OpDecl]:
                     batch=None,
                     sharding=None,
                     onnx=None,  # exporters see the functional op
+                    jvp=(),  # tangents come from the functional op (variant_kernels)
                     variant_of=op.qualified,
                 )
             )

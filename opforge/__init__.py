@@ -39,11 +39,12 @@ from opforge._ops import __all__ as _op_names
 
 _C._cpu_capability()  # a bad OPFORGE_CPU_CAPABILITY fails the import, not a later kernel
 
-from opforge import _vmap  # noqa: E402
+from opforge import _sharding, _vmap  # noqa: E402
 
 _vmap.register(OP_TABLE)  # Note [Batching rules]
+_sharding.install(OP_TABLE)  # Note [Sharding rules]: on torch.distributed.tensor's import
 
-__all__ = [*_op_names, "build_info"]
+__all__ = [*_op_names, "build_info", "onnx_translations", "patch"]
 
 _KEYS = (
     "CPU",
@@ -77,7 +78,27 @@ def build_info() -> dict[str, Any]:
 
 # Submodules reachable as attributes after `import opforge`, as `torch.optim` after
 # `import torch`; imported on first use so that `import opforge` stays as fast as it was.
-_LAZY_SUBMODULES = ("optim", "models", "quantization", "detection")
+_LAZY_SUBMODULES = ("optim", "models", "quantization", "detection", "onnx")
+
+
+def onnx_translations() -> dict[Any, Any]:
+    """The ONNX forms of the ops whose YAML entry has `onnx:` (Note [ONNX forms] in
+    opforge/onnx/__init__.py): pass it as `torch.onnx.export(..., dynamo=True,
+    custom_translation_table=opforge.onnx_translations())`. Needs onnxscript."""
+    from opforge.onnx import translations
+
+    return translations(OP_TABLE)
+
+
+def patch() -> Any:
+    """Drop-in mode: while the returned `opforge._patch.Patch` is active (`with
+    opforge.patch() as p:`, or `p.start()` ... `p.stop()`), the torch / torch.nn.functional
+    calls opforge has ops for run those ops where they take the arguments as ATen does, the
+    rest runs ATen; `p.counts` counts the routed calls per op. README "Use opforge kernels
+    in your model"."""
+    from opforge._patch import Patch  # imported on first use: `import opforge` stays fast
+
+    return Patch()
 
 
 def __getattr__(name: str) -> Any:

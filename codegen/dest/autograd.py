@@ -6,6 +6,14 @@ formulas need saved and a backward lambda holding the formulas. A tensor input
 without a formula raises "opforge.<op> is not differentiable with respect to
 <arg>" when a gradient is requested for it, unless its formula is
 `non_differentiable` (then it gets none). See Note [Generated autograd].
+
+Note [Forward-mode AD]: an op with `jvp:` formulas also propagates tangents
+(torch.func.jvp, torch.autograd.forward_ad): when an input carries one, the kernel
+evaluates each formula on the inputs' tangents `<arg>_t` (zeros for an input without one,
+nullopt for an absent optional) and attaches the result to its output as that output's
+tangent (level 0, the level both APIs use), outside the below-autograd guard so that the
+tangent is itself differentiable. An op without formulas raises NotImplementedError
+naming it, as ATen ops without forward derivatives do, rather than return no tangent.
 """
 
 from __future__ import annotations
@@ -87,7 +95,46 @@ def autograd(op: OpDecl, api: frozenset[str]) -> Context:
             "true" if op.output_differentiable(i) else "false" for i in range(n_out)
         ),
         "grads": _grad_lines(op, tensor_names, api),
+        "jvp": _jvp_lines(op, [(a.name, kind) for a, kind in tensors], result_names, api),
     }
+
+
+def _jvp_lines(
+    op: OpDecl, tensors: list[tuple[str, str]], result_names: list[str], api: frozenset[str]
+) -> list[str]:
+    """The statements that set the outputs' tangents (Note [Forward-mode AD])."""
+    if not op.jvp:
+        return []
+    used = {n for d in op.jvp for n in formulas.names(d.formula)}
+    primals = {n for n, _ in tensors if n in used}
+    lines = [
+        f"const auto {n}_p = opforge::autograd::primal({n});" for n, _ in tensors if n in primals
+    ]
+    lines += [
+        f"const auto {n}_t = opforge::autograd::tangent({n});"
+        for n, _ in tensors
+        if f"{n}_t" in used
+    ]
+    if len(result_names) > 1:
+        lines += [
+            f"[[maybe_unused]] const at::Tensor& {r} = std::get<{i}>(result);"
+            for i, r in enumerate(result_names)
+        ]
+    # Every formula first, then the tangents: a formula reads the outputs as primals.
+    sets = []
+    for k, d in enumerate(op.jvp):
+        formula = formulas.qualify_calls(
+            formulas.rename(d.formula, {n: f"{n}_p" for n in primals}), api
+        )
+        lines.append(f"const auto tangent{k} = {formula};")
+        if len(d.inputs) == 1:
+            sets.append(f"opforge::autograd::set_tangent({d.inputs[0]}, tangent{k});")
+        else:
+            sets += [
+                f"opforge::autograd::set_tangent({r}, std::get<{i}>(tangent{k}));"
+                for i, r in enumerate(d.inputs)
+            ]
+    return lines + sets
 
 
 def _grad_lines(op: OpDecl, tensor_names: list[str], api: frozenset[str]) -> list[str]:

@@ -155,19 +155,26 @@ def registration(name: str, ops: Sequence[OpDecl], index: Index) -> Context:
         "functor_headers": sorted({k["header"] for k in cuda_kernels}),
         "structured_cuda": structured.cuda_declarations(ops),
         "autocast": any(op.autocast is not None for op in ops),
+        # (a unit's variants sit beside their functional op: Note [Forward-mode AD])
+        "forward_ad": any(op.jvp for op in ops),
     }
 
 
 def _formula_headers(ops: Sequence[OpDecl], index: Index, own: str) -> list[str]:
     """Headers of the opforge ops that derivative formulas call."""
     stems = index.stem_of_api
-    words = {c for op in ops for d in op.derivatives for c in formulas.calls(d.formula)}
+    words = {c for op in ops for d in (*op.derivatives, *op.jvp) for c in formulas.calls(d.formula)}
     return sorted({stems[w] for w in words if w in stems} - {own})
 
 
 def library(ops: Sequence[OpDecl]) -> Context:
+    # pt2_compliant_tag on every op: each passes opcheck in the battery (schema, fake kernel,
+    # autograd registration), which is what the tag promises torch.compile and export.
     defs = [
-        {"schema": str(op.schema), "tags": ", ".join(f"at::Tag::{t}" for t in op.tags)}
+        {
+            "schema": str(op.schema),
+            "tags": ", ".join(f"at::Tag::{t}" for t in (*op.tags, "pt2_compliant_tag")),
+        }
         for op in ops
     ]
     bounds = [{"schema": str(op.schema)} for op in ops if op.data_dependent]

@@ -49,10 +49,14 @@ def autograd_body(op: OpDecl, f: OpDecl, inputs: list[str], prepare: list[str]) 
         # The functional op gets a copy of a tensor written in place, so what it saves stays
         # intact.
         call = _functional_call(op, f, clone_target=True)
-        lines.append(
-            f'opforge::autograd::reject_forward_ad("opforge.{op.name}", {{{", ".join(inputs)}}});'
-        )
-        lines.append(f"if (opforge::autograd::any_requires_grad({{{', '.join(inputs)}}})) {{")
+        needs = f"opforge::autograd::any_requires_grad({{{', '.join(inputs)}}})"
+        if f.jvp:  # a tangent too: copy_ carries the functional op's (Note [Forward-mode AD])
+            needs += f" || opforge::autograd::any_tangent({{{', '.join(inputs)}}})"
+        else:
+            lines.append(
+                f'opforge::autograd::reject_forward_ad("opforge.{op.name}", {{{", ".join(inputs)}}});'
+            )
+        lines.append(f"if ({needs}) {{")
         lines += ["  " + line for line in [*prepare, *copy_from_functional(op, call)]]
         lines.append("}")
     all_args = ", ".join(a.name for a in op.schema.arguments.flat_all)

@@ -3,6 +3,9 @@
 // Keeping torch's autograd headers here, compiled once, instead of a
 // torch::autograd::Function per op keeps each generated op file cheap to build.
 #include <opforge/core/autograd.h>
+#include <opforge/core/forward_ad.h>
+
+#include <ATen/ops/zeros_like.h>
 
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
@@ -67,6 +70,39 @@ void reject_forward_ad(const char* op, const std::vector<std::optional<at::Tenso
                                 " does not support forward-mode AD (torch.func.jvp, torch.autograd.forward_ad): "
                                 "an input carries a tangent. Use reverse mode (torch.autograd.grad, torch.func.vjp) instead.");
   }
+}
+
+bool any_tangent(const std::vector<std::optional<at::Tensor>>& inputs) {
+  for (const auto& t : inputs) {
+    if (t.has_value() && t->defined() && t->_fw_grad(/*level=*/0).defined()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+at::Tensor primal(const at::Tensor& t) {
+  return t.defined() && t._fw_grad(/*level=*/0).defined() ? t._fw_primal(/*level=*/0) : t;
+}
+
+std::optional<at::Tensor> primal(const std::optional<at::Tensor>& t) {
+  return t.has_value() ? std::optional<at::Tensor>(primal(*t)) : std::nullopt;
+}
+
+at::Tensor tangent(const at::Tensor& t) {
+  const at::Tensor& tangent = t._fw_grad(/*level=*/0);
+  return tangent.defined() ? tangent : at::zeros_like(t);
+}
+
+std::optional<at::Tensor> tangent(const std::optional<at::Tensor>& t) {
+  if (!t.has_value() || !t->defined()) {
+    return std::nullopt;
+  }
+  return tangent(*t);
+}
+
+void set_tangent(const at::Tensor& output, const at::Tensor& tangent) {
+  output._set_fw_grad(tangent, /*level=*/0, /*is_inplace_op=*/false);
 }
 
 bool any_requires_grad(const std::vector<std::optional<at::Tensor>>& inputs) {

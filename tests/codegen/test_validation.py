@@ -744,6 +744,12 @@ def test_autocast_policy_must_be_known(tmp_path: Path, capsys: pytest.CaptureFix
         ("batch: {any_leading: self, unbatched: 3}", "'unbatched' is the rank of one sample"),
         ("sharding: rowwise", "unknown sharding rule 'rowwise'"),
         ("onnx: relu", "onnx 'relu' is not a dotted Python name"),
+        ("jvp: auto_element_wise", "auto_element_wise needs one output and a `self:` derivative"),
+        ("jvp: {out: self_t}", "jvp given for 'out': not a formula for the outputs"),
+        (
+            "jvp: {result: grad * self_t}",
+            "formula for 'result' names 'grad', which is not an argument",
+        ),
     ],
 )
 def test_ecosystem_fields_are_checked(

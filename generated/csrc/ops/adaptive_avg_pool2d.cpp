@@ -12,6 +12,7 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 
 #include <opforge/core/autograd.h>
+#include <opforge/core/forward_ad.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
 #include <opforge/core/structured_call.h>
@@ -128,8 +129,7 @@ at::Tensor& adaptive_avg_pool2d_out_meta_structured(const at::Tensor& self, c10:
 
 at::Tensor& adaptive_avg_pool2d_out_autograd(const at::Tensor& self, c10::SymIntArrayRef output_size, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.adaptive_avg_pool2d";
-  opforge::autograd::reject_forward_ad("opforge.adaptive_avg_pool2d", {self});
-  if (opforge::autograd::any_requires_grad({self})) {
+  if (opforge::autograd::any_requires_grad({self}) || opforge::autograd::any_tangent({self})) {
     const auto meta = opforge::adaptive_avg_pool2d_meta<c10::SymInt>(kOp, self, output_size);
     opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
     return out.copy_(opforge::ops::adaptive_avg_pool2d(self, output_size));
@@ -151,11 +151,16 @@ at::Tensor& adaptive_avg_pool2d_out_functionalize(const at::Tensor& self, c10::S
 
 // Autograd for opforge.adaptive_avg_pool2d: see Note [Generated autograd] in README.md.
 at::Tensor adaptive_avg_pool2d_autograd(const at::Tensor& self, c10::SymIntArrayRef output_size) {
-  opforge::autograd::reject_forward_ad("opforge.adaptive_avg_pool2d", {self});
+  const bool forward_ad = opforge::autograd::any_tangent({self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::adaptive_avg_pool2d(self, output_size);
   }();
+  if (forward_ad) {  // Note [Forward-mode AD] in codegen/dest/autograd.py
+    const auto self_t = opforge::autograd::tangent(self);
+    const auto tangent0 = opforge::ops::adaptive_avg_pool2d(self_t, output_size);
+    opforge::autograd::set_tangent(result, tangent0);
+  }
   const opforge::autograd::tensor_list outputs{result};
   if (!opforge::autograd::any_requires_grad({self})) {
     return result;

@@ -11,6 +11,7 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 
 #include <opforge/core/autograd.h>
+#include <opforge/core/forward_ad.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
 #include <opforge/core/pointwise/geometry.h>
@@ -163,8 +164,7 @@ at::Tensor& add_out_meta_structured(const at::Tensor& self, const at::Tensor& ot
 
 at::Tensor& add_out_autograd(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add";
-  opforge::autograd::reject_forward_ad("opforge.add", {self, other});
-  if (opforge::autograd::any_requires_grad({self, other})) {
+  if (opforge::autograd::any_requires_grad({self, other}) || opforge::autograd::any_tangent({self, other})) {
     at::ScalarType dtype;
     const auto geometry = add_Tensor_meta_step<c10::SymInt>(self, other, alpha, dtype);
     opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device());
@@ -220,8 +220,7 @@ at::Tensor& add__Tensor_meta_structured(at::Tensor& self, const at::Tensor& othe
 
 at::Tensor& add__Tensor_autograd(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.add_";
-  opforge::autograd::reject_forward_ad("opforge.add_", {self, other});
-  if (opforge::autograd::any_requires_grad({self, other})) {
+  if (opforge::autograd::any_requires_grad({self, other}) || opforge::autograd::any_tangent({self, other})) {
     at::ScalarType dtype;
     const auto geometry = add_Tensor_meta_step<c10::SymInt>(self, other, alpha, dtype);
     opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype);
@@ -245,11 +244,17 @@ at::Tensor& add__Tensor_functionalize(at::Tensor& self, const at::Tensor& other,
 
 // Autograd for opforge.add: see Note [Generated autograd] in README.md.
 at::Tensor add_Tensor_autograd(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  opforge::autograd::reject_forward_ad("opforge.add", {self, other});
+  const bool forward_ad = opforge::autograd::any_tangent({self, other});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::add(self, other, alpha);
   }();
+  if (forward_ad) {  // Note [Forward-mode AD] in codegen/dest/autograd.py
+    const auto self_t = opforge::autograd::tangent(self);
+    const auto other_t = opforge::autograd::tangent(other);
+    const auto tangent0 = opforge::ops::add(self_t, other_t, alpha);
+    opforge::autograd::set_tangent(result, tangent0);
+  }
   const opforge::autograd::tensor_list outputs{result};
   if (!opforge::autograd::any_requires_grad({self, other})) {
     return result;

@@ -12,6 +12,7 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 
 #include <opforge/core/autograd.h>
+#include <opforge/core/forward_ad.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
 #include <opforge/core/pointwise/geometry.h>
@@ -114,11 +115,17 @@ at::Tensor add_relu_meta_structured(const at::Tensor& self, const at::Tensor& ot
 
 // Autograd for opforge.add_relu: see Note [Generated autograd] in README.md.
 at::Tensor add_relu_autograd(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  opforge::autograd::reject_forward_ad("opforge.add_relu", {self, other});
+  const bool forward_ad = opforge::autograd::any_tangent({self, other});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::add_relu(self, other, alpha);
   }();
+  if (forward_ad) {  // Note [Forward-mode AD] in codegen/dest/autograd.py
+    const auto self_t = opforge::autograd::tangent(self);
+    const auto other_t = opforge::autograd::tangent(other);
+    const auto tangent0 = at::where(result > 0, self_t + other_t * alpha, at::zeros_like(result));
+    opforge::autograd::set_tangent(result, tangent0);
+  }
   const opforge::autograd::tensor_list outputs{result};
   if (!opforge::autograd::any_requires_grad({self, other})) {
     return result;

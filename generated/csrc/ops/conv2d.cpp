@@ -13,6 +13,7 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 
 #include <opforge/core/autograd.h>
+#include <opforge/core/forward_ad.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
 #include <opforge/core/structured_call.h>
@@ -126,11 +127,20 @@ at::Tensor conv2d_padding_autocastcuda(const at::Tensor& input, const at::Tensor
 
 // Autograd for opforge.conv2d: see Note [Generated autograd] in README.md.
 at::Tensor conv2d_autograd(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
-  opforge::autograd::reject_forward_ad("opforge.conv2d", {input, weight, bias});
+  const bool forward_ad = opforge::autograd::any_tangent({input, weight, bias});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::conv2d(input, weight, bias, stride, padding, dilation, groups);
   }();
+  if (forward_ad) {  // Note [Forward-mode AD] in codegen/dest/autograd.py
+    const auto input_p = opforge::autograd::primal(input);
+    const auto weight_p = opforge::autograd::primal(weight);
+    const auto input_t = opforge::autograd::tangent(input);
+    const auto weight_t = opforge::autograd::tangent(weight);
+    const auto bias_t = opforge::autograd::tangent(bias);
+    const auto tangent0 = opforge::ops::conv2d(input_t, weight_p, bias_t, stride, padding, dilation, groups) + opforge::ops::conv2d(input_p, weight_t, std::nullopt, stride, padding, dilation, groups);
+    opforge::autograd::set_tangent(result, tangent0);
+  }
   const opforge::autograd::tensor_list outputs{result};
   if (!opforge::autograd::any_requires_grad({input, weight, bias})) {
     return result;

@@ -12,6 +12,7 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 
 #include <opforge/core/autograd.h>
+#include <opforge/core/forward_ad.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
 #include <opforge/core/pointwise/geometry.h>
@@ -111,11 +112,17 @@ at::Tensor gelu_meta_structured(const at::Tensor& self, c10::string_view approxi
 
 // Autograd for opforge.gelu: see Note [Generated autograd] in README.md.
 at::Tensor gelu_autograd(const at::Tensor& self, c10::string_view approximate) {
-  opforge::autograd::reject_forward_ad("opforge.gelu", {self});
+  const bool forward_ad = opforge::autograd::any_tangent({self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::gelu(self, approximate);
   }();
+  if (forward_ad) {  // Note [Forward-mode AD] in codegen/dest/autograd.py
+    const auto self_p = opforge::autograd::primal(self);
+    const auto self_t = opforge::autograd::tangent(self);
+    const auto tangent0 = opforge::ops::gelu_backward(self_t, self_p, approximate);
+    opforge::autograd::set_tangent(result, tangent0);
+  }
   const opforge::autograd::tensor_list outputs{result};
   if (!opforge::autograd::any_requires_grad({self})) {
     return result;

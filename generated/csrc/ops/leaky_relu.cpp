@@ -12,6 +12,7 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 
 #include <opforge/core/autograd.h>
+#include <opforge/core/forward_ad.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
 #include <opforge/core/pointwise/geometry.h>
@@ -149,8 +150,7 @@ at::Tensor& leaky_relu_out_meta_structured(const at::Tensor& self, const at::Sca
 
 at::Tensor& leaky_relu_out_autograd(const at::Tensor& self, const at::Scalar& negative_slope, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu";
-  opforge::autograd::reject_forward_ad("opforge.leaky_relu", {self});
-  if (opforge::autograd::any_requires_grad({self})) {
+  if (opforge::autograd::any_requires_grad({self}) || opforge::autograd::any_tangent({self})) {
     at::ScalarType dtype;
     const auto geometry = leaky_relu_meta_step<c10::SymInt>(self, negative_slope, dtype);
     opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device());
@@ -203,8 +203,7 @@ at::Tensor& leaky_relu__meta_structured(at::Tensor& self, const at::Scalar& nega
 
 at::Tensor& leaky_relu__autograd(at::Tensor& self, const at::Scalar& negative_slope) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.leaky_relu_";
-  opforge::autograd::reject_forward_ad("opforge.leaky_relu_", {self});
-  if (opforge::autograd::any_requires_grad({self})) {
+  if (opforge::autograd::any_requires_grad({self}) || opforge::autograd::any_tangent({self})) {
     at::ScalarType dtype;
     const auto geometry = leaky_relu_meta_step<c10::SymInt>(self, negative_slope, dtype);
     opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype);
@@ -228,11 +227,17 @@ at::Tensor& leaky_relu__functionalize(at::Tensor& self, const at::Scalar& negati
 
 // Autograd for opforge.leaky_relu: see Note [Generated autograd] in README.md.
 at::Tensor leaky_relu_autograd(const at::Tensor& self, const at::Scalar& negative_slope) {
-  opforge::autograd::reject_forward_ad("opforge.leaky_relu", {self});
+  const bool forward_ad = opforge::autograd::any_tangent({self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::leaky_relu(self, negative_slope);
   }();
+  if (forward_ad) {  // Note [Forward-mode AD] in codegen/dest/autograd.py
+    const auto self_p = opforge::autograd::primal(self);
+    const auto self_t = opforge::autograd::tangent(self);
+    const auto tangent0 = opforge::ops::leaky_relu_backward(self_t, self_p, negative_slope);
+    opforge::autograd::set_tangent(result, tangent0);
+  }
   const opforge::autograd::tensor_list outputs{result};
   if (!opforge::autograd::any_requires_grad({self})) {
     return result;

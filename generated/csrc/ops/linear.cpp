@@ -13,6 +13,7 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 
 #include <opforge/core/autograd.h>
+#include <opforge/core/forward_ad.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
 
@@ -49,11 +50,20 @@ at::Tensor linear_autocastcuda(const at::Tensor& input, const at::Tensor& weight
 
 // Autograd for opforge.linear: see Note [Generated autograd] in README.md.
 at::Tensor linear_autograd(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
-  opforge::autograd::reject_forward_ad("opforge.linear", {input, weight, bias});
+  const bool forward_ad = opforge::autograd::any_tangent({input, weight, bias});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::linear(input, weight, bias);
   }();
+  if (forward_ad) {  // Note [Forward-mode AD] in codegen/dest/autograd.py
+    const auto input_p = opforge::autograd::primal(input);
+    const auto weight_p = opforge::autograd::primal(weight);
+    const auto input_t = opforge::autograd::tangent(input);
+    const auto weight_t = opforge::autograd::tangent(weight);
+    const auto bias_t = opforge::autograd::tangent(bias);
+    const auto tangent0 = opforge::ops::linear(input_t, weight_p, bias_t) + opforge::ops::linear(input_p, weight_t, std::nullopt);
+    opforge::autograd::set_tangent(result, tangent0);
+  }
   const opforge::autograd::tensor_list outputs{result};
   if (!opforge::autograd::any_requires_grad({input, weight, bias})) {
     return result;

@@ -12,6 +12,7 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 
 #include <opforge/core/autograd.h>
+#include <opforge/core/forward_ad.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
 #include <opforge/core/structured_call.h>
@@ -130,8 +131,7 @@ std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out_meta_structured
 
 std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out_autograd(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode, at::Tensor& out0, at::Tensor& out1) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.max_pool2d_with_indices";
-  opforge::autograd::reject_forward_ad("opforge.max_pool2d_with_indices", {self});
-  if (opforge::autograd::any_requires_grad({self})) {
+  if (opforge::autograd::any_requires_grad({self}) || opforge::autograd::any_tangent({self})) {
     const auto meta = opforge::max_pool2d_with_indices_meta<c10::SymInt>(kOp, self, kernel_size, stride, padding, dilation, ceil_mode);
     opforge::structured::prepare_out(kOp, "out0", out0, meta.outputs[0], self);
     opforge::structured::prepare_out(kOp, "out1", out1, meta.outputs[1], self);
@@ -162,11 +162,18 @@ std::tuple<at::Tensor&, at::Tensor&> max_pool2d_with_indices_out_functionalize(c
 
 // Autograd for opforge.max_pool2d_with_indices: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor> max_pool2d_with_indices_autograd(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
-  opforge::autograd::reject_forward_ad("opforge.max_pool2d_with_indices", {self});
+  const bool forward_ad = opforge::autograd::any_tangent({self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode);
   }();
+  if (forward_ad) {  // Note [Forward-mode AD] in codegen/dest/autograd.py
+    const auto self_t = opforge::autograd::tangent(self);
+    [[maybe_unused]] const at::Tensor& result0 = std::get<0>(result);
+    [[maybe_unused]] const at::Tensor& result1 = std::get<1>(result);
+    const auto tangent0 = self_t.flatten(-2).gather(-1, result1.flatten(-2)).view_as(result0);
+    opforge::autograd::set_tangent(result0, tangent0);
+  }
   const opforge::autograd::tensor_list outputs = std::apply(
       [](const auto&... t) { return opforge::autograd::tensor_list{t...}; }, result);
   if (!opforge::autograd::any_requires_grad({self})) {

@@ -12,6 +12,7 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 
 #include <opforge/core/autograd.h>
+#include <opforge/core/forward_ad.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
 #include <opforge/core/pointwise/geometry.h>
@@ -149,8 +150,7 @@ at::Tensor& silu_out_meta_structured(const at::Tensor& self, at::Tensor& out) {
 
 at::Tensor& silu_out_autograd(const at::Tensor& self, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.silu";
-  opforge::autograd::reject_forward_ad("opforge.silu", {self});
-  if (opforge::autograd::any_requires_grad({self})) {
+  if (opforge::autograd::any_requires_grad({self}) || opforge::autograd::any_tangent({self})) {
     at::ScalarType dtype;
     const auto geometry = silu_meta_step<c10::SymInt>(self, dtype);
     opforge::pointwise::prepare_out(kOp, "out", out, geometry, dtype, self.device());
@@ -203,8 +203,7 @@ at::Tensor& silu__meta_structured(at::Tensor& self) {
 
 at::Tensor& silu__autograd(at::Tensor& self) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.silu_";
-  opforge::autograd::reject_forward_ad("opforge.silu_", {self});
-  if (opforge::autograd::any_requires_grad({self})) {
+  if (opforge::autograd::any_requires_grad({self}) || opforge::autograd::any_tangent({self})) {
     at::ScalarType dtype;
     const auto geometry = silu_meta_step<c10::SymInt>(self, dtype);
     opforge::pointwise::check_inplace(kOp, "self", self, geometry, dtype);
@@ -228,11 +227,17 @@ at::Tensor& silu__functionalize(at::Tensor& self) {
 
 // Autograd for opforge.silu: see Note [Generated autograd] in README.md.
 at::Tensor silu_autograd(const at::Tensor& self) {
-  opforge::autograd::reject_forward_ad("opforge.silu", {self});
+  const bool forward_ad = opforge::autograd::any_tangent({self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::silu(self);
   }();
+  if (forward_ad) {  // Note [Forward-mode AD] in codegen/dest/autograd.py
+    const auto self_p = opforge::autograd::primal(self);
+    const auto self_t = opforge::autograd::tangent(self);
+    const auto tangent0 = opforge::ops::silu_backward(self_t, self_p);
+    opforge::autograd::set_tangent(result, tangent0);
+  }
   const opforge::autograd::tensor_list outputs{result};
   if (!opforge::autograd::any_requires_grad({self})) {
     return result;

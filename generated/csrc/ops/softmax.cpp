@@ -13,6 +13,7 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 
 #include <opforge/core/autograd.h>
+#include <opforge/core/forward_ad.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
 #include <opforge/core/structured_call.h>
@@ -139,8 +140,7 @@ at::Tensor& softmax_out_meta_structured(const at::Tensor& self, int64_t dim, at:
 
 at::Tensor& softmax_out_autograd(const at::Tensor& self, int64_t dim, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.softmax";
-  opforge::autograd::reject_forward_ad("opforge.softmax", {self});
-  if (opforge::autograd::any_requires_grad({self})) {
+  if (opforge::autograd::any_requires_grad({self}) || opforge::autograd::any_tangent({self})) {
     const auto meta = opforge::softmax_meta<c10::SymInt>(kOp, self, dim);
     opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
     return out.copy_(opforge::ops::softmax(self, dim));
@@ -162,11 +162,16 @@ at::Tensor& softmax_out_functionalize(const at::Tensor& self, int64_t dim, at::T
 
 // Autograd for opforge.softmax: see Note [Generated autograd] in README.md.
 at::Tensor softmax_autograd(const at::Tensor& self, int64_t dim) {
-  opforge::autograd::reject_forward_ad("opforge.softmax", {self});
+  const bool forward_ad = opforge::autograd::any_tangent({self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::softmax(self, dim);
   }();
+  if (forward_ad) {  // Note [Forward-mode AD] in codegen/dest/autograd.py
+    const auto self_t = opforge::autograd::tangent(self);
+    const auto tangent0 = result * (self_t - (result * self_t).sum(dim, true));
+    opforge::autograd::set_tangent(result, tangent0);
+  }
   const opforge::autograd::tensor_list outputs{result};
   if (!opforge::autograd::any_requires_grad({self})) {
     return result;

@@ -13,6 +13,7 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 
 #include <opforge/core/autograd.h>
+#include <opforge/core/forward_ad.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
 #include <opforge/core/pointwise/geometry.h>
@@ -117,11 +118,17 @@ at::Tensor softplus_autocastcuda(const at::Tensor& self, const at::Scalar& beta,
 
 // Autograd for opforge.softplus: see Note [Generated autograd] in README.md.
 at::Tensor softplus_autograd(const at::Tensor& self, const at::Scalar& beta, const at::Scalar& threshold) {
-  opforge::autograd::reject_forward_ad("opforge.softplus", {self});
+  const bool forward_ad = opforge::autograd::any_tangent({self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::softplus(self, beta, threshold);
   }();
+  if (forward_ad) {  // Note [Forward-mode AD] in codegen/dest/autograd.py
+    const auto self_p = opforge::autograd::primal(self);
+    const auto self_t = opforge::autograd::tangent(self);
+    const auto tangent0 = opforge::ops::softplus_backward(self_t, self_p, beta, threshold);
+    opforge::autograd::set_tangent(result, tangent0);
+  }
   const opforge::autograd::tensor_list outputs{result};
   if (!opforge::autograd::any_requires_grad({self})) {
     return result;

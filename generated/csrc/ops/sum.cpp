@@ -12,6 +12,7 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 
 #include <opforge/core/autograd.h>
+#include <opforge/core/forward_ad.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
 #include <opforge/core/structured_call.h>
@@ -128,8 +129,7 @@ at::Tensor& sum_out_meta_structured(const at::Tensor& self, at::OptionalIntArray
 
 at::Tensor& sum_out_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sum";
-  opforge::autograd::reject_forward_ad("opforge.sum", {self});
-  if (opforge::autograd::any_requires_grad({self})) {
+  if (opforge::autograd::any_requires_grad({self}) || opforge::autograd::any_tangent({self})) {
     const auto meta = opforge::sum_meta<c10::SymInt>(kOp, self, dim, keepdim);
     opforge::structured::prepare_out(kOp, "out", out, meta.outputs[0], self);
     return out.copy_(opforge::ops::sum(self, dim, keepdim));
@@ -151,11 +151,16 @@ at::Tensor& sum_out_functionalize(const at::Tensor& self, at::OptionalIntArrayRe
 
 // Autograd for opforge.sum: see Note [Generated autograd] in README.md.
 at::Tensor sum_autograd(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
-  opforge::autograd::reject_forward_ad("opforge.sum", {self});
+  const bool forward_ad = opforge::autograd::any_tangent({self});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::sum(self, dim, keepdim);
   }();
+  if (forward_ad) {  // Note [Forward-mode AD] in codegen/dest/autograd.py
+    const auto self_t = opforge::autograd::tangent(self);
+    const auto tangent0 = opforge::ops::sum(self_t, dim, keepdim);
+    opforge::autograd::set_tangent(result, tangent0);
+  }
   const opforge::autograd::tensor_list outputs{result};
   if (!opforge::autograd::any_requires_grad({self})) {
     return result;

@@ -3,13 +3,13 @@
 #include <torch/library.h>
 
 TORCH_LIBRARY(opforge, m) {
-  m.def(R"schema(clamp_to(Tensor self, Scalar low, Scalar high) -> Tensor)schema", {at::Tag::pointwise});
-  m.def(R"schema(clamp_to.out(Tensor self, Scalar low, Scalar high, *, Tensor(a!) out) -> Tensor(a!))schema", {});
-  m.def(R"schema(clamp_to_(Tensor(a!) self, Scalar low, Scalar high) -> Tensor(a!))schema", {at::Tag::inplace});
-  m.def(R"schema(crop(Tensor self, int[2] size, int[2] stride=1) -> Tensor)schema", {});
-  m.def(R"schema(crop.name(Tensor self, str size) -> Tensor)schema", {});
-  m.def(R"schema(gather_stats(Tensor table, Tensor index, Tensor(a!)? running, *, Generator? generator=None) -> (Tensor, Tensor))schema", {});
-  m.def(R"schema(scale_add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor)schema", {at::Tag::pointwise});
-  m.def(R"schema(select_max(Tensor self, Tensor? weight, Tensor(a!)? counts, int dim) -> (Tensor, Tensor))schema", {});
-  m.def(R"schema(total(Tensor self, int[1]? dim=None, bool keepdim=False, *, str mode='sum') -> Tensor)schema", {});
+  m.def(R"schema(clamp_to(Tensor self, Scalar low, Scalar high) -> Tensor)schema", {at::Tag::pointwise, at::Tag::pt2_compliant_tag});
+  m.def(R"schema(clamp_to.out(Tensor self, Scalar low, Scalar high, *, Tensor(a!) out) -> Tensor(a!))schema", {at::Tag::pt2_compliant_tag});
+  m.def(R"schema(clamp_to_(Tensor(a!) self, Scalar low, Scalar high) -> Tensor(a!))schema", {at::Tag::inplace, at::Tag::pt2_compliant_tag});
+  m.def(R"schema(crop(Tensor self, int[2] size, int[2] stride=1) -> Tensor)schema", {at::Tag::pt2_compliant_tag});
+  m.def(R"schema(crop.name(Tensor self, str size) -> Tensor)schema", {at::Tag::pt2_compliant_tag});
+  m.def(R"schema(gather_stats(Tensor table, Tensor index, Tensor(a!)? running, *, Generator? generator=None) -> (Tensor, Tensor))schema", {at::Tag::pt2_compliant_tag});
+  m.def(R"schema(scale_add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor)schema", {at::Tag::pointwise, at::Tag::pt2_compliant_tag});
+  m.def(R"schema(select_max(Tensor self, Tensor? weight, Tensor(a!)? counts, int dim) -> (Tensor, Tensor))schema", {at::Tag::pt2_compliant_tag});
+  m.def(R"schema(total(Tensor self, int[1]? dim=None, bool keepdim=False, *, str mode='sum') -> Tensor)schema", {at::Tag::pt2_compliant_tag});
 }
