@@ -12,6 +12,7 @@
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/csrc/autograd/saved_variable.h>
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -103,6 +104,36 @@ std::optional<at::Tensor> tangent(const std::optional<at::Tensor>& t) {
 
 void set_tangent(const at::Tensor& output, const at::Tensor& tangent) {
   output._set_fw_grad(tangent, /*level=*/0, /*is_inplace_op=*/false);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> norm_jvp(const at::Tensor& x, const at::Tensor& x_t,
+                                                        const at::Tensor& mean, const at::Tensor& rstd,
+                                                        const std::optional<at::Tensor>& weight,
+                                                        const std::optional<at::Tensor>& weight_t,
+                                                        const std::optional<at::Tensor>& bias_t, bool per_channel) {
+  const int64_t rows = mean.numel();
+  // (the statistics may be float32 for a half input: compute in the input's dtype)
+  const at::Tensor m = mean.reshape({rows, 1}).to(x.scalar_type());
+  const at::Tensor r = rstd.reshape({rows, 1}).to(x.scalar_type());
+  const at::Tensor xhat = (x.reshape({rows, -1}) - m) * r;
+  const at::Tensor mean_t = x_t.reshape({rows, -1}).mean(1, /*keepdim=*/true);
+  const at::Tensor u = x_t.reshape({rows, -1}) - mean_t;
+  const at::Tensor projection = (xhat * u).mean(1, /*keepdim=*/true);
+  const at::Tensor rstd_t = -r * r * projection;
+  at::Tensor out_t = (r * (u - xhat * projection)).reshape(x.sizes());
+  std::vector<int64_t> channel_shape(std::max<int64_t>(x.dim() - 1, 1), 1);
+  channel_shape[0] = -1;
+  const auto affine = [&](const at::Tensor& p) { return per_channel ? p.reshape(channel_shape) : p; };
+  if (weight.has_value() && weight->defined()) {
+    out_t = out_t * affine(*weight);
+  }
+  if (weight_t.has_value() && weight_t->defined()) {
+    out_t = out_t + xhat.reshape(x.sizes()) * affine(*weight_t);
+  }
+  if (bias_t.has_value() && bias_t->defined()) {
+    out_t = out_t + affine(*bias_t);
+  }
+  return {out_t, mean_t.reshape(mean.sizes()).to(mean.scalar_type()), rstd_t.reshape(rstd.sizes()).to(rstd.scalar_type())};
 }
 
 bool any_requires_grad(const std::vector<std::optional<at::Tensor>>& inputs) {

@@ -80,3 +80,23 @@ def test_compile_dynamic_does_not_recompile_for_new_sizes() -> None:
         with torch.no_grad():
             torch.testing.assert_close(compiled(x), model(x))
     assert counter.frame_count == 1
+
+
+def test_torchvision_resnet18_routed_to_opforge_exports() -> None:
+    """An unchanged torchvision model exported under opforge.patch(): its conv, BN, ReLU,
+    pooling and linear calls become opforge ops in the program, which matches ATen's eager
+    model on other batch sizes."""
+    import torchvision
+
+    import opforge
+
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18(num_classes=10).eval()
+    batch = torch.export.Dim("batch", min=1, max=16)
+    with opforge.patch():
+        program = torch.export.export(model, (_images(2, 0, 64),), dynamic_shapes=({0: batch},))
+    assert {"opforge::conv2d", "opforge::batch_norm", "opforge::linear"} <= _opforge_ops(program)
+    for n, seed in ((1, 1), (3, 2)):
+        x = _images(n, seed, 64)
+        with torch.no_grad():
+            torch.testing.assert_close(program.module()(x), model(x), atol=1e-4, rtol=1e-4)

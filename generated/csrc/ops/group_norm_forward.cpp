@@ -12,6 +12,7 @@
 #include <ATen/core/LegacyTypeDispatch.h>
 
 #include <opforge/core/autograd.h>
+#include <opforge/core/forward_ad.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
 #include <opforge/core/structured_call.h>
@@ -100,11 +101,25 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_meta_structure
 
 // Autograd for opforge.group_norm_forward: see Note [Generated autograd] in README.md.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_forward_autograd(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
-  opforge::autograd::reject_forward_ad("opforge.group_norm_forward", {input, weight, bias});
+  const bool forward_ad = opforge::autograd::any_tangent({input, weight, bias});
   auto result = [&] {
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     return opforge::ops::group_norm_forward(input, num_groups, weight, bias, eps);
   }();
+  if (forward_ad) {  // Note [Forward-mode AD] in codegen/dest/autograd.py
+    const auto input_p = opforge::autograd::primal(input);
+    const auto weight_p = opforge::autograd::primal(weight);
+    const auto input_t = opforge::autograd::tangent(input);
+    const auto weight_t = opforge::autograd::tangent(weight);
+    const auto bias_t = opforge::autograd::tangent(bias);
+    [[maybe_unused]] const at::Tensor& result0 = std::get<0>(result);
+    [[maybe_unused]] const at::Tensor& result1 = std::get<1>(result);
+    [[maybe_unused]] const at::Tensor& result2 = std::get<2>(result);
+    const auto tangent0 = opforge::autograd::norm_jvp(input_p, input_t, result1, result2, weight_p, weight_t, bias_t, true);
+    opforge::autograd::set_tangent(result0, std::get<0>(tangent0));
+    opforge::autograd::set_tangent(result1, std::get<1>(tangent0));
+    opforge::autograd::set_tangent(result2, std::get<2>(tangent0));
+  }
   const opforge::autograd::tensor_list outputs = std::apply(
       [](const auto&... t) { return opforge::autograd::tensor_list{t...}; }, result);
   if (!opforge::autograd::any_requires_grad({input, weight, bias})) {

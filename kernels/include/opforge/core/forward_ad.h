@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <optional>
+#include <tuple>
 #include <vector>
 
 namespace opforge::autograd {
@@ -25,5 +26,17 @@ std::optional<at::Tensor> tangent(const std::optional<at::Tensor>& t);
 
 // Makes `tangent` the forward-mode tangent of the op's output `output`.
 void set_tangent(const at::Tensor& output, const at::Tensor& tangent);
+
+// The tangents of a norm's (output, mean, rstd) from the input's and the affine parameters'
+// tangents: x is standardized in rows of mean.numel() (layer_norm's leading dims,
+// group_norm's (sample, group) pairs) with the forward's mean and rstd, then scaled and
+// shifted by weight and bias, which broadcast over the trailing dims (per_channel false:
+// layer_norm) or along dim 1 (true: group_norm). With u = x_t - mean(x_t) per row:
+// mean_t = mean(x_t), rstd_t = -rstd^2 mean(xhat u), xhat_t = rstd (u - xhat mean(xhat u)).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> norm_jvp(const at::Tensor& x, const at::Tensor& x_t,
+                                                        const at::Tensor& mean, const at::Tensor& rstd,
+                                                        const std::optional<at::Tensor>& weight,
+                                                        const std::optional<at::Tensor>& weight_t,
+                                                        const std::optional<at::Tensor>& bias_t, bool per_channel);
 
 }  // namespace opforge::autograd
