@@ -18,11 +18,6 @@ its case's outcome from both ranks.
 from __future__ import annotations
 
 import copy
-import json
-import os
-import traceback
-from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,8 +28,9 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 import opforge
 from opforge import models
+from tests.distributed import ranks
 
-WORLD = 2
+WORLD = ranks.WORLD
 STEPS = 3
 TIGHT = {"atol": 1e-10, "rtol": 1e-10}
 
@@ -149,38 +145,18 @@ def case_mobilenet_train_bn(rank: int) -> None:
     assert not torch.allclose(model.layers[0].running_mean, other), "BN stats are per rank"
 
 
-CASES = {name: fn for name, fn in globals().items() if name.startswith("case_")}
+def case_argument(rank: int) -> int:
+    return rank
 
 
-def _rank_main(rank: int, out: str) -> None:
-    """One rank: every case, each outcome (None or the traceback) written to rank<N>.json."""
-    os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # loopback only
-    dist.init_process_group(
-        "gloo",
-        init_method=f"file://{out}/store",
-        rank=rank,
-        world_size=WORLD,
-        timeout=timedelta(seconds=60),  # a rank that fails mid-case does not hang the other
-    )
-    results: dict[str, Any] = {}
-    for name, case in CASES.items():
-        try:
-            case(rank)
-            results[name] = None
-        except Exception:
-            results[name] = traceback.format_exc()
-    dist.destroy_process_group()
-    Path(out, f"rank{rank}.json").write_text(json.dumps(results))
+CASES = ranks.cases(globals())
 
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    out = tmp_path_factory.mktemp("ddp")
-    torch.multiprocessing.spawn(_rank_main, args=(str(out),), nprocs=WORLD)
-    return [json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD)]
+    return ranks.run(__name__, tmp_path_factory.mktemp("ddp"))
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_ddp(outcomes: list[dict[str, Any]], case: str) -> None:
-    for rank, results in enumerate(outcomes):
-        assert results[case] is None, f"rank {rank}:\n{results[case]}"
+    ranks.check(outcomes, case)

@@ -7,26 +7,21 @@ One spawn runs every case; each test reads its case's outcome from both ranks.
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
-import traceback
-from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-import torch.distributed as dist
 from torch import Tensor
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
 from torch.distributed.tensor.debug import CommDebugMode
 
 import opforge
+from tests.distributed import ranks
 
-WORLD = 2
+WORLD = ranks.WORLD
 TIGHT = {"atol": 1e-12, "rtol": 1e-12}  # float64; a Partial sum adds in another order
 
 
@@ -127,43 +122,21 @@ def case_no_rule(mesh: DeviceMesh) -> None:
         opforge.linear(xd, w).sum().backward()
 
 
-CASES = {name: fn for name, fn in globals().items() if name.startswith("case_")}
+def case_argument(rank: int) -> DeviceMesh:
+    return init_device_mesh("cpu", (WORLD,))
 
 
-def _rank_main(rank: int, out: str) -> None:
-    """One rank: every case, each outcome (None or the traceback) written to rank<N>.json."""
-    os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # loopback only
-    dist.init_process_group(
-        "gloo",
-        init_method=f"file://{out}/store",
-        rank=rank,
-        world_size=WORLD,
-        timeout=timedelta(seconds=60),  # a rank that fails mid-case does not hang the other
-    )
-    mesh = init_device_mesh("cpu", (WORLD,))
-    results: dict[str, Any] = {}
-    for name, case in CASES.items():
-        torch.manual_seed(0)  # every rank builds the same global tensors
-        try:
-            case(mesh)
-            results[name] = None
-        except Exception:
-            results[name] = traceback.format_exc()
-    dist.destroy_process_group()
-    Path(out, f"rank{rank}.json").write_text(json.dumps(results))
+CASES = ranks.cases(globals())
 
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    out = tmp_path_factory.mktemp("dtensor")
-    torch.multiprocessing.spawn(_rank_main, args=(str(out),), nprocs=WORLD)
-    return [json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD)]
+    return ranks.run(__name__, tmp_path_factory.mktemp("dtensor"))
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_dtensor(outcomes: list[dict[str, Any]], case: str) -> None:
-    for rank, results in enumerate(outcomes):
-        assert results[case] is None, f"rank {rank}:\n{results[case]}"
+    ranks.check(outcomes, case)
 
 
 def test_registered_lazily() -> None:
