@@ -22,8 +22,8 @@ strategy for the inputs' placements and redistributes the inputs where none matc
 Ops without a rule (no `batching` field: linear_backward, conv2d_backward, batch_norm, the
 losses ...) fail on DTensors with DTensor's own NotImplementedError, which names the op. A
 CompositeImplicitAutograd op (max_pool2d, layer_norm) decomposes before DTensor sees it: its
-rule is unused, the ops it calls need theirs (max_pool2d_with_indices has one,
-layer_norm_forward has none).
+rule is unused, the ops it calls need theirs (max_pool2d_with_indices and layer_norm_forward
+have one).
 
 Registration is lazy: importing torch.distributed.tensor costs ~0.5 s, more than all of
 `import opforge` adds to torch. `install` registers at once when it is already imported, else
@@ -40,6 +40,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+
+from opforge._op_table import overload
 
 _MODULE = "torch.distributed.tensor"
 
@@ -164,8 +166,7 @@ def register(op_table: Sequence[dict[str, Any]]) -> int:
     count = 0
     for row in op_table:
         if row.get("batching"):
-            name, _, overload = row["qualified"].partition(".")
-            op = getattr(getattr(torch.ops.opforge, name), overload or "default")
+            op = overload(row["qualified"])
             register_sharding(op)(_rule(op, row))
             _hash_all_static_args(op)
             count += 1

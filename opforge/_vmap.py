@@ -25,6 +25,8 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_map
 
+from opforge._op_table import overload
+
 Rule = Callable[..., tuple[Any, Any]]
 
 
@@ -157,8 +159,7 @@ def register(op_table: Sequence[dict[str, Any]]) -> int:
     count = 0
     for row in op_table:
         if row.get("batching"):
-            name, _, overload = row["qualified"].partition(".")
-            op = getattr(getattr(torch.ops.opforge, name), overload or "default")
+            op = overload(row["qualified"])
             torch.library.register_vmap(f"opforge::{row['qualified']}", _rule(op, row["batching"]))
             count += 1
     return count

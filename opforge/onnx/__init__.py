@@ -53,13 +53,11 @@ def translations(op_table: Sequence[dict[str, Any]]) -> dict[Any, Callable[..., 
     """{torch.ops.opforge.<op>.<overload>: its ONNX form} for every op with `onnx:`."""
     import importlib
 
-    import torch
+    from opforge._op_table import overload
 
     table = {}
     for row in op_table:
         if row.get("onnx"):
             module, _, fn = row["onnx"].rpartition(".")
-            name, _, overload = row["qualified"].partition(".")
-            op = getattr(getattr(torch.ops.opforge, name), overload or "default")
-            table[op] = getattr(importlib.import_module(module), fn)
+            table[overload(row["qualified"])] = getattr(importlib.import_module(module), fn)
     return table
