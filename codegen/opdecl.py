@@ -88,6 +88,7 @@ ENTRY_FIELDS = (
     "sharding",
     "onnx",
     "jvp",
+    "tolerance",
 )
 # `autocast:` -> ATen's at::autocast::CastPolicy: how torch.autocast casts the op's floating
 # tensors (Note [Autocast] in codegen/dest/autocast.py).
@@ -305,6 +306,10 @@ class OpDecl:
     jvp: tuple[Derivative, ...] = ()
     structured: Structured | None = None
     lists: TensorLists | None = None  # set for every op with `Tensor[]` arguments
+    # `tolerance: {uint8: 1}`: the battery's absolute tolerance for a dtype where the
+    # default (exact for integers) is too tight, e.g. uint8 images rounded from float sums
+    # that may tie differently.
+    tolerance: tuple[tuple[str, float], ...] = ()
 
     def output_differentiable(self, i: int) -> bool:
         return not self.output_differentiability or self.output_differentiability[i]

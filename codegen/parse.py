@@ -93,6 +93,7 @@ class _EntryParser(PointwiseFields, StructuredFields, SampleFields, EcosystemFie
         dtype_rule = self._rule("dtype", rules.parse_dtype, args)
         samples = self._samples(args)
         bench = self._bench(args)
+        tolerance = self._tolerance(dtypes)
         autocast = self._autocast(args)
         derivatives, non_differentiable = self._derivatives(args)
         jvp = self._jvp(schema, derivatives)
@@ -116,6 +117,7 @@ class _EntryParser(PointwiseFields, StructuredFields, SampleFields, EcosystemFie
             dtype_rule=dtype_rule,
             samples=samples,
             bench=bench,
+            tolerance=tolerance,
             autocast=autocast,
             batch=batch,
             sharding=sharding,

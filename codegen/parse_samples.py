@@ -13,7 +13,7 @@ from codegen.model import (
 from codegen.opdecl import Bench, Sample
 from codegen.parse_base import DOTTED, FieldParser, _is_tensor_list, _plain
 
-SAMPLE_KINDS = ("boxes",)
+SAMPLE_KINDS = ("boxes", "affine", "homography", "quad")
 
 
 class SampleFields(FieldParser):
@@ -57,6 +57,28 @@ class SampleFields(FieldParser):
             self.err("bench", "bench cases must list at least one {argument: value} case", example)
             return None
         return Bench(ratios["target"], ratios["backward"], against, cases)
+
+    def _tolerance(self, dtypes: tuple[str, ...]) -> tuple[tuple[str, float], ...]:
+        raw = self.e.get("tolerance")
+        if raw is None:
+            return ()
+        example = "e.g. tolerance: {uint8: 1}"
+        if not isinstance(raw, dict) or not raw:
+            self.err("tolerance", "'tolerance' must map dtypes to absolute tolerances", example)
+            return ()
+        out = []
+        for name, value in raw.items():
+            if name not in dtypes:
+                self.err(
+                    "tolerance", f"tolerance for '{name}', which is not one of the op's dtypes"
+                )
+            elif isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                self.err(
+                    "tolerance", f"tolerance for '{name}' must be a non-negative number", example
+                )
+            else:
+                out.append((str(name), float(value)))
+        return tuple(sorted(out))
 
     def _sample_list(self, key: str, raw: Any, args: dict[str, Any]) -> tuple[Sample, ...]:
         """`samples:` and `bench: {cases: ...}`: {argument: value} mappings."""

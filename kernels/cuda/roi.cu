@@ -6,6 +6,7 @@
 // float16/bfloat16 through the plan's float32 workspace. A bad batch index goes
 // to the plan's index report (Note [Plan services]).
 #include "common.cuh"
+#include "scatter.cuh"
 
 #include <opforge/math/opmath.h>
 #include <opforge/roi/plan.h>
@@ -223,28 +224,10 @@ __global__ void roi_pool_backward_kernel(Acc* acc, const T* grad, const T* boxes
   }
 }
 
-// Zero the accumulator (the output itself, or the float workspace for
-// half/bfloat16), scatter-add with `launch`, then round the workspace into the output.
+// The backward ops' accumulator (kernels/cuda/scatter.cuh): the gradient of the input.
 template <typename T, typename Plan, typename Launch>
 cudaError_t scatter_into(T* result, const Plan& p, cudaStream_t stream, const Launch& launch) {
-  using Acc = math::opmath_t<T>;
-  Acc* acc = nullptr;
-  if constexpr (std::is_same_v<Acc, T>) {
-    acc = result;
-  } else {
-    acc = static_cast<Acc*>(p.workspace);
-  }
-  const int64_t size = p.d.batch * p.d.channels * p.d.plane();
-  cudaError_t err = cuda::launch_fill_zero(acc, size, stream);
-  if (err == cudaSuccess) {
-    err = launch(acc);
-  }
-  if constexpr (!std::is_same_v<Acc, T>) {
-    if (err == cudaSuccess) {
-      err = cuda::launch_convert(result, acc, size, stream);
-    }
-  }
-  return err;
+  return cuda::scatter_add_into(result, p.d.batch * p.d.channels * p.d.plane(), p.workspace, stream, launch);
 }
 
 int64_t launch_size(const roi_dims& d) {

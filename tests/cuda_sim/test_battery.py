@@ -29,6 +29,10 @@ def _params() -> list[Any]:
     ]
 
 
+def _named(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
 @pytest.mark.parametrize("op,dtype", _params())
 def test_simulated_cuda_matches_cpu(cuda_sim: Any, op: OpDecl, dtype: torch.dtype) -> None:
     calls = opdb.calls(op, dtype, "cpu")
@@ -45,4 +49,6 @@ def test_simulated_cuda_matches_cpu(cuda_sim: Any, op: OpDecl, dtype: torch.dtyp
             overload=op.overload or "default",
             written=written,
             label=call.label,
+            # (an op's own `tolerance:` for this dtype, else check.py's for the dtype)
+            tol=opdb.tolerances(dtype, op) if _named(dtype) in dict(op.tolerance) else None,
         )

@@ -103,6 +103,32 @@ def reference(op: OpDecl) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
 
 
+GEOMETRY_KINDS = ("affine", "homography", "quad")
+
+
+def random_geometry(kind: str, shape: list[int], gen: torch.Generator) -> torch.Tensor:
+    """Well-conditioned warps, float64: `affine` [B, 2, 3] rotations by up to 40 degrees with
+    scales in [0.7, 1.3) and shifts of a pixel or two about a point near (3, 3); `homography`
+    [B, 3, 3] the same with perspective terms below 0.03 (the denominator stays positive on
+    small images); `quad` [B, 4, 2] the corners of a 10 x 10 square, each moved by < 2."""
+    b = shape[0]
+    if kind == "quad":
+        square = torch.tensor([[0.0, 0.0], [10.0, 0.0], [10.0, 10.0], [0.0, 10.0]], dtype=torch.float64)
+        return square + (torch.rand(b, 4, 2, generator=gen, dtype=torch.float64) * 4 - 2)
+    u = torch.rand(b, 6, generator=gen, dtype=torch.float64)
+    angle, scale = (u[:, 0] - 0.5) * 1.4, 0.7 + 0.6 * u[:, 1:3]
+    cos, sin = angle.cos(), angle.sin()
+    m = torch.zeros(b, 3, 3, dtype=torch.float64)
+    m[:, 0, 0], m[:, 0, 1], m[:, 1, 0], m[:, 1, 1] = cos * scale[:, 0], sin, -sin, cos * scale[:, 1]
+    m[:, :2, 2] = 3 - torch.einsum("bij,j->bi", m[:, :2, :2], torch.tensor([3.0, 3.0], dtype=torch.float64))
+    m[:, :2, 2] += (u[:, 3:5] - 0.5) * 3
+    m[:, 2, 2] = 1
+    if kind == "homography":
+        m[:, 2, :2] = (torch.rand(b, 2, generator=gen, dtype=torch.float64) - 0.5) * 0.06
+        return m
+    return m[:, :2]
+
+
 def make_tensor(
     spec: Any, dtype: torch.dtype, device: str, gen: torch.Generator, *, noncontiguous: bool = False
 ) -> torch.Tensor:
@@ -111,6 +137,11 @@ def make_tensor(
     shape = list(spec["shape"] if isinstance(spec, dict) else spec)
     low = spec.get("low", -3.0) if isinstance(spec, dict) else -3.0
     high = spec.get("high", 3.0) if isinstance(spec, dict) else 3.0
+    if isinstance(spec, dict) and spec.get("kind") in GEOMETRY_KINDS:
+        t = random_geometry(spec["kind"], shape, gen)
+        return (t.transpose(-1, -2).contiguous().transpose(-1, -2) if noncontiguous else t).to(
+            dtype=dtype, device=device
+        )
     if isinstance(spec, dict) and "kind" in spec:
         assert spec["kind"] == "boxes", f"unknown sample kind {spec['kind']!r}"
         return random_boxes(shape, low, high, dtype, device, gen, noncontiguous=noncontiguous)
@@ -396,7 +427,12 @@ def spec_shape(spec: Any) -> list[int]:
     return list(spec["shape"] if isinstance(spec, dict) else spec)
 
 
-def tolerances(dtype: torch.dtype) -> dict[str, float]:
+def tolerances(dtype: torch.dtype, op: OpDecl | None = None) -> dict[str, float]:
+    """assert_close's tolerances for dtype; an op's `tolerance:` overrides the atol."""
+    name = str(dtype).removeprefix("torch.")
+    for dt, atol in op.tolerance if op is not None else ():
+        if dt == name:
+            return {"atol": atol, "rtol": 0.0 if not dtype.is_floating_point else 1e-5}
     return {
         torch.float16: {"atol": 2e-3, "rtol": 2e-3},
         torch.bfloat16: {"atol": 2e-2, "rtol": 1.6e-2},
