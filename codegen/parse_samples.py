@@ -10,7 +10,7 @@ from codegen.model import (
     BaseTy,
     BaseType,
 )
-from codegen.opdecl import Bench, Sample
+from codegen.opdecl import DTYPES, Bench, Sample
 from codegen.parse_base import DOTTED, FieldParser, _is_tensor_list, _plain
 
 SAMPLE_KINDS = ("boxes", "affine", "homography", "quad")
@@ -124,7 +124,8 @@ class SampleFields(FieldParser):
     def _check_tensor_spec(self, loc: Location, name: str, value: Any) -> None:
         """A `{shape, low, high}` spec's bounds are numbers (YAML reads `1.0e30`, without
         the exponent's sign, as a string), in this spec or in a list's; its `kind`, if any,
-        is one the battery knows how to build (tests/ops/opdb.py, make_tensor)."""
+        is one the battery knows how to build (tests/ops/opdb.py, make_tensor); its `dtype`,
+        if any (a bench case's uint8 image), a dtype name."""
         specs = value if isinstance(value, list) else [value]
         for spec in specs:
             if not isinstance(spec, dict):
@@ -134,7 +135,14 @@ class SampleFields(FieldParser):
                 self.diags.error(
                     loc,
                     f"sample '{name}': unknown kind {kind!r}",
-                    f"known kinds: {', '.join(SAMPLE_KINDS)} (boxes: valid (x1, y1, x2, y2) [..., 4])",
+                    f"known kinds: {', '.join(SAMPLE_KINDS)} (tests/ops/opdb.py, make_tensor)",
+                )
+            dtype = spec.get("dtype")
+            if dtype is not None and dtype not in DTYPES:
+                self.diags.error(
+                    loc,
+                    f"sample '{name}': unknown dtype {dtype!r}",
+                    f"dtypes: {', '.join(DTYPES)} (a bench case's tensor in a dtype of its own)",
                 )
             for bound in ("low", "high"):
                 v = spec.get(bound)

@@ -1,4 +1,5 @@
-"""Two small networks from the project's source material, written with opforge ops only.
+"""Two small networks and a block from the project's source material, written with opforge
+ops only.
 
 - `MobileNetBlocks`: a MobileNet-style stack of depthwise-separable blocks
   (3x3 depthwise conv -> BN -> ReLU, 1x1 pointwise conv -> BN -> ReLU) after a
@@ -11,11 +12,14 @@
 - `SPPNet`: an SPP-Net-style classifier (conv, ReLU, local response norm, max
   pool, conv, spatial pyramid pooling, linear, dropout, log_softmax). The
   pyramid makes the classifier input size independent of the image size.
+- `RepVGGBlock`: a RepVGG block, ReLU of the sum of a 3x3 conv -> BN branch, a 1x1
+  conv -> BN branch and an identity BN branch; `fuse()` re-parameterizes the eval-mode
+  block into one 3x3 convolution (`repvgg_fuse`) run as one `conv2d_bias_act`.
 
 The parameters are ordinary `torch.nn` parameters and buffers, so optimizers,
 `state_dict` and `torch.compile` work as with any module; only the forward
-computation is opforge's. tests/models/ checks both against equivalent
-`torch.nn` models.
+computation is opforge's. tests/models/ checks both networks against equivalent
+`torch.nn` models, tests/ops/test_repvgg.py the block.
 """
 
 from __future__ import annotations
@@ -262,3 +266,97 @@ class SPPNet(nn.Module):
         x = opforge.dropout(x, self.p, self.training, generator=generator)
         x = opforge.linear(x, self.fc2_weight, self.fc2_bias)
         return opforge.log_softmax(x, 1)
+
+
+class _BatchNorm(nn.Module):
+    """BatchNorm2d's parameters and running statistics, run by opforge.batch_norm."""
+
+    def __init__(self, c: int, eps: float, momentum: float = 0.1) -> None:
+        super().__init__()
+        self.eps, self.momentum = eps, momentum
+        self.weight = nn.Parameter(torch.ones(c))
+        self.bias = nn.Parameter(torch.zeros(c))
+        self.register_buffer("running_mean", torch.zeros(c))
+        self.register_buffer("running_var", torch.ones(c))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return opforge.batch_norm(
+            x,
+            self.weight,
+            self.bias,
+            self.running_mean,
+            self.running_var,
+            self.training,
+            self.momentum,
+            self.eps,
+        )
+
+    def arguments(self) -> list[Tensor]:
+        """(weight, bias, running_mean, running_var), detached: repvgg_fuse's order."""
+        return [self.weight.detach(), self.bias.detach(), self.running_mean, self.running_var]
+
+
+class RepVGGBlock(nn.Module):
+    """A RepVGG block: relu(BN3(conv3x3(x)) + BN1(conv1x1(x)) + BNid(x)), the convolutions
+    without bias, padding 1 and 0, both with `stride` and `groups`.
+
+    The 1x1 branch is there unless `use_1x1` is False; the identity branch, by default,
+    where it is defined (stride 1 and c_in == c_out). `fuse()` gives the deployment form:
+    the eval-mode block as one 3x3 convolution with bias and ReLU."""
+
+    def __init__(
+        self,
+        c_in: int,
+        c_out: int,
+        stride: int = 1,
+        groups: int = 1,
+        eps: float = 1e-5,
+        use_1x1: bool = True,
+        use_identity: bool | None = None,
+    ) -> None:
+        super().__init__()
+        if use_identity is None:
+            use_identity = stride == 1 and c_in == c_out
+        if use_identity and (stride != 1 or c_in != c_out):
+            raise ValueError(
+                f"RepVGGBlock: the identity branch needs stride 1 and c_in == c_out, got stride "
+                f"{stride}, c_in {c_in}, c_out {c_out}"
+            )
+        self.stride, self.groups, self.eps = stride, groups, eps
+        self.weight3x3 = _conv_weight(c_out, c_in // groups, 3)
+        self.bn3 = _BatchNorm(c_out, eps)
+        self.weight1x1 = _conv_weight(c_out, c_in // groups, 1) if use_1x1 else None
+        self.bn1 = _BatchNorm(c_out, eps) if use_1x1 else None
+        self.bnid = _BatchNorm(c_out, eps) if use_identity else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = self.bn3(opforge.conv2d(x, self.weight3x3, None, self.stride, 1, 1, self.groups))
+        if self.weight1x1 is not None and self.bn1 is not None:
+            y1 = opforge.conv2d(x, self.weight1x1, None, self.stride, 0, 1, self.groups)
+            y = opforge.add(y, self.bn1(y1))
+        if self.bnid is not None:
+            y = opforge.add(y, self.bnid(x))
+        return opforge.relu(y)
+
+    @torch.no_grad()
+    def folded(self) -> tuple[Tensor, Tensor]:
+        """The eval-mode (weight, bias) of the one 3x3 convolution equal to the branches."""
+        none: list[Tensor | None] = [None] * 4
+        w1 = None if self.weight1x1 is None else self.weight1x1.detach()
+        bn1 = none if self.bn1 is None else self.bn1.arguments()
+        bnid = none if self.bnid is None else self.bnid.arguments()
+        weight, bias = opforge.repvgg_fuse(
+            self.weight3x3.detach(), *self.bn3.arguments(), w1, *bn1, *bnid, self.eps, self.groups
+        )
+        return weight, bias
+
+    def fuse(self) -> Callable[[Tensor], Tensor]:
+        """Inference form: the branches re-parameterized into one 3x3 convolution, run with
+        its bias and the ReLU as one op. Uses the BN running statistics (eval mode)."""
+        weight, bias = self.folded()
+        stride, groups = self.stride, self.groups
+
+        def run(x: Tensor) -> Tensor:
+            return opforge.conv2d_bias_act(x, weight, bias, stride, 1, 1, groups, "relu")
+
+        return run

@@ -57,7 +57,9 @@ def _homographies(M: torch.Tensor) -> torch.Tensor:
     """(B, 2, 3) affine or (B, 3, 3) matrices as (B, 3, 3) float64 homographies."""
     M = M.double()
     if M.shape[-2] == 2:
-        last = torch.tensor([0.0, 0.0, 1.0], dtype=M.dtype, device=M.device).expand(M.shape[0], 1, 3)
+        last = torch.tensor([0.0, 0.0, 1.0], dtype=M.dtype, device=M.device).expand(
+            M.shape[0], 1, 3
+        )
         M = torch.cat([M, last], 1)
     return M
 
@@ -129,12 +131,17 @@ def warp_image_backward(
     return grad.to(grad_output.dtype)
 
 
-def rotation_matrix2d(center: torch.Tensor, angle: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+def rotation_matrix2d(
+    center: torch.Tensor, angle: torch.Tensor, scale: torch.Tensor
+) -> torch.Tensor:
     """T(center) R(angle) S(scale) T(-center), rows 0 and 1; R = [[cos, sin], [-sin, cos]]."""
     a = torch.deg2rad(angle)
     cos, sin = torch.cos(a), torch.sin(a)
     rs = torch.stack(
-        [torch.stack([cos * scale[:, 0], sin * scale[:, 1]], -1), torch.stack([-sin * scale[:, 0], cos * scale[:, 1]], -1)],
+        [
+            torch.stack([cos * scale[:, 0], sin * scale[:, 1]], -1),
+            torch.stack([-sin * scale[:, 0], cos * scale[:, 1]], -1),
+        ],
         1,
     )
     shift = center - torch.einsum("bij,bj->bi", rs, center)
@@ -155,3 +162,19 @@ def get_perspective_transform(points_src: torch.Tensor, points_dst: torch.Tensor
     rhs = torch.stack([d[:, i // 2, i % 2] for i in range(8)], 1)
     h = torch.linalg.solve(A, rhs)
     return torch.cat([h, torch.ones_like(h[:, :1])], 1).view(-1, 3, 3).to(points_src.dtype)
+
+
+def torchvision_resize(
+    image: torch.Tensor,
+    size: list[int],
+    mode: str = "bilinear",
+    align_corners: bool | None = None,
+    antialias: bool = False,
+) -> torch.Tensor:
+    """torchvision.transforms.v2.functional.resize with resize's arguments (what
+    benchmarks/ops.py times it against; align_corners must be None or False)."""
+    import torchvision.transforms.v2.functional as TF
+    from torchvision.transforms import InterpolationMode
+
+    assert not align_corners, "torchvision's resize has no align_corners"
+    return TF.resize(image, list(size), interpolation=InterpolationMode(mode), antialias=antialias)

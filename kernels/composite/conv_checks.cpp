@@ -187,6 +187,70 @@ void check_fold_conv_bn(const at::Tensor& conv_weight, const std::optional<at::T
   }
 }
 
+namespace {
+
+const at::Tensor* given(const std::optional<at::Tensor>& t) {
+  return t.has_value() && t->defined() ? &*t : nullptr;
+}
+
+// A branch's BatchNorm tensors: none (returns false) or all four, each 1-D with
+// `channels` elements.
+bool check_repvgg_bn(const char* op, const char* branch, const repvgg_bn& bn,
+                     const std::array<const char*, 4>& names, const c10::SymInt& channels) {
+  int present = 0;
+  for (const auto& t : bn) {
+    present += given(t) != nullptr ? 1 : 0;
+  }
+  if (present == 0) {
+    return false;
+  }
+  for (size_t i = 0; i < bn.size(); ++i) {
+    const at::Tensor* t = given(bn[i]);
+    TORCH_CHECK(t != nullptr, op, ": ", branch, " needs all of '", names[0], "', '", names[1], "', '",
+                names[2], "' and '", names[3], "', got '", names[i], "' = None");
+    TORCH_CHECK(t->dim() == 1 && t->sym_size(0) == channels, op, ": expected '", names[i], "' to be 1-D with ",
+                channels, " elements (weight3x3.size(0)), got shape ", t->sym_sizes());
+  }
+  return true;
+}
+
+}  // namespace
+
+void check_repvgg_fuse(const char* op, const at::Tensor& weight3x3, const repvgg_bn& bn3,
+                       const std::optional<at::Tensor>& weight1x1, const repvgg_bn& bn1,
+                       const repvgg_bn& bnid, int64_t groups) {
+  TORCH_CHECK(weight3x3.dim() == 4 && weight3x3.sym_size(2) == 3 && weight3x3.sym_size(3) == 3, op,
+              ": expected 'weight3x3' of shape [out_channels, in_channels / groups, 3, 3], got shape ",
+              weight3x3.sym_sizes());
+  TORCH_CHECK(groups > 0, op, ": 'groups' must be positive, got ", groups);
+  const c10::SymInt& out_channels = weight3x3.sym_size(0);
+  const c10::SymInt& in_per_group = weight3x3.sym_size(1);
+  TORCH_CHECK(out_channels % groups == 0, op, ": expected 'groups' (", groups,
+              ") to divide out_channels (weight3x3.size(0) = ", out_channels, ")");
+  check_repvgg_bn(op, "the 3x3 branch", bn3, {"bn3_weight", "bn3_bias", "bn3_mean", "bn3_var"}, out_channels);
+
+  const at::Tensor* w1 = given(weight1x1);
+  const bool has_bn1 =
+      check_repvgg_bn(op, "the 1x1 branch", bn1, {"bn1_weight", "bn1_bias", "bn1_mean", "bn1_var"}, out_channels);
+  TORCH_CHECK(w1 != nullptr || !has_bn1, op,
+              ": 'bn1_weight', 'bn1_bias', 'bn1_mean' and 'bn1_var' given without 'weight1x1'");
+  if (w1 != nullptr) {
+    TORCH_CHECK(has_bn1, op, ": 'weight1x1' needs 'bn1_weight', 'bn1_bias', 'bn1_mean' and 'bn1_var', got None");
+    TORCH_CHECK(w1->dim() == 4 && w1->sym_size(0) == out_channels && w1->sym_size(1) == in_per_group &&
+                    w1->sym_size(2) == 1 && w1->sym_size(3) == 1,
+                op, ": expected 'weight1x1' of shape [", out_channels, ", ", in_per_group,
+                ", 1, 1] (weight3x3's out_channels and in_channels / groups), got shape ", w1->sym_sizes());
+  }
+
+  if (check_repvgg_bn(op, "the identity branch", bnid, {"bnid_weight", "bnid_bias", "bnid_mean", "bnid_var"},
+                      out_channels)) {
+    const c10::SymInt in_channels = in_per_group * groups;
+    TORCH_CHECK(in_channels == out_channels, op,
+                ": the identity branch ('bnid_weight', ...) needs in_channels == out_channels, got in_channels ",
+                in_channels, " (weight3x3.size(1) * groups) and out_channels ", out_channels);
+  }
+}
+
 math::conv_activation parse_conv_activation(const char* op, std::string_view name) {
   using math::conv_activation;
   if (name == "none") {

@@ -23,6 +23,7 @@ from opforge.reference.conv import (  # noqa: F401
     int8_mm,
     quantized_conv2d,
     quantized_linear,
+    repvgg_fuse,
 )
 from opforge.reference.detection import (  # noqa: F401
     batched_nms,

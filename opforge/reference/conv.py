@@ -135,6 +135,61 @@ def fold_conv_bn(
     return weight.detach(), bias.detach()
 
 
+def repvgg_fuse(
+    weight3x3: Tensor,
+    bn3_weight: Tensor,
+    bn3_bias: Tensor,
+    bn3_mean: Tensor,
+    bn3_var: Tensor,
+    weight1x1: Tensor | None = None,
+    bn1_weight: Tensor | None = None,
+    bn1_bias: Tensor | None = None,
+    bn1_mean: Tensor | None = None,
+    bn1_var: Tensor | None = None,
+    bnid_weight: Tensor | None = None,
+    bnid_bias: Tensor | None = None,
+    bnid_mean: Tensor | None = None,
+    bnid_var: Tensor | None = None,
+    eps: float = 1e-5,
+    groups: int = 1,
+) -> tuple[Tensor, Tensor]:
+    """RepVGG re-parameterization (schemas/conv.yaml, repvgg_fuse): each branch's kernel
+    scaled by t = gamma / sqrt(var + eps) with bias beta - mean * t, the 1x1 kernel added at
+    the 3x3 centre, the identity as a 1x1 kernel with 1 at input channel o % (I / groups) of
+    output channel o. Computed in float for float16/bfloat16, as the kernels."""
+    dtype = weight3x3.dtype
+    compute = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+    def fold(
+        kernel: Tensor, gamma: Tensor, beta: Tensor, mean: Tensor, var: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        gamma, beta, mean, var = (v.to(compute) for v in (gamma, beta, mean, var))
+        t = gamma / torch.sqrt(var + eps)
+        return kernel.to(compute) * t.reshape(-1, 1, 1, 1), beta - mean * t
+
+    with torch.no_grad():
+        # The product keeps weight3x3's layout; the other branches add in place.
+        weight, bias = fold(weight3x3, bn3_weight, bn3_bias, bn3_mean, bn3_var)
+        if weight1x1 is not None:
+            assert bn1_weight is not None and bn1_bias is not None
+            assert bn1_mean is not None and bn1_var is not None
+            k1, b1 = fold(weight1x1, bn1_weight, bn1_bias, bn1_mean, bn1_var)
+            weight[:, :, 1:2, 1:2] += k1
+            bias = bias + b1
+        if bnid_weight is not None:
+            assert bnid_bias is not None and bnid_mean is not None and bnid_var is not None
+            out_channels, in_per_group = weight3x3.shape[:2]
+            identity = torch.zeros(
+                out_channels, in_per_group, 1, 1, dtype=compute, device=weight3x3.device
+            )
+            o = torch.arange(out_channels, device=weight3x3.device)
+            identity[o, o % in_per_group] = 1
+            kid, bid = fold(identity, bnid_weight, bnid_bias, bnid_mean, bnid_var)
+            weight[:, :, 1:2, 1:2] += kid
+            bias = bias + bid
+    return weight.to(dtype), bias.to(dtype)
+
+
 def conv_transpose2d_backward(
     grad_output: Tensor,
     input: Tensor,

@@ -207,6 +207,20 @@ def test_fold_conv_bn(cuda_sim: Any, dtype: torch.dtype) -> None:
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
+def test_repvgg_fuse(cuda_sim: Any, dtype: torch.dtype) -> None:
+    # 24 * 12 * 9 weights: the grid-stride loop goes round several times.
+    def bn(seed: int) -> list[torch.Tensor]:
+        gamma, beta, mean = (rand(24, dtype=dtype, seed=seed + i) for i in range(3))
+        return [gamma, beta, mean, rand(24, dtype=dtype, seed=seed + 3).abs() + 0.5]
+
+    w3, w1 = rand(24, 12, 3, 3, dtype=dtype), rand(24, 12, 1, 1, dtype=dtype, seed=1)
+    none = [None] * 4
+    agree("repvgg_fuse", [w3, *bn(10), w1, *bn(20), *bn(30), 1e-5, 2])
+    agree("repvgg_fuse", [w3, *bn(10), None, *none, *bn(30), 1e-3, 2])
+    agree("repvgg_fuse", [w3, *bn(10), w1, *bn(20), *none, 1e-5, 1])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
 def test_pooling(cuda_sim: Any, dtype: torch.dtype) -> None:
     x = rand(2, 3, 13, 11, dtype=dtype)
     out, idx = agree("max_pool2d_with_indices", [x, [3, 2], [2, 2], [1, 1], [2, 1], True])

@@ -113,14 +113,18 @@ def random_geometry(kind: str, shape: list[int], gen: torch.Generator) -> torch.
     small images); `quad` [B, 4, 2] the corners of a 10 x 10 square, each moved by < 2."""
     b = shape[0]
     if kind == "quad":
-        square = torch.tensor([[0.0, 0.0], [10.0, 0.0], [10.0, 10.0], [0.0, 10.0]], dtype=torch.float64)
+        square = torch.tensor(
+            [[0.0, 0.0], [10.0, 0.0], [10.0, 10.0], [0.0, 10.0]], dtype=torch.float64
+        )
         return square + (torch.rand(b, 4, 2, generator=gen, dtype=torch.float64) * 4 - 2)
     u = torch.rand(b, 6, generator=gen, dtype=torch.float64)
     angle, scale = (u[:, 0] - 0.5) * 1.4, 0.7 + 0.6 * u[:, 1:3]
     cos, sin = angle.cos(), angle.sin()
     m = torch.zeros(b, 3, 3, dtype=torch.float64)
     m[:, 0, 0], m[:, 0, 1], m[:, 1, 0], m[:, 1, 1] = cos * scale[:, 0], sin, -sin, cos * scale[:, 1]
-    m[:, :2, 2] = 3 - torch.einsum("bij,j->bi", m[:, :2, :2], torch.tensor([3.0, 3.0], dtype=torch.float64))
+    m[:, :2, 2] = 3 - torch.einsum(
+        "bij,j->bi", m[:, :2, :2], torch.tensor([3.0, 3.0], dtype=torch.float64)
+    )
     m[:, :2, 2] += (u[:, 3:5] - 0.5) * 3
     m[:, 2, 2] = 1
     if kind == "homography":
@@ -135,6 +139,8 @@ def make_tensor(
     """A random tensor from a sample spec: a shape list, or {shape, low, high}, or
     {shape, kind: boxes, low, high} (valid boxes, opforge.detection.random_boxes)."""
     shape = list(spec["shape"] if isinstance(spec, dict) else spec)
+    if isinstance(spec, dict) and "dtype" in spec:  # a tensor in a dtype of its own (bench cases)
+        dtype = TORCH_DTYPES[spec["dtype"]]
     low = spec.get("low", -3.0) if isinstance(spec, dict) else -3.0
     high = spec.get("high", 3.0) if isinstance(spec, dict) else 3.0
     if isinstance(spec, dict) and spec.get("kind") in GEOMETRY_KINDS:

@@ -298,6 +298,26 @@ def _fold_conv_bn(dtype: torch.dtype, device: str) -> _Samples:
     return [([w, None, g, b, m, v, 1e-5], {}), ([w[:, :0], None, g, b, m, v, 1e-3], {})]
 
 
+@samples("repvgg_fuse")
+def _repvgg_fuse(dtype: torch.dtype, device: str) -> _Samples:
+    def bns(c: int) -> list[list[torch.Tensor]]:
+        """Three different BNs (weight, bias, mean, var > 0) on c channels."""
+        t = _conv_tensors(dtype, device, *[[c]] * 12)
+        return [[*t[i : i + 3], t[i + 3].abs() + 0.25] for i in (0, 4, 8)]
+
+    w3, w1 = _conv_tensors(dtype, device, [6, 3, 3, 3], [6, 3, 1, 1])
+    bn3, bn1, bnid = bns(6)
+    e3, e1, _ = bns(0)
+    return [
+        # Every branch, on 6 channels in 2 groups.
+        ([w3, *bn3, w1, *bn1, *bnid, 1e-5, 2], {}),
+        # No input channels: an empty weight, the bias still folded (no identity: I != O).
+        ([w3[:, :0], *bn3, w1[:, :0], *bn1, None, None, None, None, 1e-5, 1], {}),
+        # No output channels: both results empty.
+        ([w3[:0, :2], *e3, w1[:0, :2], *e1, None, None, None, None, 1e-3, 2], {}),
+    ]
+
+
 @samples("conv_transpose2d")
 def _conv_transpose2d(dtype: torch.dtype, device: str) -> _Samples:
     def tconv(
@@ -503,3 +523,92 @@ def _clip_boxes_backward_specials(dtype: torch.dtype, device: str) -> list[Sampl
     b = _box_tensor(_CLIP_BOXES, dtype, device)  # (NaN: no gradient, as torch.clamp's)
     grad = torch.arange(16, dtype=torch.float64).reshape(4, 4).to(dtype=dtype, device=device)
     return [([grad, b, [8, 10]], {})]
+
+
+@samples("filter2d")
+def _filter2d_edges(dtype: torch.dtype, device: str) -> list[tuple[list[Any], dict[str, Any]]]:
+    """An empty batch with a shared kernel (its gradient: zeros) and with an empty
+    per-sample one, and the mode names in capitals (kornia's are case-insensitive)."""
+    g = torch.Generator().manual_seed(7)
+
+    def t(*shape: int) -> torch.Tensor:
+        return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype=dtype, device=device)
+
+    return [
+        ([t(0, 3, 5, 6), t(1, 3, 3)], {}),
+        ([t(0, 2, 5, 6), t(0, 3, 2)], {"border_type": "constant"}),
+        ([t(2, 2, 5, 6), t(1, 3, 2)], {"padding": "Same", "border_type": "REPLICATE"}),
+        ([t(1, 2, 4, 5), t(1, 2, 2)], {"padding": "VALID", "convolve": True}),
+    ]
+
+
+@samples("filter2d_backward")
+def _filter2d_backward_empty(
+    dtype: torch.dtype, device: str
+) -> list[tuple[list[Any], dict[str, Any]]]:
+    """An empty batch: the shared kernel's gradient is zeros."""
+    g = torch.Generator().manual_seed(8)
+
+    def t(*shape: int) -> torch.Tensor:
+        return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype=dtype, device=device)
+
+    return [
+        (
+            [t(0, 3, 5, 6), t(0, 3, 5, 6), t(1, 3, 3), "same", "reflect", False, False],
+            {"output_mask": [True, True]},
+        ),
+        (
+            [t(0, 2, 4, 4), t(0, 2, 6, 6), t(1, 3, 3), "valid", "constant", True, True],
+            {"output_mask": [True, True]},
+        ),
+    ]
+
+
+def _uint8(shape: tuple[int, ...], device: str, low: int = 0, high: int = 256) -> torch.Tensor:
+    g = torch.Generator().manual_seed(sum(shape) + low)
+    return torch.randint(low, high, shape, generator=g, dtype=torch.uint8).to(device)
+
+
+@samples("histogram")
+def _histogram_edges(dtype: torch.dtype, device: str) -> list[tuple[list[Any], dict[str, Any]]]:
+    """Empty batches and planes, and planes of one value at either end of the range."""
+    full = torch.full((2, 3, 4), 255, dtype=torch.uint8, device=device)
+    return [
+        ([_uint8((0, 2, 3, 3), device)], {}),
+        ([_uint8((3, 4, 0), device)], {}),
+        ([full], {}),
+        ([torch.zeros(5, 7, dtype=torch.uint8, device=device)], {}),
+    ]
+
+
+@samples("equalize")
+def _equalize_edges(dtype: torch.dtype, device: str) -> list[tuple[list[Any], dict[str, Any]]]:
+    """Constant planes (returned as they are) next to equalized ones in one batch, a
+    plane with fewer than 255 pixels below its maximum (step 0: unchanged), and empty
+    batches and planes."""
+    mixed = _uint8((2, 3, 20, 20), device)
+    mixed[0, 1] = 7
+    mixed[1, 2] = 255
+    mixed[1, 0] = 0
+    few = torch.full((1, 1, 20, 20), 200, dtype=torch.uint8, device=device)
+    few[0, 0, :3] = _uint8((3, 20), device, 0, 200)  # 60 pixels below the maximum
+    return [
+        ([mixed], {}),
+        ([few], {}),
+        ([_uint8((0, 3, 4, 5), device)], {}),
+        ([_uint8((2, 0, 5), device)], {}),
+    ]
+
+
+@samples("to_tensor")
+def _to_tensor_edges(dtype: torch.dtype, device: str) -> list[tuple[list[Any], dict[str, Any]]]:
+    """Every uint8 value once, and empty batches and images."""
+    every = torch.arange(256, dtype=torch.uint8, device=device).reshape(8, 16, 2)
+    return [
+        ([every], {}),
+        ([every], {"dtype": torch.float64}),
+        ([every], {"dtype": torch.float16}),
+        ([every], {"dtype": torch.bfloat16}),
+        ([_uint8((0, 4, 5, 3), device)], {}),
+        ([_uint8((3, 0, 2), device)], {"dtype": torch.float64}),
+    ]

@@ -10,6 +10,7 @@
 #include <opforge/ops/conv_transpose2d.h>
 #include <opforge/ops/conv_transpose2d_backward.h>
 #include <opforge/ops/fold_conv_bn.h>
+#include <opforge/ops/repvgg_fuse.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
@@ -53,6 +54,11 @@ cudaError_t conv_transpose2d_backward_cuda(scalar_t* result0, scalar_t* result1,
 // csrc/structured/<source>.cu instantiates it for the schema's dtypes.
 template <typename scalar_t>
 cudaError_t fold_conv_bn_cuda(scalar_t* result0, scalar_t* result1, const scalar_t* conv_weight, const scalar_t* conv_bias, const scalar_t* bn_weight, const scalar_t* bn_bias, const scalar_t* running_mean, const scalar_t* running_var, const opforge::fold_bn_plan& plan, cudaStream_t stream);
+
+// A structured op's CUDA kernel (Note [Structured ops]); the generated unit
+// csrc/structured/<source>.cu instantiates it for the schema's dtypes.
+template <typename scalar_t>
+cudaError_t repvgg_fuse_cuda(scalar_t* result0, scalar_t* result1, const scalar_t* weight3x3, const scalar_t* bn3_weight, const scalar_t* bn3_bias, const scalar_t* bn3_mean, const scalar_t* bn3_var, const scalar_t* weight1x1, const scalar_t* bn1_weight, const scalar_t* bn1_bias, const scalar_t* bn1_mean, const scalar_t* bn1_var, const scalar_t* bnid_weight, const scalar_t* bnid_bias, const scalar_t* bnid_mean, const scalar_t* bnid_var, const opforge::repvgg_fuse_plan& plan, cudaStream_t stream);
 
 
 }  // namespace opforge
@@ -113,6 +119,13 @@ std::tuple<at::Tensor, at::Tensor> opforge::ops::fold_conv_bn(const at::Tensor& 
   return op.call(conv_weight, conv_bias, bn_weight, bn_bias, running_mean, running_var, eps);
 }
 
+std::tuple<at::Tensor, at::Tensor> opforge::ops::repvgg_fuse(const at::Tensor& weight3x3, const at::Tensor& bn3_weight, const at::Tensor& bn3_bias, const at::Tensor& bn3_mean, const at::Tensor& bn3_var, const std::optional<at::Tensor>& weight1x1, const std::optional<at::Tensor>& bn1_weight, const std::optional<at::Tensor>& bn1_bias, const std::optional<at::Tensor>& bn1_mean, const std::optional<at::Tensor>& bn1_var, const std::optional<at::Tensor>& bnid_weight, const std::optional<at::Tensor>& bnid_bias, const std::optional<at::Tensor>& bnid_mean, const std::optional<at::Tensor>& bnid_var, double eps, int64_t groups) {
+  static const auto op = c10::Dispatcher::singleton()
+      .findSchemaOrThrow("opforge::repvgg_fuse", "")
+      .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, const std::optional<at::Tensor>&, double, int64_t)>();
+  return op.call(weight3x3, bn3_weight, bn3_bias, bn3_mean, bn3_var, weight1x1, bn1_weight, bn1_bias, bn1_mean, bn1_var, bnid_weight, bnid_bias, bnid_mean, bnid_var, eps, groups);
+}
+
 
 
 // One fragment per family's unit.
@@ -123,6 +136,7 @@ TORCH_LIBRARY_FRAGMENT(opforge_cuda_sim, m) {
   m.def(R"schema(conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1, SymInt[2] padding=0, SymInt[2] output_padding=0, SymInt groups=1, SymInt[2] dilation=1) -> Tensor)schema");
   m.def(R"schema(conv_transpose2d_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[2] stride, SymInt[2] padding, SymInt[2] output_padding, SymInt groups, SymInt[2] dilation, bool[3] output_mask) -> (Tensor, Tensor, Tensor))schema");
   m.def(R"schema(fold_conv_bn(Tensor conv_weight, Tensor? conv_bias, Tensor bn_weight, Tensor bn_bias, Tensor running_mean, Tensor running_var, float eps) -> (Tensor, Tensor))schema");
+  m.def(R"schema(repvgg_fuse(Tensor weight3x3, Tensor bn3_weight, Tensor bn3_bias, Tensor bn3_mean, Tensor bn3_var, Tensor? weight1x1=None, Tensor? bn1_weight=None, Tensor? bn1_bias=None, Tensor? bn1_mean=None, Tensor? bn1_var=None, Tensor? bnid_weight=None, Tensor? bnid_bias=None, Tensor? bnid_mean=None, Tensor? bnid_var=None, float eps=1e-05, int groups=1) -> (Tensor, Tensor))schema");
 }
 
 namespace {
@@ -261,6 +275,60 @@ std::tuple<at::Tensor, at::Tensor> fold_conv_bn_cuda_simulated(const at::Tensor&
   });
   return std::make_tuple(results[0], results[1]);
 }
+
+std::tuple<at::Tensor, at::Tensor> repvgg_fuse_cuda_simulated(const at::Tensor& weight3x3, const at::Tensor& bn3_weight, const at::Tensor& bn3_bias, const at::Tensor& bn3_mean, const at::Tensor& bn3_var, const std::optional<at::Tensor>& weight1x1, const std::optional<at::Tensor>& bn1_weight, const std::optional<at::Tensor>& bn1_bias, const std::optional<at::Tensor>& bn1_mean, const std::optional<at::Tensor>& bn1_var, const std::optional<at::Tensor>& bnid_weight, const std::optional<at::Tensor>& bnid_bias, const std::optional<at::Tensor>& bnid_mean, const std::optional<at::Tensor>& bnid_var, double eps, int64_t groups) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.repvgg_fuse";
+  opforge::check::device_type(kOp, "weight3x3", weight3x3, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "bn3_weight", bn3_weight, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "bn3_bias", bn3_bias, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "bn3_mean", bn3_mean, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "bn3_var", bn3_var, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "weight1x1", weight1x1, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "bn1_weight", bn1_weight, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "bn1_bias", bn1_bias, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "bn1_mean", bn1_mean, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "bn1_var", bn1_var, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "bnid_weight", bnid_weight, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "bnid_bias", bnid_bias, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "bnid_mean", bnid_mean, c10::DeviceType::CPU);
+  opforge::check::device_type(kOp, "bnid_var", bnid_var, c10::DeviceType::CPU);
+  opforge::check::dtype(kOp, "'weight3x3'", weight3x3, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'bn3_weight'", bn3_weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'bn3_bias'", bn3_bias, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'bn3_mean'", bn3_mean, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'bn3_var'", bn3_var, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'weight1x1'", weight1x1, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'bn1_weight'", bn1_weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'bn1_bias'", bn1_bias, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'bn1_mean'", bn1_mean, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'bn1_var'", bn1_var, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'bnid_weight'", bnid_weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'bnid_bias'", bnid_bias, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'bnid_mean'", bnid_mean, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::dtype(kOp, "'bnid_var'", bnid_var, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  opforge::check::same_dtype(kOp, "bn3_weight", bn3_weight, "weight3x3", weight3x3);
+  opforge::check::same_dtype(kOp, "bn3_bias", bn3_bias, "weight3x3", weight3x3);
+  opforge::check::same_dtype(kOp, "bn3_mean", bn3_mean, "weight3x3", weight3x3);
+  opforge::check::same_dtype(kOp, "bn3_var", bn3_var, "weight3x3", weight3x3);
+  opforge::check::same_dtype(kOp, "weight1x1", weight1x1, "weight3x3", weight3x3);
+  opforge::check::same_dtype(kOp, "bn1_weight", bn1_weight, "weight3x3", weight3x3);
+  opforge::check::same_dtype(kOp, "bn1_bias", bn1_bias, "weight3x3", weight3x3);
+  opforge::check::same_dtype(kOp, "bn1_mean", bn1_mean, "weight3x3", weight3x3);
+  opforge::check::same_dtype(kOp, "bn1_var", bn1_var, "weight3x3", weight3x3);
+  opforge::check::same_dtype(kOp, "bnid_weight", bnid_weight, "weight3x3", weight3x3);
+  opforge::check::same_dtype(kOp, "bnid_bias", bnid_bias, "weight3x3", weight3x3);
+  opforge::check::same_dtype(kOp, "bnid_mean", bnid_mean, "weight3x3", weight3x3);
+  opforge::check::same_dtype(kOp, "bnid_var", bnid_var, "weight3x3", weight3x3);
+  auto meta = opforge::repvgg_fuse_meta<int64_t>(kOp, weight3x3, bn3_weight, bn3_bias, bn3_mean, bn3_var, weight1x1, bn1_weight, bn1_bias, bn1_mean, bn1_var, bnid_weight, bnid_bias, bnid_mean, bnid_var, eps, groups);
+  const auto results = opforge::structured::run_functional<opforge::cuda::key, false>(kOp, meta, weight3x3,
+      std::array<opforge::structured::read_arg, 14>{weight3x3, bn3_weight, bn3_bias, bn3_mean, bn3_var, weight1x1, bn1_weight, bn1_bias, bn1_mean, bn1_var, bnid_weight, bnid_bias, bnid_mean, bnid_var}, {},
+  [&](const opforge::structured::kernel_tensors<2, 14>& k) {
+    opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(weight3x3.scalar_type(), kOp, [&]<typename scalar_t>() {
+      OPFORGE_CUDA_CHECK(opforge::repvgg_fuse_cuda<scalar_t>(k.out_ptr<scalar_t>(0), k.out_ptr<scalar_t>(1), k.in_ptr<scalar_t>(0), k.in_ptr<scalar_t>(1), k.in_ptr<scalar_t>(2), k.in_ptr<scalar_t>(3), k.in_ptr<scalar_t>(4), k.in_ptr<scalar_t>(5), k.in_ptr<scalar_t>(6), k.in_ptr<scalar_t>(7), k.in_ptr<scalar_t>(8), k.in_ptr<scalar_t>(9), k.in_ptr<scalar_t>(10), k.in_ptr<scalar_t>(11), k.in_ptr<scalar_t>(12), k.in_ptr<scalar_t>(13), meta.plan, opforge::cuda::current_stream()));
+    });
+  });
+  return std::make_tuple(results[0], results[1]);
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge_cuda_sim, CPU, m) {
@@ -270,4 +338,5 @@ TORCH_LIBRARY_IMPL(opforge_cuda_sim, CPU, m) {
   m.impl("conv_transpose2d", TORCH_FN(conv_transpose2d_cuda_simulated));
   m.impl("conv_transpose2d_backward", TORCH_FN(conv_transpose2d_backward_cuda_simulated));
   m.impl("fold_conv_bn", TORCH_FN(fold_conv_bn_cuda_simulated));
+  m.impl("repvgg_fuse", TORCH_FN(repvgg_fuse_cuda_simulated));
 }

@@ -10,6 +10,7 @@
 #include <c10/util/ArrayRef.h>
 #include <c10/util/SmallVector.h>
 
+#include <array>
 #include <optional>
 #include <string_view>
 
@@ -57,6 +58,16 @@ c10::SmallVector<int64_t, 4> batch_sizes(const conv_sizes& s);
 void check_fold_conv_bn(const at::Tensor& conv_weight, const std::optional<at::Tensor>& conv_bias,
                         const at::Tensor& bn_weight, const at::Tensor& bn_bias,
                         const at::Tensor& running_mean, const at::Tensor& running_var);
+
+// A RepVGG branch's BatchNorm: (weight, bias, running mean, running var).
+using repvgg_bn = std::array<std::optional<at::Tensor>, 4>;
+
+// repvgg_fuse's arguments: weight3x3 [O, I/groups, 3, 3]; every BN tensor 1-D
+// with O elements; weight1x1 [O, I/groups, 1, 1] with all of bn1 or neither;
+// bnid all or none, and then I == O.
+void check_repvgg_fuse(const char* op, const at::Tensor& weight3x3, const repvgg_bn& bn3,
+                       const std::optional<at::Tensor>& weight1x1, const repvgg_bn& bn1,
+                       const repvgg_bn& bnid, int64_t groups);
 
 // conv2d_bias_act's activation, by name.
 math::conv_activation parse_conv_activation(const char* op, std::string_view name);

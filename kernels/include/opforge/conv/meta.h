@@ -167,4 +167,31 @@ structured::result<Int, 2, fold_bn_plan> fold_conv_bn_meta(const char* op, const
   return r;
 }
 
+// The fused 3x3 weight (weight3x3's shape and layout) and bias (out_channels).
+template <typename Int>
+structured::result<Int, 2, repvgg_fuse_plan> repvgg_fuse_meta(
+    const char* op, const at::Tensor& weight3x3, const at::Tensor& bn3_weight, const at::Tensor& bn3_bias,
+    const at::Tensor& bn3_mean, const at::Tensor& bn3_var, const std::optional<at::Tensor>& weight1x1,
+    const std::optional<at::Tensor>& bn1_weight, const std::optional<at::Tensor>& bn1_bias,
+    const std::optional<at::Tensor>& bn1_mean, const std::optional<at::Tensor>& bn1_var,
+    const std::optional<at::Tensor>& bnid_weight, const std::optional<at::Tensor>& bnid_bias,
+    const std::optional<at::Tensor>& bnid_mean, const std::optional<at::Tensor>& bnid_var, double eps,
+    int64_t groups) {
+  check_repvgg_fuse(op, weight3x3, {bn3_weight, bn3_bias, bn3_mean, bn3_var}, weight1x1,
+                    {bn1_weight, bn1_bias, bn1_mean, bn1_var}, {bnid_weight, bnid_bias, bnid_mean, bnid_var},
+                    groups);
+  const at::ScalarType dtype = weight3x3.scalar_type();
+  const c10::SymInt channels = weight3x3.sym_size(0);
+  structured::result<Int, 2, repvgg_fuse_plan> r{{conv_meta::output_of<Int>(weight3x3.sym_sizes(), dtype),
+                                                  conv_meta::output_of<Int>(c10::SymIntArrayRef(&channels, 1),
+                                                                            dtype)}};
+  if constexpr (structured::concrete<Int>) {
+    r.plan.out_channels = weight3x3.size(0);
+    r.plan.in_per_group = weight3x3.size(1);
+    r.plan.eps = eps;
+  }
+  structured::follow_layout(r, structured::layout_of(weight3x3));
+  return r;
+}
+
 }  // namespace opforge

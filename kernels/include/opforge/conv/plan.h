@@ -44,4 +44,15 @@ struct fold_bn_plan {
   double eps = 0;
 };
 
+// repvgg_fuse: a [out_channels, in_per_group, 3, 3] weight and an
+// [out_channels] bias; the kernels see null pointers for an absent branch.
+struct repvgg_fuse_plan {
+  static constexpr int64_t k_area = 9;   // a 3x3 kernel
+  static constexpr int64_t k_centre = 4;  // (1, 1) of the 3x3 kernel
+  int64_t out_channels = 0;
+  int64_t in_per_group = 0;
+  double eps = 0;
+  int64_t row() const { return in_per_group * k_area; }
+};
+
 }  // namespace opforge
