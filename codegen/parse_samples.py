@@ -13,7 +13,7 @@ from codegen.model import (
 from codegen.opdecl import DTYPES, Bench, Sample
 from codegen.parse_base import DOTTED, FieldParser, _is_tensor_list, _plain
 
-SAMPLE_KINDS = ("boxes", "affine", "homography", "quad")
+SAMPLE_KINDS = ("boxes", "image", "affine", "homography", "quad")
 
 
 class SampleFields(FieldParser):

@@ -703,7 +703,7 @@ def test_sample_kind_must_be_known(tmp_path: Path, capsys: pytest.CaptureFixture
         capsys,
         GOOD + "  samples:\n    - {self: {shape: [3, 4], kind: box}}\n",
         "ops.yaml:7: error: sample 'self': unknown kind 'box'\n"
-        "  hint: known kinds: boxes, affine, homography, quad (tests/ops/opdb.py, make_tensor)",
+        "  hint: known kinds: boxes, image, affine, homography, quad (tests/ops/opdb.py, make_tensor)",
     )
 
 

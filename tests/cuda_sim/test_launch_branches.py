@@ -588,3 +588,32 @@ def test_box_coding_many_boxes(cuda_sim: Any, dtype: torch.dtype) -> None:
     grad = rand(1000, 12, dtype=dtype)
     agree("box_decode_backward", [grad, codes, boxes, [1.0] * 4, 1.0, [True, True]])
     agree("clip_boxes_to_image", [boxes.reshape(10, 100, 4), [12, 15]])
+
+
+def _image(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.uint8:
+        return torch.randint(0, 256, shape, generator=g, dtype=torch.uint8)
+    return torch.rand(shape, generator=g, dtype=torch.float64).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [*FLOATS, torch.uint8])
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "nhwc"])
+def test_color_per_image_sums_and_channel_groups(
+    cuda_sim: Any, channels_last: bool, dtype: torch.dtype
+) -> None:
+    # adjust_contrast: images of more than one color::k_chunk (4096) pixels, so each
+    # image's sum is several blocks' partial sums; normalize: 20 channels, two groups of
+    # per-channel values (k_group = 16).
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    image = _image((2, 3, 70, 70), dtype, 1).contiguous(memory_format=fmt)
+    agree("adjust_contrast", [image, 1.7])
+    agree("adjust_contrast", [image[:, :1].contiguous(memory_format=fmt), 0.4])
+    agree("adjust_hue", [image, 0.3])
+    if dtype == torch.uint8:
+        return
+    grad = rand(2, 3, 70, 70, dtype=dtype, seed=2).contiguous(memory_format=fmt)
+    agree("color_backward", [grad, image, "contrast", 1.7])
+    many = _image((2, 20, 5, 6), dtype, 3).contiguous(memory_format=fmt)
+    mean, std = [0.1 * c for c in range(20)], [0.5 + 0.05 * c for c in range(20)]
+    agree("normalize", [many, mean, std])

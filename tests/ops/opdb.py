@@ -137,24 +137,30 @@ def make_tensor(
     spec: Any, dtype: torch.dtype, device: str, gen: torch.Generator, *, noncontiguous: bool = False
 ) -> torch.Tensor:
     """A random tensor from a sample spec: a shape list, or {shape, low, high}, or
-    {shape, kind: boxes, low, high} (valid boxes, opforge.detection.random_boxes)."""
+    {shape, kind: boxes, low, high} (valid boxes, opforge.detection.random_boxes), or
+    {shape, kind: image, low, high} (an image: floating in [low, high], default [0, 1];
+    uint8 in [0, 255])."""
     shape = list(spec["shape"] if isinstance(spec, dict) else spec)
     if isinstance(spec, dict) and "dtype" in spec:  # a tensor in a dtype of its own (bench cases)
         dtype = TORCH_DTYPES[spec["dtype"]]
-    low = spec.get("low", -3.0) if isinstance(spec, dict) else -3.0
-    high = spec.get("high", 3.0) if isinstance(spec, dict) else 3.0
-    if isinstance(spec, dict) and spec.get("kind") in GEOMETRY_KINDS:
-        t = random_geometry(spec["kind"], shape, gen)
+    kind = spec.get("kind") if isinstance(spec, dict) else None
+    image = kind == "image"
+    low = spec.get("low", 0.0 if image else -3.0) if isinstance(spec, dict) else -3.0
+    high = spec.get("high", 1.0 if image else 3.0) if isinstance(spec, dict) else 3.0
+    if kind in GEOMETRY_KINDS:
+        t = random_geometry(kind, shape, gen)
         return (t.transpose(-1, -2).contiguous().transpose(-1, -2) if noncontiguous else t).to(
             dtype=dtype, device=device
         )
-    if isinstance(spec, dict) and "kind" in spec:
-        assert spec["kind"] == "boxes", f"unknown sample kind {spec['kind']!r}"
+    if kind is not None and not image:
+        assert kind == "boxes", f"unknown sample kind {kind!r}"
         return random_boxes(shape, low, high, dtype, device, gen, noncontiguous=noncontiguous)
     alloc = list(shape)
     if noncontiguous and shape:
         alloc[-1] *= 2  # then take every other element of the last dim
-    if dtype.is_floating_point:
+    if image and not dtype.is_floating_point:
+        t = torch.randint(0, 256, alloc, generator=gen, dtype=torch.int64)
+    elif dtype.is_floating_point:
         t = torch.rand(alloc, generator=gen, dtype=torch.float64) * (high - low) + low
     elif isinstance(spec, dict) and "low" in spec:  # e.g. indices: values in [low, high)
         t = torch.randint(int(low), int(high), alloc, generator=gen, dtype=torch.int64)

@@ -612,3 +612,48 @@ def _to_tensor_edges(dtype: torch.dtype, device: str) -> list[tuple[list[Any], d
         ([_uint8((0, 4, 5, 3), device)], {}),
         ([_uint8((3, 0, 2), device)], {"dtype": torch.float64}),
     ]
+
+
+# ---- color family (schemas/color.yaml): black, white and gray pixels, pure channels and
+# ties (two maxima, two minima), as uint8 values or their floating value / 255; HSV pixels
+# on the sextant boundaries.
+_COLOR_PIXELS = [
+    (0, 0, 0), (255, 255, 255), (128, 128, 128), (255, 0, 0),
+    (0, 255, 0), (0, 0, 255), (200, 200, 50), (200, 50, 200),
+    (50, 200, 200), (10, 10, 240), (240, 10, 10), (10, 240, 10),
+    (30, 60, 90), (250, 1, 128), (1, 2, 3), (77, 200, 77),
+]  # fmt: skip
+
+
+def _color_image(dtype: torch.dtype, device: str) -> torch.Tensor:
+    x = torch.tensor(_COLOR_PIXELS, dtype=torch.float64).T.reshape(1, 3, 4, 4).contiguous()
+    return (x if dtype == torch.uint8 else x / 255).to(dtype=dtype, device=device)
+
+
+def _color_specials(*params: dict[str, Any]) -> SampleFn:
+    def fn(dtype: torch.dtype, device: str) -> list[Sample]:
+        return [([_color_image(dtype, device)], dict(p)) for p in params]
+
+    return fn
+
+
+samples("rgb_to_grayscale")(_color_specials({}, {"num_output_channels": 3}))
+samples("rgb_to_hsv")(_color_specials({}))
+samples("rgb_to_xyz")(_color_specials({}))
+samples("adjust_brightness")(
+    _color_specials({"brightness_factor": 1.0}, {"brightness_factor": 2.0})
+)
+samples("adjust_contrast")(_color_specials({"contrast_factor": 1.5}, {"contrast_factor": 0.0}))
+samples("adjust_saturation")(
+    _color_specials({"saturation_factor": 0.0}, {"saturation_factor": 2.0})
+)
+samples("adjust_hue")(_color_specials({"hue_factor": 0.5}, {"hue_factor": -0.25}))
+
+
+@samples("hsv_to_rgb")
+def _hsv_sextant_boundaries(dtype: torch.dtype, device: str) -> list[Sample]:
+    h = torch.arange(7, dtype=torch.float64) * (2 * torch.pi / 6)
+    s = torch.tensor([0.0, 0.5, 1.0], dtype=torch.float64)
+    v = torch.tensor([0.0, 0.3, 1.0], dtype=torch.float64)
+    grid = torch.stack(torch.meshgrid(h, s, v, indexing="ij")).reshape(3, 7, 9)
+    return [([grid.to(dtype=dtype, device=device)], {})]
