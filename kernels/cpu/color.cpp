@@ -159,9 +159,21 @@ std::vector<double> image_sums(int64_t images, int64_t items, const F& term) {
       const int64_t n = t / chunks;
       const int64_t j0 = (t - n * chunks) * color::k_chunk;
       const int64_t j1 = std::min(items, j0 + color::k_chunk);
+      // Eight independent lanes, so the terms vectorize (one double chain would
+      // serialize on the add's latency), summed in a fixed order.
+      double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      int64_t j = j0;
+      for (; j + 8 <= j1; j += 8) {
+        for (int64_t l = 0; l < 8; ++l) {
+          lane[l] += term(n, j + l);
+        }
+      }
+      for (; j < j1; ++j) {
+        lane[0] += term(n, j);
+      }
       double s = 0;
-      for (int64_t j = j0; j < j1; ++j) {
-        s += term(n, j);
+      for (const double v : lane) {
+        s += v;
       }
       partial[t] = s;
     }
@@ -250,10 +262,17 @@ void adjust_contrast_cpu(scalar_t* result, const scalar_t* image, const color_pl
   const A ratio = static_cast<A>(plan.factor);
   const A alpha = static_cast<A>(1.0 - plan.factor);
   const int64_t per_image = plan.channels * plan.pixels;  // an image is one block in either layout
-  const A* mean = means.data();
-  elementwise(result, plan.images * per_image, [=](int64_t i) {
-    return math::cast_to<scalar_t>(
-        color::blend(math::cast_to<A>(image[i]), mean[i / per_image], ratio, alpha, bound_of<scalar_t>()));
+  // Image by image, so the mean is a constant of the inner loop (it vectorizes).
+  at::parallel_for(0, plan.images * per_image, k_grain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e;) {
+      const int64_t n = i / per_image;
+      const int64_t stop = std::min(e, (n + 1) * per_image);
+      const A m = means[n];
+      for (; i < stop; ++i) {
+        result[i] = math::cast_to<scalar_t>(
+            color::blend(math::cast_to<A>(image[i]), m, ratio, alpha, bound_of<scalar_t>()));
+      }
+    }
   });
 }
 
