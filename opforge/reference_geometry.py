@@ -105,15 +105,8 @@ def warp_affine(
     return _warp(image, M, dsize, mode, padding_mode, align_corners)
 
 
-def warp_perspective(
-    image: torch.Tensor,
-    M: torch.Tensor,
-    dsize: list[int],
-    mode: str = "bilinear",
-    padding_mode: str = "zeros",
-    align_corners: bool = True,
-) -> torch.Tensor:
-    return _warp(image, M, dsize, mode, padding_mode, align_corners)
+# (M's shape says which: (B, 2, 3) affine, (B, 3, 3) a homography)
+warp_perspective = warp_affine
 
 
 def warp_image_backward(

@@ -80,6 +80,21 @@ void resample_line(const A* src, A* dst, const tap_table<A>& t, int64_t out) {
   }
 }
 
+// An input row in the compute type: itself, or converted once into `line` (not
+// once per tap that reads it).
+template <typename T, typename A>
+const A* in_compute_type(const T* row, std::vector<A>& line, int64_t n) {
+  if constexpr (std::is_same_v<T, A>) {
+    return row;
+  } else {
+    line.resize(static_cast<size_t>(n));
+    for (int64_t x = 0; x < n; ++x) {
+      line[x] = static_cast<A>(row[x]);
+    }
+    return line.data();
+  }
+}
+
 int64_t rows_per_task(int64_t cols) { return std::max<int64_t>(1, k_grain / std::max<int64_t>(cols, 1)); }
 
 // The H pass first, for every input row an output row reads, into a buffer; then
@@ -98,22 +113,13 @@ void resize_rows_first(scalar_t* result, const scalar_t* image, const resize_pla
   }
   std::unique_ptr<A[]> rows(new A[static_cast<size_t>(plan.planes * used * out_w)]);  // every entry written
   at::parallel_for(0, plan.planes * in_h, rows_per_task(out_w), [&](int64_t b, int64_t e) {
-    std::vector<A> line(std::is_same_v<scalar_t, A> ? 0 : in_w);  // the row in the compute type, converted once
+    std::vector<A> line;
     for (int64_t r = b; r < e; ++r) {
       const int64_t at = slot[r % in_h];
       if (at < 0) {
         continue;
       }
-      const scalar_t* raw = image + r * in_w;
-      const A* src = nullptr;
-      if constexpr (std::is_same_v<scalar_t, A>) {
-        src = raw;
-      } else {
-        for (int64_t x = 0; x < in_w; ++x) {
-          line[x] = static_cast<A>(raw[x]);
-        }
-        src = line.data();
-      }
+      const A* src = in_compute_type(image + r * in_w, line, in_w);
       resample_line(src, rows.get() + ((r / in_h) * used + at) * out_w, tx, out_w);
     }
   });
@@ -146,23 +152,14 @@ void resize_rows_per_output(scalar_t* result, const scalar_t* image, const resiz
                             const tap_table<A>& tx, const tap_table<A>& ty) {
   const int64_t in_h = plan.h.in, in_w = plan.w.in, out_h = plan.h.out, out_w = plan.w.out;
   at::parallel_for(0, plan.planes * out_h, rows_per_task(out_w * 2), [&](int64_t b, int64_t e) {
-    std::vector<A> line(std::is_same_v<scalar_t, A> ? 0 : in_w);
+    std::vector<A> line;
     std::vector<A> resampled(static_cast<size_t>(out_w));
     std::vector<A> acc(static_cast<size_t>(out_w));
     for (int64_t r = b; r < e; ++r) {
       const int64_t plane = r / out_h, o = r % out_h;
       std::fill(acc.begin(), acc.end(), A(0));
       for (int64_t k = ty.start[o]; k < ty.start[o + 1]; ++k) {
-        const scalar_t* raw = image + (plane * in_h + ty.index[k]) * in_w;
-        const A* src = nullptr;
-        if constexpr (std::is_same_v<scalar_t, A>) {
-          src = raw;
-        } else {
-          for (int64_t x = 0; x < in_w; ++x) {
-            line[x] = static_cast<A>(raw[x]);
-          }
-          src = line.data();
-        }
+        const A* src = in_compute_type(image + (plane * in_h + ty.index[k]) * in_w, line, in_w);
         resample_line(src, resampled.data(), tx, out_w);
         const A w = ty.weight[k];
         for (int64_t x = 0; x < out_w; ++x) {

@@ -16,6 +16,20 @@
 namespace opforge {
 namespace {
 
+// Element idx of the (B, C, out_h, out_w) output: its pixel, its (image, channel)
+// plane and the inverse of its image's matrix.
+struct warp_element {
+  int64_t ox, oy, plane;
+  double inv[9];
+};
+
+template <typename T>
+__device__ warp_element locate(int64_t idx, const warp_plan& p, const T* M) {
+  warp_element e{idx % p.out_w, (idx / p.out_w) % p.out_h, idx / (p.out_w * p.out_h), {}};
+  warp::inverse(p, M, e.plane / p.channels, e.inv);
+  return e;
+}
+
 template <typename T>
 struct warp_fn {
   T* out;
@@ -24,13 +38,10 @@ struct warp_fn {
   warp_plan p;
   __device__ void operator()(int64_t idx) const {
     using A = math::opmath_t<T>;
-    const int64_t ox = idx % p.out_w, oy = (idx / p.out_w) % p.out_h;
-    const int64_t plane = idx / (p.out_w * p.out_h);
-    double inv[9];
-    warp::inverse(p, M, plane / p.channels, inv);
-    const T* in = image + plane * p.in_h * p.in_w;
+    const warp_element e = locate(idx, p, M);
+    const T* in = image + e.plane * p.in_h * p.in_w;
     A acc = 0;
-    warp::for_each_tap<A>(p, inv, ox, oy, [&](int64_t off, A w) { acc += w * math::cast_to<A>(in[off]); });
+    warp::for_each_tap<A>(p, e.inv, e.ox, e.oy, [&](int64_t off, A w) { acc += w * math::cast_to<A>(in[off]); });
     out[idx] = math::cast_to<T>(acc);
   }
 };
@@ -43,13 +54,10 @@ struct warp_grad_fn {
   warp_plan p;
   __device__ void operator()(int64_t idx) const {
     using A = math::opmath_t<T>;
-    const int64_t ox = idx % p.out_w, oy = (idx / p.out_w) % p.out_h;
-    const int64_t plane = idx / (p.out_w * p.out_h);
-    double inv[9];
-    warp::inverse(p, M, plane / p.channels, inv);
-    Acc* in = acc + plane * p.in_h * p.in_w;
+    const warp_element e = locate(idx, p, M);
+    Acc* in = acc + e.plane * p.in_h * p.in_w;
     const A g = math::cast_to<A>(grad[idx]);
-    warp::for_each_tap<A>(p, inv, ox, oy, [&](int64_t off, A w) { atomicAdd(in + off, static_cast<Acc>(w * g)); });
+    warp::for_each_tap<A>(p, e.inv, e.ox, e.oy, [&](int64_t off, A w) { atomicAdd(in + off, static_cast<Acc>(w * g)); });
   }
 };
 

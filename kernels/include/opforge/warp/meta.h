@@ -34,6 +34,18 @@ inline void fill_modes(const char* op, warp_plan& p, c10::string_view mode, c10:
   p.align_corners = align_corners;
 }
 
+// The sizes of a plan, from the (B, C) planes, the input and output (H, W).
+inline void fill_sizes(warp_plan& p, const at::Tensor& M, std::array<int64_t, 6> s, bool perspective) {
+  p.batch = s[0];
+  p.channels = s[1];
+  p.in_h = s[2];
+  p.in_w = s[3];
+  p.out_h = s[4];
+  p.out_w = s[5];
+  p.perspective = perspective;
+  p.matrix_per_image = M.size(0) == s[0];
+}
+
 template <typename Int>
 structured::result<Int, 1, warp_plan> forward(const char* op, const at::Tensor& image, const at::Tensor& M,
                                               c10::SymIntArrayRef dsize, c10::string_view mode,
@@ -50,14 +62,7 @@ structured::result<Int, 1, warp_plan> forward(const char* op, const at::Tensor& 
   structured::result<Int, 1, warp_plan> r{
       {structured::output<Int>{{s[0], s[1], Int(out[0]), Int(out[1])}, image.scalar_type()}}};
   if constexpr (structured::concrete<Int>) {
-    p.batch = s[0];
-    p.channels = s[1];
-    p.in_h = s[2];
-    p.in_w = s[3];
-    p.out_h = out[0];
-    p.out_w = out[1];
-    p.perspective = perspective;
-    p.matrix_per_image = M.size(0) == s[0];
+    fill_sizes(p, M, {s[0], s[1], s[2], s[3], out[0], out[1]}, perspective);
     r.plan = p;
   }
   return r;
@@ -101,14 +106,7 @@ structured::result<Int, 1, warp_plan> warp_image_backward_meta(const char* op, c
   warp::fill_modes(op, p, mode, padding_mode, align_corners);
   structured::result<Int, 1, warp_plan> r{{structured::output<Int>{sizes, grad_output.scalar_type()}}};
   if constexpr (structured::concrete<Int>) {
-    p.batch = g[0];
-    p.channels = g[1];
-    p.in_h = sizes[2];
-    p.in_w = sizes[3];
-    p.out_h = g[2];
-    p.out_w = g[3];
-    p.perspective = perspective;
-    p.matrix_per_image = M.size(0) == g[0];
+    warp::fill_sizes(p, M, {g[0], g[1], sizes[2], sizes[3], g[2], g[3]}, perspective);
     const at::ScalarType t = grad_output.scalar_type();
     if (t == at::kHalf || t == at::kBFloat16) {
       p.workspace_bytes = c10::multiply_integers(sizes) * static_cast<int64_t>(sizeof(float));
