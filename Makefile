@@ -71,6 +71,7 @@ gpu-deps: venv
 	$(PY) -c "import jinja2, markupsafe, pybind11, yaml, shutil, pathlib; [shutil.copytree(pathlib.Path(m.__file__).parent, '.gpu-deps/' + m.__name__, ignore=shutil.ignore_patterns('*.so', '__pycache__')) for m in (jinja2, markupsafe, pybind11, yaml)]"
 
 bench: build
+	$(PY) benchmarks/ops.py --budget 0.15
 	$(PY) benchmarks/overhead.py
 	$(PY) benchmarks/codegen_speed.py
 	$(PY) benchmarks/models.py

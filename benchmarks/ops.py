@@ -7,8 +7,11 @@ op against one ATen function (fused against unfused, variants, layouts, models).
 Prints one row per case: opforge time / ATen time (lower is better; 1.00 = parity)
 for the forward pass and for forward + backward, next to the case's target. Both
 sides are timed alternately in the same process (these machines are shared and
-noisy, so only ratios from one run are meaningful); each figure is the median of
-several timed repeats after a warm-up.
+noisy, so only ratios from one run are meaningful): each figure is the median of the
+ratios of 7 interleaved repetitions, with their spread; `?` marks a figure whose
+spread reaches across its target (the run cannot tell which side it is on). The
+table is also written as JSON (`--json`, default build/bench/ops-<device>.json),
+with the machine it ran on.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import argparse
 import contextlib
 import functools
 import importlib
+import json
+import platform
 import statistics
 import sys
 import time
@@ -488,8 +493,51 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def time_pair(ours: Fn, aten: Fn, device: torch.device, budget_s: float) -> tuple[float, float]:
-    """Median seconds per call of each, timing them alternately so load hits both alike."""
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per call of both sides over interleaved repetitions (ours, ATen, ours, ...),
+    so that a burst of load on the shared machine hits both alike."""
+
+    ours: list[float]
+    aten: list[float]
+
+    @property
+    def ratios(self) -> list[float]:
+        """One ours / ATen ratio per repetition: the pairs were timed back to back."""
+        return [o / a for o, a in zip(self.ours, self.aten, strict=True)]
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.ratios)
+
+    @property
+    def spread(self) -> float:
+        """Half the range of the ratios once the most extreme on each side is dropped:
+        how far one run's figure moves on this machine."""
+        r = sorted(self.ratios)
+        r = r[1:-1] if len(r) >= 5 else r
+        return (r[-1] - r[0]) / 2
+
+    def uncertain(self, target: float) -> bool:
+        """The spread reaches across the target: the run cannot say which side it is on."""
+        return self.spread >= abs(self.ratio - target)
+
+    def as_json(self, target: float) -> dict[str, Any]:
+        return {
+            "ratio": round(self.ratio, 4),
+            "spread": round(self.spread, 4),
+            "target": target,
+            "uncertain": self.uncertain(target),
+            "ours_s": statistics.median(self.ours),
+            "aten_s": statistics.median(self.aten),
+        }
+
+
+REPEATS = 7
+
+
+def time_both(ours: Fn, aten: Fn, device: torch.device, budget_s: float) -> Timing:
+    """Both sides, interleaved: REPEATS timed repetitions of each after a warm-up."""
     for fn in (ours, aten):  # warm-up (lazy init, allocator, first-touch)
         fn()
     _sync(device)
@@ -497,9 +545,9 @@ def time_pair(ours: Fn, aten: Fn, device: torch.device, budget_s: float) -> tupl
     aten()
     _sync(device)
     once = max(time.perf_counter() - start, 1e-6)
-    number = max(1, int(budget_s / 10 / once))
-    samples: dict[int, list[float]] = {0: [], 1: []}
-    for _ in range(5):
+    number = max(1, int(budget_s / REPEATS / once))
+    samples: tuple[list[float], list[float]] = ([], [])
+    for _ in range(REPEATS):
         for i, fn in enumerate((ours, aten)):
             _sync(device)
             t0 = time.perf_counter()
@@ -507,7 +555,35 @@ def time_pair(ours: Fn, aten: Fn, device: torch.device, budget_s: float) -> tupl
                 fn()
             _sync(device)
             samples[i].append((time.perf_counter() - t0) / number)
-    return statistics.median(samples[0]), statistics.median(samples[1])
+    return Timing(*samples)
+
+
+def time_pair(ours: Fn, aten: Fn, device: torch.device, budget_s: float) -> tuple[float, float]:
+    """Median seconds per call of each (benchmarks/optim.py's tables)."""
+    t = time_both(ours, aten, device, budget_s)
+    return statistics.median(t.ours), statistics.median(t.aten)
+
+
+def _cell(t: Timing, target: float) -> str:
+    """`1.05±0.04`, with `?` where the spread reaches across the target."""
+    return f"{t.ratio:5.2f}±{t.spread:<4.2f}{'?' if t.uncertain(target) else ' '}"
+
+
+def _machine() -> dict[str, Any]:
+    """What the figures were measured on (the CPU model changes between rounds)."""
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cpu": cpu,
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "cpu_capability": opforge.build_info()["cpu_capability"],
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
 
 
 @contextlib.contextmanager
@@ -539,6 +615,11 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--only", default="", help="run cases whose name contains this")
     parser.add_argument("--budget", type=float, default=0.4, help="seconds per side per timing")
+    parser.add_argument(
+        "--json",
+        default=None,
+        help="where to write the table as JSON (default build/bench/ops-<device>.json)",
+    )
     args = parser.parse_args()
     device = torch.device(args.device)
     torch.manual_seed(0)
@@ -546,20 +627,25 @@ def main() -> None:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     cuda = device.type == "cuda"
+    machine = _machine()
     print(
-        f"opforge / ATen time ratios, float32 (TF32 off), {device}, {torch.get_num_threads()} threads"
+        f"opforge / ATen time ratios (median±spread of {REPEATS} interleaved repetitions; ?: the"
+        f" spread reaches the target), float32 (TF32 off), {device}, {machine['cpu']},"
+        f" {machine['threads']} threads"
     )
     print(
-        f"{'case':32s} {'shape':34s} {'fwd':>6s} {'target':>6s} {'fwd+bwd':>8s} {'target':>6s}"
+        f"{'case':32s} {'shape':34s} {'fwd':>11s} {'target':>6s} {'fwd+bwd':>11s} {'target':>6s}"
         + (f" {'fwd vs ATen defaults':>20s}" if cuda else "")
     )
-    misses = []
+    misses, rows = [], []
     for case in _cases():
         if args.only not in case.name:
             continue
         inputs = case.inputs(device)
+        record: dict[str, Any] = {"case": case.name, "shape": case.shape}
+        rows.append(record)
         try:
-            f_ours, f_aten = time_pair(
+            fwd = time_both(
                 lambda: case.ours(*inputs),  # noqa: B023 - used within the iteration
                 lambda: case.aten(*inputs),  # noqa: B023
                 device,
@@ -568,41 +654,57 @@ def main() -> None:
         except NotImplementedError as e:
             print(f"{case.name:32s} {case.shape:34s} {str(e)}")
             misses.append(f"{case.name}: missing")
+            record["missing"] = str(e)
             continue
-        fwd = f_ours / f_aten
-        row = f"{case.name:32s} {case.shape:34s} {fwd:6.2f} {case.target:6.2f}"
-        if fwd > case.target:
-            misses.append(f"{case.name} forward {fwd:.2f} > {case.target:.2f}")
+        record["fwd"] = fwd.as_json(case.target)
+        row = f"{case.name:32s} {case.shape:34s} {_cell(fwd, case.target)} {case.target:6.2f}"
+        if fwd.ratio > case.target:
+            misses.append(_miss(case.name, "forward", fwd, case.target))
         target_bwd = case.target if case.target_bwd is None else case.target_bwd
         fwd_bwd = case.fwd_bwd or functools.partial(_fwd_bwd, n_grad=case.grad_inputs)
         if target_bwd and (case.grad_inputs or case.fwd_bwd):
-            b_ours, b_aten = time_pair(
+            bwd = time_both(
                 fwd_bwd(case.ours, inputs),
                 fwd_bwd(case.aten, inputs),
                 device,
                 args.budget,
             )
-            bwd = b_ours / b_aten
-            row += f" {bwd:8.2f} {target_bwd:6.2f}"
-            if bwd > target_bwd:
-                misses.append(f"{case.name} fwd+bwd {bwd:.2f} > {target_bwd:.2f}")
+            record["fwd_bwd"] = bwd.as_json(target_bwd)
+            row += f" {_cell(bwd, target_bwd)} {target_bwd:6.2f}"
+            if bwd.ratio > target_bwd:
+                misses.append(_miss(case.name, "fwd+bwd", bwd, target_bwd))
         elif cuda:
-            row += f" {'':8s} {'':6s}"
+            row += f" {'':11s} {'':6s}"
         if cuda:
 
             def aten_defaults() -> None:
                 with _aten_defaults(device):
                     case.aten(*inputs)  # noqa: B023
 
-            f_ours, f_default = time_pair(
+            defaults = time_both(
                 lambda: case.ours(*inputs),  # noqa: B023
                 aten_defaults,
                 device,
                 args.budget,
             )
-            row += f" {f_ours / f_default:20.2f}"
+            record["fwd_vs_aten_defaults"] = defaults.as_json(case.target)
+            row += f" {defaults.ratio:20.2f}"
         print(row, flush=True)
     print("\nmisses: " + ("; ".join(misses) if misses else "none"))
+    out = Path(
+        args.json
+        or Path(__file__).resolve().parents[1] / "build" / "bench" / f"ops-{device.type}.json"
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
+        json.dumps({"machine": machine, "device": str(device), "rows": rows}, indent=1) + "\n"
+    )
+    print(f"JSON: {out}")
+
+
+def _miss(name: str, what: str, t: Timing, target: float) -> str:
+    within = " (within the spread)" if t.uncertain(target) else ""
+    return f"{name} {what} {t.ratio:.2f}±{t.spread:.2f} > {target:.2f}{within}"
 
 
 if __name__ == "__main__":
