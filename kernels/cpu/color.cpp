@@ -115,17 +115,7 @@ void grad_pixels(T* grad_image, const T* grad_output, const T* image, const colo
       const int64_t P = pixels;
       const Px f = px;
       for (int64_t p = p0; p < p1; ++p) {
-        A x[3], g[Out], gx[3];
-        for (int c = 0; c < 3; ++c) {
-          x[c] = math::cast_to<A>(src[color::at<CL>(n, c, p, 3, P)]);
-        }
-        for (int c = 0; c < Out; ++c) {
-          g[c] = math::cast_to<A>(go[color::at<CL>(n, c, p, Out, P)]);
-        }
-        color::pixel_grad<Out>(f, x, g, gx);
-        for (int c = 0; c < 3; ++c) {
-          dst[color::at<CL>(n, c, p, 3, P)] = math::cast_to<T>(gx[c]);
-        }
+        color::pixel_grad_at<CL, Out, A>(dst, go, src, n, p, P, f);
       }
     });
   });

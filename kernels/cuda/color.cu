@@ -88,18 +88,7 @@ struct grad_fn {
   __device__ void operator()(int64_t k) const {
     using A = acc<T>;
     const int64_t n = k / pixels;
-    const int64_t p = k - n * pixels;
-    A x[3], g[Out], gx[3];
-    for (int c = 0; c < 3; ++c) {
-      x[c] = math::cast_to<A>(image[color::at<CL>(n, c, p, 3, pixels)]);
-    }
-    for (int c = 0; c < Out; ++c) {
-      g[c] = math::cast_to<A>(grad_output[color::at<CL>(n, c, p, Out, pixels)]);
-    }
-    color::pixel_grad<Out>(px, x, g, gx);
-    for (int c = 0; c < 3; ++c) {
-      grad_image[color::at<CL>(n, c, p, 3, pixels)] = math::cast_to<T>(gx[c]);
-    }
+    color::pixel_grad_at<CL, Out, A>(grad_image, grad_output, image, n, k - n * pixels, pixels, px);
   }
 };
 

@@ -464,5 +464,24 @@ C10_HOST_DEVICE inline void pixel_grad(const Px& px, const A* x, const A* g, A* 
   }
 }
 
+// pixel_grad at pixel p of image n (of `pixels` pixels): the 3 channels of the image
+// and the Out of grad_output read, the 3 of the image's gradient written (the
+// CPU and CUDA kernels' per-pixel body).
+template <bool ChannelsLast, int Out, typename A, typename T, typename Px>
+C10_HOST_DEVICE inline void pixel_grad_at(T* grad_image, const T* grad_output, const T* image, int64_t n, int64_t p,
+                                          int64_t pixels, const Px& px) {
+  A x[3], g[Out], gx[3];
+  for (int c = 0; c < 3; ++c) {
+    x[c] = math::cast_to<A>(image[at<ChannelsLast>(n, c, p, 3, pixels)]);
+  }
+  for (int c = 0; c < Out; ++c) {
+    g[c] = math::cast_to<A>(grad_output[at<ChannelsLast>(n, c, p, Out, pixels)]);
+  }
+  pixel_grad<Out>(px, x, g, gx);
+  for (int c = 0; c < 3; ++c) {
+    grad_image[at<ChannelsLast>(n, c, p, 3, pixels)] = math::cast_to<T>(gx[c]);
+  }
+}
+
 }  // namespace color
 }  // namespace opforge
