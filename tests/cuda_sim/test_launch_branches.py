@@ -367,16 +367,24 @@ def test_embedding_backward_is_flagged_nondeterministic(cuda_sim: Any) -> None:
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("n", [0, 1, 7, 1001])
 def test_init_fills_same_values_as_cpu(cuda_sim: Any, n: int, dtype: torch.dtype) -> None:
-    # Both kernels compute element i from (seed, offset, i) alone (opforge/init/math.h).
+    # Both kernels compute element i from (seed, offset, i) alone (opforge/init/math.h):
+    # the same random words, so uniform values are equal bit for bit; normal and
+    # trunc_normal agree to rounding in float (the CPU's vectorized log, cosine and
+    # erfinv, kernels/cpu/init.cpp), a unit in the last place after a 16-bit cast.
     x = torch.empty(n, 3, dtype=dtype)
-    for name, args in (
-        ("uniform", [-1.0, 2.0]),
-        ("normal", [0.5, 2.0]),
-        ("trunc_normal", [0.0, 1.0, -0.5, 1.5]),
+    exact = {"atol": 0, "rtol": 0}
+    rounding = {
+        torch.float64: exact,  # (computed in double, with init/math.h's functions on both)
+        torch.float32: {"atol": 1e-6, "rtol": 1e-5},
+    }.get(dtype, {"atol": 2e-3, "rtol": 1e-2})
+    for name, args, tol in (
+        ("uniform", [-1.0, 2.0], exact),
+        ("normal", [0.5, 2.0], rounding),
+        ("trunc_normal", [0.0, 1.0, -0.5, 1.5], rounding),
     ):
         cpu = getattr(torch.ops.opforge, name)(x, *args, torch.Generator().manual_seed(3))
         sim = getattr(torch.ops.opforge_cuda_sim, name)(x, *args, torch.Generator().manual_seed(3))
-        torch.testing.assert_close(sim, cpu, atol=0, rtol=0)
+        torch.testing.assert_close(sim, cpu, **tol)
     agree("constant", [x, -0.75])
 
 

@@ -1,6 +1,8 @@
 #pragma once
 // The random values of the initialization ops, shared by the CPU and CUDA
-// kernels so that one (seed, offset) gives one tensor on both. Element i takes
+// kernels so that one (seed, offset) gives one tensor on both (bit for bit for
+// uniform and in double; to float rounding for normal and trunc_normal in float,
+// whose CPU loops use vectorizable log, cosine and erfinv: kernels/cpu/init.cpp). Element i takes
 // words 2 (i % 2) and 2 (i % 2) + 1 of philox4x32_10(seed, offset / 4 + i / 2):
 // a pure function of (seed, offset, i), whatever the thread count or launch.
 // `offset` is in PyTorch's CUDA units (32-bit words, 4 per counter).
