@@ -5,6 +5,8 @@
 // are philox4x32_10's bit for bit.
 #include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 
+#include <opforge/math/philox.h>
+
 #include <cstdint>
 
 // (in the capability's namespace: each compiled copy keeps its own symbols)
@@ -27,17 +29,9 @@ inline void philox4x32_10_lanes(uint64_t key, uint64_t counter, uint32_t (&w)[4]
   uint32_t k1 = static_cast<uint32_t>(key >> 32);
   for (int round = 0; round < 10; ++round) {
     for (int l = 0; l < L; ++l) {
-      const uint64_t p0 = uint64_t{0xD2511F53u} * c0[l];
-      const uint64_t p1 = uint64_t{0xCD9E8D57u} * c2[l];
-      const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1[l] ^ k0;
-      const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3[l] ^ k1;
-      c1[l] = static_cast<uint32_t>(p1);
-      c3[l] = static_cast<uint32_t>(p0);
-      c0[l] = n0;
-      c2[l] = n2;
+      math::philox_round(c0[l], c1[l], c2[l], c3[l], k0, k1);
     }
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
+    math::philox_bump_key(k0, k1);
   }
 }
 
