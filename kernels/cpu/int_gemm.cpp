@@ -1,19 +1,23 @@
 // CPU kernels of the integer matrix products (structured ops, Note [Structured
-// ops]): all three run on the packed int16 GEMM of kernels/cpu/int16_gemm.h.
-// B (mat2 transposed, the weights) is packed once per call with its zero points
-// subtracted; each task packs its own block of A rows (input rows, or the
-// im2col rows of a block of output pixels) and multiplies it by B. Depthwise
-// convolutions, whose GEMM would have one column, run a direct kernel instead.
+// ops]): all three run on the VNNI GEMM of kernels/cpu/vnni_gemm.h where the
+// CPU has AVX512-VNNI, else on the packed int16 GEMM of kernels/cpu/int16_gemm.h.
+// B (mat2 transposed, the weights) is packed once per call (for int16 with its
+// zero points subtracted; VNNI takes the raw bytes and corrects for the zero
+// points after the products); each task packs its own block of A rows (input
+// rows, or the im2col rows of a block of output pixels) and multiplies it by B.
+// Depthwise convolutions, whose GEMM would have one column, run a direct kernel.
 #include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include <opforge/int_gemm/plan.h>
 #include <opforge/int_gemm/math.h>
 
 #include "int16_gemm.h"
+#include "vnni_gemm.h"
 
 #include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 namespace opforge::OPFORGE_CPU_CAPABILITY {
@@ -59,6 +63,38 @@ void blocked_gemm(int64_t rows, const std::vector<int16_t>& b, int64_t cols, int
     }
   });
 }
+
+// An 8-bit input value as the unsigned byte VNNI multiplies: int8 is offset
+// by 128 (its zero point too), so differences from the zero point are kept.
+template <typename T>
+constexpr int32_t unsigned_offset = std::is_signed_v<T> ? 128 : 0;
+
+template <typename T>
+uint8_t as_unsigned(T v) {
+  return static_cast<uint8_t>(static_cast<int32_t>(v) + unsigned_offset<T>);
+}
+
+#if OPFORGE_HAVE_VNNI_GEMM
+// blocked_gemm for the VNNI engine: pack(i0, count, a, stride) writes A's rows
+// as unsigned bytes, finish(i0, count, a, stride, dot) takes them and their
+// products, dot[r * b.padded_cols() + j].
+template <typename Pack, typename Finish>
+void blocked_vnni_gemm(int64_t rows, const cpu::vnni_b& b, Pack pack, Finish finish) {
+  const int64_t stride = cpu::vnni_a_stride(b.depth);
+  const int64_t blocks = (rows + k_block_rows - 1) / k_block_rows;
+  at::parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<uint8_t> a(static_cast<size_t>(cpu::vnni_a_rows(k_block_rows) * stride), 0);
+    std::vector<int32_t> dot(static_cast<size_t>(k_block_rows * b.padded_cols()));
+    for (int64_t block = b0; block < b1; ++block) {
+      const int64_t i0 = block * k_block_rows;
+      const int64_t count = std::min(k_block_rows, rows - i0);
+      pack(i0, count, a.data(), stride);
+      cpu::u8s8_gemm(a.data(), count, stride, b, dot.data(), b.padded_cols());
+      finish(i0, count, a.data(), stride, dot.data());
+    }
+  });
+}
+#endif
 
 // Each output channel's requantization multiplier and bias, in double, so the
 // epilogue loops over contiguous arrays (and vectorize).
@@ -110,6 +146,38 @@ valid_range valid_outputs(int64_t outputs, int64_t size, int64_t stride, int64_t
   return {lo, std::max(lo, hi)};
 }
 
+// im2col of output pixels [pix0, pix0 + count) of one (image, group), x its
+// first input channel: a[r * stride + p] = convert(input value) for pixel
+// pix0 + r and column p = (channel, kernel row, kernel column); taps in the
+// padding are left as they are. One (channel, tap) column at a time, one output
+// row's run of pixels at a time (its valid columns read a contiguous or strided
+// input row).
+template <typename scalar_t, typename T, typename Convert>
+void im2col_block(T* a, int64_t stride, const scalar_t* x, const math::conv2d_geometry& g, int64_t pix0,
+                  int64_t count, Convert convert) {
+  for (int64_t ic = 0; ic < g.c_per_group(); ++ic) {
+    const scalar_t* plane = x + ic * g.image_plane();
+    for (int64_t kh = 0; kh < g.kh; ++kh) {
+      for (int64_t kw = 0; kw < g.kw; ++kw) {
+        const int64_t p = (ic * g.kh + kh) * g.kw + kw;
+        const valid_range cols = valid_outputs(g.ow, g.w, g.sw, kw * g.dw - g.pw);
+        for (int64_t r = 0, oh = pix0 / g.ow, ow = pix0 % g.ow; r < count; ++oh, ow = 0) {
+          const int64_t run = std::min(count - r, g.ow - ow);
+          const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
+          if (ih >= 0 && ih < g.h) {
+            const scalar_t* in = plane + ih * g.w + kw * g.dw - g.pw;
+            T* out = a + p;  // row r + (o - ow) holds output column o
+            for (int64_t o = std::max(ow, cols.lo); o < std::min(ow + run, cols.hi); ++o) {
+              out[(r + o - ow) * stride] = convert(in[o * g.sw]);
+            }
+          }
+          r += run;
+        }
+      }
+    }
+  }
+}
+
 // Depthwise quantized conv: one (image, channel) plane per task, int32
 // accumulators for the plane, each tap adding its shifted input rows
 // (contiguous for stride 1, which vectorizes).
@@ -159,6 +227,25 @@ template <typename scalar_t>
 void int8_mm_cpu(int32_t* result, const scalar_t* self, const scalar_t* mat2, const int8_mm_plan& plan) {
   const int64_t k = plan.k;
   const int64_t n = plan.n;
+#if OPFORGE_HAVE_VNNI_GEMM
+  if (cpu::cpu_has_avx512_vnni()) {
+    const auto b = cpu::pack_vnni_b(n, k, [&](int64_t j, int64_t p) { return mat2[p * n + j]; });
+    const cpu::vnni_columns terms(b, unsigned_offset<scalar_t>, [](int64_t) { return 0; });
+    blocked_vnni_gemm(
+        plan.m, b,
+        [&](int64_t i0, int64_t count, uint8_t* a, int64_t stride) {
+          for (int64_t r = 0; r < count; ++r) {
+            std::transform(self + (i0 + r) * k, self + (i0 + r + 1) * k, a + r * stride, as_unsigned<scalar_t>);
+          }
+        },
+        [&](int64_t i0, int64_t count, const uint8_t* a, int64_t stride, const int32_t* dot) {
+          for (int64_t r = 0; r < count; ++r) {
+            terms.correct(dot + r * b.padded_cols(), a + r * stride, result + (i0 + r) * n, 1);
+          }
+        });
+    return;
+  }
+#endif
   // B = mat2 transposed, in 16 x 16 tiles: rows of either matrix lie a power of
   // two apart, and a whole row or column at a time would thrash a few L1 sets.
   constexpr int64_t t = 16;
@@ -192,10 +279,32 @@ void quantized_linear_cpu(result_t* result, const scalar_t* input, const int8_t*
   const int64_t k = plan.k;
   const int64_t n = plan.n;
   const int32_t x_zero = plan.rq.input_zero_point;
+  const channel_requantization<result_t> rq(weight_scales, bias, n, plan.rq);
+#if OPFORGE_HAVE_VNNI_GEMM
+  if (cpu::cpu_has_avx512_vnni()) {
+    const auto b = cpu::pack_vnni_b(n, k, [&](int64_t j, int64_t p) { return weight[j * k + p]; });
+    const cpu::vnni_columns terms(b, x_zero + unsigned_offset<scalar_t>,
+                                  [&](int64_t j) { return static_cast<int32_t>(weight_zero_points[j]); });
+    blocked_vnni_gemm(
+        plan.m, b,
+        [&](int64_t i0, int64_t count, uint8_t* a, int64_t stride) {
+          for (int64_t r = 0; r < count; ++r) {
+            std::transform(input + (i0 + r) * k, input + (i0 + r + 1) * k, a + r * stride, as_unsigned<scalar_t>);
+          }
+        },
+        [&](int64_t i0, int64_t count, const uint8_t* a, int64_t stride, const int32_t* dot) {
+          std::vector<int32_t> acc(static_cast<size_t>(n));
+          for (int64_t r = 0; r < count; ++r) {
+            terms.correct(dot + r * b.padded_cols(), a + r * stride, acc.data(), 1);
+            rq.row(result + (i0 + r) * n, acc.data(), n);
+          }
+        });
+    return;
+  }
+#endif
   const auto b = pack_b(n, k, [&](int64_t j, int64_t p) {
     return static_cast<int32_t>(weight[j * k + p]) - static_cast<int32_t>(weight_zero_points[j]);
   });
-  const channel_requantization<result_t> rq(weight_scales, bias, n, plan.rq);
   blocked_gemm(
       plan.m, b, n, k,
       [&](int64_t i0, int64_t count, int16_t* a, int64_t padded) {
@@ -230,6 +339,46 @@ void quantized_conv2d_cpu(result_t* result, const scalar_t* input, const int8_t*
   const int64_t plane = g.out_plane();
   const int64_t group_cols = g.oc_per_group();
   const int32_t x_zero = plan.rq.input_zero_point;
+#if OPFORGE_HAVE_VNNI_GEMM
+  // The padding reads as the zero point, so VNNI needs it as a byte.
+  const int32_t x_zero_unsigned = x_zero + unsigned_offset<scalar_t>;
+  if (cpu::cpu_has_avx512_vnni() && x_zero_unsigned >= 0 && x_zero_unsigned <= 255) {
+    std::vector<cpu::vnni_b> b;
+    std::vector<cpu::vnni_columns> terms;
+    for (int64_t group = 0; group < g.groups; ++group) {
+      const int8_t* w = weight + group * group_cols * depth;
+      b.push_back(cpu::pack_vnni_b(group_cols, depth, [&](int64_t j, int64_t p) { return w[j * depth + p]; }));
+      terms.emplace_back(b.back(), x_zero_unsigned, [&](int64_t j) {
+        return static_cast<int32_t>(weight_zero_points[group * group_cols + j]);
+      });
+    }
+    const int64_t stride = cpu::vnni_a_stride(depth);
+    const int64_t pixel_blocks = (plane + k_block_rows - 1) / k_block_rows;
+    at::parallel_for(0, g.n * g.groups * pixel_blocks, 1, [&](int64_t t0, int64_t t1) {
+      std::vector<uint8_t> a(static_cast<size_t>(cpu::vnni_a_rows(k_block_rows) * stride));
+      std::vector<int32_t> dot(static_cast<size_t>(k_block_rows * b[0].padded_cols()));
+      std::vector<int32_t> acc(static_cast<size_t>(k_block_rows * group_cols));
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t pix0 = t % pixel_blocks * k_block_rows;
+        const int64_t group = t / pixel_blocks % g.groups;
+        const int64_t image = t / pixel_blocks / g.groups;
+        const int64_t count = std::min(k_block_rows, plane - pix0);
+        std::fill(a.begin(), a.end(), static_cast<uint8_t>(x_zero_unsigned));
+        im2col_block(a.data(), stride, input + (image * g.c + group * g.c_per_group()) * g.image_plane(), g, pix0,
+                     count, as_unsigned<scalar_t>);
+        cpu::u8s8_gemm(a.data(), count, stride, b[group], dot.data(), b[group].padded_cols());
+        for (int64_t r = 0; r < count; ++r) {
+          terms[group].correct(dot.data() + r * b[group].padded_cols(), a.data() + r * stride, acc.data() + r, count);
+        }
+        for (int64_t j = 0; j < group_cols; ++j) {
+          const int64_t oc = group * group_cols + j;
+          rq.channel(result + (image * g.oc + oc) * plane + pix0, acc.data() + j * count, count, oc);
+        }
+      }
+    });
+    return;
+  }
+#endif
   // One packed B per group, stacked: group q's columns start at row q * stride.
   const int64_t b_rows = cpu::round_up(group_cols, cpu::k_tile_cols);
   const auto b = pack_b(g.groups * b_rows, depth, [&](int64_t row, int64_t p) {
@@ -251,29 +400,8 @@ void quantized_conv2d_cpu(result_t* result, const scalar_t* input, const int8_t*
       const int64_t image = t / pixel_blocks / g.groups;
       const int64_t count = std::min(k_block_rows, plane - pix0);
       std::fill(a.begin(), a.end(), 0);
-      // im2col, one (channel, tap) column at a time, one output row's run of
-      // pixels at a time (its valid columns read a contiguous or strided input row).
-      for (int64_t ic = 0; ic < g.c_per_group(); ++ic) {
-        const scalar_t* x = input + (image * g.c + group * g.c_per_group() + ic) * g.image_plane();
-        for (int64_t kh = 0; kh < g.kh; ++kh) {
-          for (int64_t kw = 0; kw < g.kw; ++kw) {
-            const int64_t p = (ic * g.kh + kh) * g.kw + kw;
-            const valid_range cols = valid_outputs(g.ow, g.w, g.sw, kw * g.dw - g.pw);
-            for (int64_t r = 0, oh = pix0 / g.ow, ow = pix0 % g.ow; r < count; ++oh, ow = 0) {
-              const int64_t run = std::min(count - r, g.ow - ow);
-              const int64_t ih = oh * g.sh - g.ph + kh * g.dh;
-              if (ih >= 0 && ih < g.h) {
-                const scalar_t* in = x + ih * g.w + kw * g.dw - g.pw;
-                int16_t* out = a.data() + p;  // row r + (o - ow) holds output column o
-                for (int64_t o = std::max(ow, cols.lo); o < std::min(ow + run, cols.hi); ++o) {
-                  out[(r + o - ow) * padded] = static_cast<int16_t>(static_cast<int32_t>(in[o * g.sw]) - x_zero);
-                }
-              }
-              r += run;
-            }
-          }
-        }
-      }
+      im2col_block(a.data(), padded, input + (image * g.c + group * g.c_per_group()) * g.image_plane(), g, pix0,
+                   count, [&](scalar_t v) { return static_cast<int16_t>(static_cast<int32_t>(v) - x_zero); });
       cpu::int16_gemm(a.data(), count, b.data() + group * b_rows * padded, group_cols, padded,
                       [&](int64_t r, int64_t j, int32_t v) { acc[j * count + r] = v; });
       for (int64_t j = 0; j < group_cols; ++j) {
