@@ -66,11 +66,11 @@ template <typename T>
 void row_min_max(const T* x, int64_t n, float& low, float& high) {
   float lo[k_lanes];
   float hi[k_lanes];
-  bool nan[k_lanes];
+  int32_t nan[k_lanes];  // int32 lanes (not bool) so the flag vectorizes beside the floats
   for (int64_t j = 0; j < k_lanes; ++j) {
     lo[j] = std::numeric_limits<float>::infinity();
     hi[j] = -std::numeric_limits<float>::infinity();
-    nan[j] = false;
+    nan[j] = 0;
   }
   int64_t i = 0;
   for (; i + k_lanes <= n; i += k_lanes) {
@@ -78,7 +78,7 @@ void row_min_max(const T* x, int64_t n, float& low, float& high) {
       const float v = math::cast_to<float>(x[i + j]);
       lo[j] = v < lo[j] ? v : lo[j];
       hi[j] = v > hi[j] ? v : hi[j];
-      nan[j] = nan[j] | (v != v);
+      nan[j] |= v != v ? -1 : 0;
     }
   }
   bool any_nan = false;
@@ -91,7 +91,7 @@ void row_min_max(const T* x, int64_t n, float& low, float& high) {
   for (int64_t j = 0; j < k_lanes; ++j) {
     low = lo[j] < low ? lo[j] : low;
     high = hi[j] > high ? hi[j] : high;
-    any_nan = any_nan || nan[j];
+    any_nan = any_nan || nan[j] != 0;
   }
   if (any_nan) {
     low = high = std::numeric_limits<float>::quiet_NaN();

@@ -185,6 +185,13 @@ def test_observer_nan_propagates_and_empty_batch_changes_nothing() -> None:
     assert (min_val.item(), max_val.item()) == (-1.0, 1.0)
     opforge.minmax_observer_update_(min_val, max_val, torch.tensor([0.0, float("nan")]))
     assert min_val.isnan() and max_val.isnan()
+    # A NaN in the vector lanes (not the scalar tail) of a long row, at a lane's edge.
+    for where in (0, 15, 16, 1000):
+        x = torch.randn(1027)
+        x[where] = float("nan")
+        min_val, max_val = torch.tensor(-1.0), torch.tensor(1.0)
+        opforge.minmax_observer_update_(min_val, max_val, x)
+        assert min_val.isnan() and max_val.isnan(), where
 
 
 @pytest.mark.parametrize(
