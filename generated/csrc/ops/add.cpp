@@ -271,7 +271,7 @@ at::Tensor add_Tensor_autograd(const at::Tensor& self, const at::Tensor& other, 
       grad_inputs[0] = grad;
     }
     if (needs[1]) {
-      grad_inputs[1] = grad * alpha;
+      grad_inputs[1] = alpha.equal(1) ? grad : grad * alpha;
     }
     return grad_inputs;
   });
