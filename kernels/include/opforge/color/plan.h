@@ -73,7 +73,7 @@ inline int64_t reduction_doubles(int64_t images, int64_t channels, int64_t pixel
 
 // Element (n, c, p) of an image tensor of `channels` channels: NCHW, or NHWC.
 template <bool ChannelsLast>
-C10_HOST_DEVICE inline int64_t at(int64_t n, int64_t c, int64_t p, int64_t channels, int64_t pixels) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE int64_t at(int64_t n, int64_t c, int64_t p, int64_t channels, int64_t pixels) {
   return ChannelsLast ? (n * pixels + p) * channels + c : (n * channels + c) * pixels + p;
 }
 
@@ -90,45 +90,48 @@ template <typename T>
 using acc_t = typename acc<T>::type;
 
 // A value and its derivatives with respect to K inputs (forward-mode AD).
+// The functions of this header are C10_ALWAYS_INLINE: in the CPU colour unit
+// (every op x dtype x layout) GCC ran out of inlining budget and called the
+// jet operators out of line, which kept the backward's pixel loops scalar.
 template <typename A, int K>
 struct jet {
   A v;
   A d[K];
 
-  C10_HOST_DEVICE jet(A value = A(0)) : v(value) {  // a constant
+  C10_HOST_DEVICE C10_ALWAYS_INLINE jet(A value = A(0)) : v(value) {  // a constant
     for (int k = 0; k < K; ++k) {
       d[k] = A(0);
     }
   }
   // Input k of K.
-  C10_HOST_DEVICE static jet variable(A value, int k) {
+  C10_HOST_DEVICE C10_ALWAYS_INLINE static jet variable(A value, int k) {
     jet r(value);
     r.d[k] = A(1);
     return r;
   }
 
-  friend C10_HOST_DEVICE jet operator+(const jet& a, const jet& b) {
+  friend C10_HOST_DEVICE C10_ALWAYS_INLINE jet operator+(const jet& a, const jet& b) {
     jet r(a.v + b.v);
     for (int k = 0; k < K; ++k) {
       r.d[k] = a.d[k] + b.d[k];
     }
     return r;
   }
-  friend C10_HOST_DEVICE jet operator-(const jet& a, const jet& b) {
+  friend C10_HOST_DEVICE C10_ALWAYS_INLINE jet operator-(const jet& a, const jet& b) {
     jet r(a.v - b.v);
     for (int k = 0; k < K; ++k) {
       r.d[k] = a.d[k] - b.d[k];
     }
     return r;
   }
-  friend C10_HOST_DEVICE jet operator*(const jet& a, const jet& b) {
+  friend C10_HOST_DEVICE C10_ALWAYS_INLINE jet operator*(const jet& a, const jet& b) {
     jet r(a.v * b.v);
     for (int k = 0; k < K; ++k) {
       r.d[k] = a.d[k] * b.v + a.v * b.d[k];
     }
     return r;
   }
-  friend C10_HOST_DEVICE jet operator/(const jet& a, const jet& b) {
+  friend C10_HOST_DEVICE C10_ALWAYS_INLINE jet operator/(const jet& a, const jet& b) {
     jet r(a.v / b.v);
     for (int k = 0; k < K; ++k) {
       r.d[k] = (a.d[k] - r.v * b.d[k]) / b.v;
@@ -149,19 +152,19 @@ template <typename N>
 using scalar_of_t = typename scalar_of<N>::type;
 
 // The value of a number (what comparisons and branches read).
-C10_HOST_DEVICE inline float value(float x) { return x; }
-C10_HOST_DEVICE inline double value(double x) { return x; }
+C10_HOST_DEVICE C10_ALWAYS_INLINE float value(float x) { return x; }
+C10_HOST_DEVICE C10_ALWAYS_INLINE double value(double x) { return x; }
 template <typename A, int K>
-C10_HOST_DEVICE inline A value(const jet<A, K>& x) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE A value(const jet<A, K>& x) {
   return x.v;
 }
 
 // c ? a : b, without a branch on the host (math::select_), and on a jet as a whole
 // (torch.where's gradient: the chosen side's).
-C10_HOST_DEVICE inline float sel(bool c, float a, float b) { return math::select_(c, a, b); }
-C10_HOST_DEVICE inline double sel(bool c, double a, double b) { return math::select_(c, a, b); }
+C10_HOST_DEVICE C10_ALWAYS_INLINE float sel(bool c, float a, float b) { return math::select_(c, a, b); }
+C10_HOST_DEVICE C10_ALWAYS_INLINE double sel(bool c, double a, double b) { return math::select_(c, a, b); }
 template <typename A, int K>
-C10_HOST_DEVICE inline jet<A, K> sel(bool c, const jet<A, K>& a, const jet<A, K>& b) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE jet<A, K> sel(bool c, const jet<A, K>& a, const jet<A, K>& b) {
   jet<A, K> r(math::select_(c, a.v, b.v));
   for (int k = 0; k < K; ++k) {
     r.d[k] = math::select_(c, a.d[k], b.d[k]);
@@ -173,7 +176,7 @@ C10_HOST_DEVICE inline jet<A, K> sel(bool c, const jet<A, K>& a, const jet<A, K>
 // which vectorizes where GCC leaves truncf/floorf scalar (-mavx2); |x| >= 2^23 is
 // an integer already, and NaN and inf stay as they are. (A zero may lose its sign,
 // which no result here depends on.)
-C10_HOST_DEVICE inline float trunc_(float x) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE float trunc_(float x) {
 #if OPFORGE_DEVICE_MATH
   return ::truncf(x);
 #else
@@ -182,7 +185,7 @@ C10_HOST_DEVICE inline float trunc_(float x) {
   return math::select_(small, t, x);
 #endif
 }
-C10_HOST_DEVICE inline float floor_(float x) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE float floor_(float x) {
 #if OPFORGE_DEVICE_MATH
   return ::floorf(x);
 #else
@@ -190,14 +193,14 @@ C10_HOST_DEVICE inline float floor_(float x) {
   return t - math::select_(t > x, 1.0f, 0.0f);
 #endif
 }
-C10_HOST_DEVICE inline double floor_(double x) { return ::floor(x); }
-C10_HOST_DEVICE inline double trunc_(double x) { return ::trunc(x); }
+C10_HOST_DEVICE C10_ALWAYS_INLINE double floor_(double x) { return ::floor(x); }
+C10_HOST_DEVICE C10_ALWAYS_INLINE double trunc_(double x) { return ::trunc(x); }
 template <typename A, int K>
-C10_HOST_DEVICE inline jet<A, K> floor_(const jet<A, K>& x) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE jet<A, K> floor_(const jet<A, K>& x) {
   return jet<A, K>(floor_(x.v));
 }
 template <typename A, int K>
-C10_HOST_DEVICE inline jet<A, K> trunc_(const jet<A, K>& x) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE jet<A, K> trunc_(const jet<A, K>& x) {
   return jet<A, K>(trunc_(x.v));
 }
 
@@ -205,7 +208,7 @@ C10_HOST_DEVICE inline jet<A, K> trunc_(const jet<A, K>& x) {
 // (Note [Color arithmetic]): on the GPU the _rn intrinsics, which nvcc never fuses;
 // on the host a blend the compiler cannot see through (it only maps +inf to the
 // largest finite value, which no product of these formulas reaches from finite data).
-C10_HOST_DEVICE inline float mul_rn(float a, float b) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE float mul_rn(float a, float b) {
 #if defined(__CUDA_ARCH__)
   return __fmul_rn(a, b);
 #else
@@ -213,7 +216,7 @@ C10_HOST_DEVICE inline float mul_rn(float a, float b) {
   return math::select_(p > FLT_MAX, FLT_MAX, p);
 #endif
 }
-C10_HOST_DEVICE inline double mul_rn(double a, double b) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE double mul_rn(double a, double b) {
 #if defined(__CUDA_ARCH__)
   return __dmul_rn(a, b);
 #else
@@ -222,7 +225,7 @@ C10_HOST_DEVICE inline double mul_rn(double a, double b) {
 #endif
 }
 template <typename A, int K>
-C10_HOST_DEVICE inline jet<A, K> mul_rn(const jet<A, K>& a, const jet<A, K>& b) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE jet<A, K> mul_rn(const jet<A, K>& a, const jet<A, K>& b) {
   jet<A, K> r(mul_rn(a.v, b.v));
   for (int k = 0; k < K; ++k) {
     r.d[k] = a.d[k] * b.v + a.v * b.d[k];
@@ -231,10 +234,10 @@ C10_HOST_DEVICE inline jet<A, K> mul_rn(const jet<A, K>& a, const jet<A, K>& b) 
 }
 
 // a * b + c with one rounding (torch's add with alpha: c.add_(a, alpha=b)).
-C10_HOST_DEVICE inline float fma_(float a, float b, float c) { return ::fmaf(a, b, c); }
-C10_HOST_DEVICE inline double fma_(double a, double b, double c) { return ::fma(a, b, c); }
+C10_HOST_DEVICE C10_ALWAYS_INLINE float fma_(float a, float b, float c) { return ::fmaf(a, b, c); }
+C10_HOST_DEVICE C10_ALWAYS_INLINE double fma_(double a, double b, double c) { return ::fma(a, b, c); }
 template <typename A, int K>
-C10_HOST_DEVICE inline jet<A, K> fma_(const jet<A, K>& a, A b, const jet<A, K>& c) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE jet<A, K> fma_(const jet<A, K>& a, A b, const jet<A, K>& c) {
   jet<A, K> r(fma_(a.v, b, c.v));
   for (int k = 0; k < K; ++k) {
     r.d[k] = a.d[k] * b + c.d[k];
@@ -244,11 +247,11 @@ C10_HOST_DEVICE inline jet<A, K> fma_(const jet<A, K>& a, A b, const jet<A, K>& 
 
 // torch.clamp(x, lo, hi): NaN stays NaN; the gradient passes strictly inside (lo, hi).
 template <typename A>
-C10_HOST_DEVICE inline A clamp_(A x, A lo, A hi) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE A clamp_(A x, A lo, A hi) {
   return sel(x < lo, lo, sel(x > hi, hi, x));
 }
 template <typename A, int K>
-C10_HOST_DEVICE inline jet<A, K> clamp_(const jet<A, K>& x, A lo, A hi) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE jet<A, K> clamp_(const jet<A, K>& x, A lo, A hi) {
   const bool inside = (x.v > lo) & (x.v < hi);
   jet<A, K> r(clamp_(x.v, lo, hi));
   for (int k = 0; k < K; ++k) {
@@ -260,17 +263,17 @@ C10_HOST_DEVICE inline jet<A, K> clamp_(const jet<A, K>& x, A lo, A hi) {
 // The largest (smallest) of three, NaN winning as in torch.amax; on jets, a tie
 // shares the gradient equally among the tied inputs (torch.amax's and aminmax's rule).
 template <typename A>
-C10_HOST_DEVICE inline A max3(A a, A b, A c) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE A max3(A a, A b, A c) {
   const A ab = sel((b > a) | (b != b), b, a);
   return sel((c > ab) | (c != c), c, ab);
 }
 template <typename A>
-C10_HOST_DEVICE inline A min3(A a, A b, A c) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE A min3(A a, A b, A c) {
   const A ab = sel((b < a) | (b != b), b, a);
   return sel((c < ab) | (c != c), c, ab);
 }
 template <typename A, int K>
-C10_HOST_DEVICE inline jet<A, K> tie_share(A m, const jet<A, K>& a, const jet<A, K>& b, const jet<A, K>& c) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE jet<A, K> tie_share(A m, const jet<A, K>& a, const jet<A, K>& b, const jet<A, K>& c) {
   const A ta = static_cast<A>(a.v == m), tb = static_cast<A>(b.v == m), tc = static_cast<A>(c.v == m);
   const A count = ta + tb + tc;
   jet<A, K> r(m);
@@ -280,18 +283,18 @@ C10_HOST_DEVICE inline jet<A, K> tie_share(A m, const jet<A, K>& a, const jet<A,
   return r;
 }
 template <typename A, int K>
-C10_HOST_DEVICE inline jet<A, K> max3(const jet<A, K>& a, const jet<A, K>& b, const jet<A, K>& c) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE jet<A, K> max3(const jet<A, K>& a, const jet<A, K>& b, const jet<A, K>& c) {
   return tie_share(max3(a.v, b.v, c.v), a, b, c);
 }
 template <typename A, int K>
-C10_HOST_DEVICE inline jet<A, K> min3(const jet<A, K>& a, const jet<A, K>& b, const jet<A, K>& c) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE jet<A, K> min3(const jet<A, K>& a, const jet<A, K>& b, const jet<A, K>& c) {
   return tie_share(min3(a.v, b.v, c.v), a, b, c);
 }
 
 // Python's x % 1 (torch.remainder: fmod, plus 1 where that is negative), with
 // fmod(x, 1) as x - trunc(x), which is exact and vectorizes.
 template <typename N, typename A = scalar_of_t<N>>
-C10_HOST_DEVICE inline N wrap1(N x) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE N wrap1(N x) {
   const N r = x - trunc_(x);
   return sel(value(r) < A(0), r + A(1), r);
 }
@@ -299,19 +302,19 @@ C10_HOST_DEVICE inline N wrap1(N x) {
 // torchvision's grayscale: r * 0.2989, then g * 0.587 and b * 0.114 added with one
 // rounding each (add with alpha).
 template <typename N, typename A = scalar_of_t<N>>
-C10_HOST_DEVICE inline N gray(N r, N g, N b) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE N gray(N r, N g, N b) {
   return fma_(b, A(0.114), fma_(g, A(0.587), mul_rn(r, N(A(0.2989)))));
 }
 
 // torchvision's _blend: clamp(x * ratio + other * (1 - ratio), 0, bound), the addition fused.
 template <typename N, typename A = scalar_of_t<N>>
-C10_HOST_DEVICE inline N blend(N x, N other, A ratio, A alpha, A bound) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE N blend(N x, N other, A ratio, A alpha, A bound) {
   return clamp_(fma_(other, alpha, mul_rn(x, N(ratio))), A(0), bound);
 }
 
 // torchvision's adjust_brightness: clamp(x * factor, 0, bound).
 template <typename N, typename A = scalar_of_t<N>>
-C10_HOST_DEVICE inline N brightness(N x, A factor, A bound) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE N brightness(N x, A factor, A bound) {
   return clamp_(mul_rn(x, N(factor)), A(0), bound);
 }
 
@@ -325,7 +328,7 @@ C10_HOST_DEVICE inline N brightness(N x, A factor, A bound) {
 // min) / (max + eps), 0 for a gray pixel. (kornia divides by 1 where max == 0: for
 // images in [0, 1] a black, so gray, pixel; only a negative minimum tells them apart.)
 template <typename N, typename A = scalar_of_t<N>>
-C10_HOST_DEVICE inline void rgb_to_hsv(N r, N g, N b, A eps, N& turns, N& s, N& v) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE void rgb_to_hsv(N r, N g, N b, A eps, N& turns, N& s, N& v) {
   const N top = max3(r, g, b);
   const N bottom = min3(r, g, b);
   const bool flat = value(top) == value(bottom);
@@ -345,7 +348,7 @@ C10_HOST_DEVICE inline void rgb_to_hsv(N r, N g, N b, A eps, N& turns, N& s, N& 
 // p = v (1 - s), q = v (1 - f s), t = v (1 - (1 - f) s), f the fraction of 6 h (the
 // table both libraries use). Clamp: p, q, t clamped to [0, 1] (torchvision's).
 template <bool Clamp, typename N, typename A = scalar_of_t<N>>
-C10_HOST_DEVICE inline void hsv_to_rgb(N turns, N s, N v, N* y) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE void hsv_to_rgb(N turns, N s, N v, N* y) {
   const N h6 = mul_rn(turns, N(A(6)));
   const N i = floor_(h6);
   const N f = h6 - i;
@@ -374,7 +377,7 @@ C10_HOST_DEVICE inline void hsv_to_rgb(N turns, N s, N v, N* y) {
 template <int Out>
 struct grayscale_px {
   template <typename N>
-  C10_HOST_DEVICE void operator()(const N* x, N* y) const {
+  C10_HOST_DEVICE C10_ALWAYS_INLINE void operator()(const N* x, N* y) const {
     const N l = gray(x[0], x[1], x[2]);
     for (int k = 0; k < Out; ++k) {
       y[k] = l;
@@ -385,7 +388,7 @@ struct grayscale_px {
 // kornia.color.rgb_to_xyz.
 struct xyz_px {
   template <typename N>
-  C10_HOST_DEVICE void operator()(const N* x, N* y) const {
+  C10_HOST_DEVICE C10_ALWAYS_INLINE void operator()(const N* x, N* y) const {
     using A = scalar_of_t<N>;
     y[0] = A(0.412453) * x[0] + A(0.357580) * x[1] + A(0.180423) * x[2];
     y[1] = A(0.212671) * x[0] + A(0.715160) * x[1] + A(0.072169) * x[2];
@@ -400,7 +403,7 @@ template <typename A>
 struct rgb_to_hsv_px {
   A eps;
   template <typename N>
-  C10_HOST_DEVICE void operator()(const N* x, N* y) const {
+  C10_HOST_DEVICE C10_ALWAYS_INLINE void operator()(const N* x, N* y) const {
     N turns;
     rgb_to_hsv(x[0], x[1], x[2], eps, turns, y[1], y[2]);
     const N h = A(k_two_pi) * turns;
@@ -411,7 +414,7 @@ struct rgb_to_hsv_px {
 // kornia.color.hsv_to_rgb: hue in radians, any value (taken modulo 2 pi).
 struct hsv_to_rgb_px {
   template <typename N>
-  C10_HOST_DEVICE void operator()(const N* x, N* y) const {
+  C10_HOST_DEVICE C10_ALWAYS_INLINE void operator()(const N* x, N* y) const {
     using A = scalar_of_t<N>;
     hsv_to_rgb<false>(x[0] / A(k_two_pi), x[1], x[2], y);
   }
@@ -422,7 +425,7 @@ template <typename A>
 struct hue_px {
   A hue;
   template <typename N>
-  C10_HOST_DEVICE void operator()(const N* x, N* y) const {
+  C10_HOST_DEVICE C10_ALWAYS_INLINE void operator()(const N* x, N* y) const {
     N turns, s, v;
     rgb_to_hsv(x[0], x[1], x[2], A(0), turns, s, v);
     hsv_to_rgb<true>(wrap1(turns + hue), s, v, y);
@@ -435,7 +438,7 @@ template <typename A, bool FloorGray>
 struct saturation_px {
   A ratio, alpha, bound;
   template <typename N>
-  C10_HOST_DEVICE void operator()(const N* x, N* y) const {
+  C10_HOST_DEVICE C10_ALWAYS_INLINE void operator()(const N* x, N* y) const {
     N l = gray(x[0], x[1], x[2]);
     if constexpr (FloorGray) {
       l = floor_(l);
@@ -449,7 +452,7 @@ struct saturation_px {
 // The vector-Jacobian product of a pixel functor: gx[k] = sum_i g[i] dy_i / dx_k, the
 // Jacobian from one evaluation of px on jets (Note [Color arithmetic]).
 template <int Out, typename A, typename Px>
-C10_HOST_DEVICE inline void pixel_grad(const Px& px, const A* x, const A* g, A* gx) {
+C10_HOST_DEVICE C10_ALWAYS_INLINE void pixel_grad(const Px& px, const A* x, const A* g, A* gx) {
   jet<A, 3> xj[3], yj[Out];
   for (int c = 0; c < 3; ++c) {
     xj[c] = jet<A, 3>::variable(x[c], c);
@@ -468,7 +471,7 @@ C10_HOST_DEVICE inline void pixel_grad(const Px& px, const A* x, const A* g, A* 
 // and the Out of grad_output read, the 3 of the image's gradient written (the
 // CPU and CUDA kernels' per-pixel body).
 template <bool ChannelsLast, int Out, typename A, typename T, typename Px>
-C10_HOST_DEVICE inline void pixel_grad_at(T* grad_image, const T* grad_output, const T* image, int64_t n, int64_t p,
+C10_HOST_DEVICE C10_ALWAYS_INLINE void pixel_grad_at(T* grad_image, const T* grad_output, const T* image, int64_t n, int64_t p,
                                           int64_t pixels, const Px& px) {
   A x[3], g[Out], gx[3];
   for (int c = 0; c < 3; ++c) {
