@@ -32,12 +32,14 @@ void pixel_ranges(const math::planes& g, int64_t channels, int64_t window, F f) 
 constexpr int64_t k_channel_block = 64;
 
 // y[q][c] = the window's maximum and ind[q][c] its flat index h * W + w, as
-// max_plane gives them. The loop keeps the tap's ordinal (int32, as wide as a
-// float, so the selects vectorize) and turns it into the index once per output.
+// max_plane gives them. The loop keeps an int32 (as wide as a float, so the
+// selects vectorize): the flat index itself when H * W fits, else the tap's
+// ordinal, turned into the index once per output (a division per channel).
 template <typename T, typename Rows, typename Cols>
 void max_pool_nhwc(const T* x, const math::planes& g, int64_t channels, int64_t window,
                    const Rows& rows, const Cols& cols, T* y, int64_t* ind) {
   using A = math::opmath_t<T>;
+  const bool flat_fits = g.in_h * g.in_w <= std::numeric_limits<int32_t>::max();
   pixel_ranges(g, channels, window, [&](int64_t q0, int64_t q1) {
     A best[k_channel_block];
     int32_t tap[k_channel_block];
@@ -49,16 +51,18 @@ void max_pool_nhwc(const T* x, const math::planes& g, int64_t channels, int64_t 
       for (int64_t c0 = 0; c0 < channels; c0 += k_channel_block) {
         const int64_t len = std::min(k_channel_block, channels - c0);
         std::fill(best, best + len, -std::numeric_limits<A>::infinity());
-        std::fill(tap, tap + len, 0);
+        // No tap replacing -inf (an all -inf window) leaves the first tap's index.
+        std::fill(tap, tap + len, flat_fits ? static_cast<int32_t>(r.start * g.in_w + c.start) : 0);
         int32_t t = 0;
         for (int64_t h = r.start; h < r.end; h += rows.step()) {
           for (int64_t w = c.start; w < c.end; w += cols.step(), ++t) {
             const T* src = x + ((n * g.in_h + h) * g.in_w + w) * channels + c0;
+            const int32_t id = flat_fits ? static_cast<int32_t>(h * g.in_w + w) : t;
             for (int64_t k = 0; k < len; ++k) {
               const A v = math::cast_to<A>(src[k]);
               const bool take = math::replaces(v, best[k]);
               best[k] = take ? v : best[k];
-              tap[k] = take ? t : tap[k];
+              tap[k] = take ? id : tap[k];
             }
           }
         }
@@ -66,7 +70,12 @@ void max_pool_nhwc(const T* x, const math::planes& g, int64_t channels, int64_t 
         for (int64_t k = 0; k < len; ++k) {
           yq[k] = math::cast_to<T>(best[k]);
         }
-        if (ind != nullptr) {
+        if (ind != nullptr && flat_fits) {
+          int64_t* iq = ind + q * channels + c0;
+          for (int64_t k = 0; k < len; ++k) {
+            iq[k] = tap[k];
+          }
+        } else if (ind != nullptr) {
           int64_t* iq = ind + q * channels + c0;
           for (int64_t k = 0; k < len; ++k) {
             const int64_t h = r.start + tap[k] / per_row * rows.step();
