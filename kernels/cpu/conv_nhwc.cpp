@@ -14,6 +14,7 @@
 #include <ATen/ops/mm.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 namespace opforge::OPFORGE_CPU_CAPABILITY::cpu {
@@ -71,6 +72,14 @@ void epilogue_nhwc(A* y, int64_t rows, int64_t len, int64_t ld, const A* bias, c
 constexpr int64_t k_pixels = 4;
 constexpr int64_t k_lanes = 16;
 
+// Lanes values of A as one GCC vector. A typedef in a class: on a `using`
+// alias of a dependent type GCC drops the vector_size attribute silently.
+template <typename A, int64_t Lanes>
+struct vector_of {
+  typedef A type __attribute__((vector_size(Lanes * sizeof(A))));
+  static_assert(sizeof(type) == Lanes * sizeof(A));
+};
+
 template <typename A>
 struct depthwise_rows {
   const conv2d_geometry& g;
@@ -80,8 +89,35 @@ struct depthwise_rows {
   int64_t m;
 
   // Outputs (n, oy, ox .. ox + Pixels), channels [o0, o0 + Lanes), kernel rows [i0, i1):
-  // every tap inside the image. Unit: one output channel per image channel (m = 1).
-  template <int64_t Pixels, int64_t Lanes, bool Unit>
+  // every tap inside the image.
+  // block for one output channel per image channel (m = 1), in GCC vector types: in plain arrays (block below) GCC kept
+  // the accumulators on the stack, a store and a load around every multiply-add.
+  template <int64_t Pixels, int64_t Lanes>
+  void unit_block(int64_t n, int64_t oy, int64_t ox, int64_t o0, int64_t i0, int64_t i1) const {
+    using vec = typename vector_of<A, Lanes>::type;
+    vec acc[Pixels];
+    for (int64_t p = 0; p < Pixels; ++p) {
+      acc[p] = vec{};
+    }
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t iy = oy * g.sh - g.ph + i * g.dh;
+      const A* row = x + ((n * g.h + iy) * g.w) * g.c + o0;
+      for (int64_t j = 0; j < g.kw; ++j) {
+        vec wk;
+        std::memcpy(&wk, wt + (i * g.kw + j) * g.oc + o0, sizeof wk);
+        for (int64_t p = 0; p < Pixels; ++p) {
+          vec xv;
+          std::memcpy(&xv, row + ((ox + p) * g.sw - g.pw + j * g.dw) * g.c, sizeof xv);
+          acc[p] += xv * wk;
+        }
+      }
+    }
+    for (int64_t p = 0; p < Pixels; ++p) {
+      std::memcpy(y + ((n * g.oh + oy) * g.ow + ox + p) * g.oc + o0, &acc[p], sizeof acc[p]);
+    }
+  }
+
+  template <int64_t Pixels, int64_t Lanes>
   void block(int64_t n, int64_t oy, int64_t ox, int64_t o0, int64_t i0, int64_t i1) const {
     A acc[Pixels][Lanes];
     for (int64_t p = 0; p < Pixels; ++p) {
@@ -97,7 +133,7 @@ struct depthwise_rows {
           const int64_t ix = (ox + p) * g.sw - g.pw + j * g.dw;
           const A* px = x + ((n * g.h + iy) * g.w + ix) * g.c;
           for (int64_t k = 0; k < Lanes; ++k) {
-            acc[p][k] += px[Unit ? o0 + k : (o0 + k) / m] * wk[k];
+            acc[p][k] += px[(o0 + k) / m] * wk[k];
           }
         }
       }
@@ -172,13 +208,13 @@ void depthwise_nhwc(const conv2d_geometry& g, const A* x, const A* w, const A* b
       for (; ox + k_pixels <= hi; ox += k_pixels) {
         for (int64_t o0 = 0; o0 < lanes_end; o0 += k_lanes) {
           if (unit) {
-            rows.template block<k_pixels, k_lanes, true>(n, oy, ox, o0, i0, i1);
+            rows.template unit_block<k_pixels, k_lanes>(n, oy, ox, o0, i0, i1);
           } else {
-            rows.template block<k_pixels, k_lanes, false>(n, oy, ox, o0, i0, i1);
+            rows.template block<k_pixels, k_lanes>(n, oy, ox, o0, i0, i1);
           }
         }
         for (int64_t o0 = lanes_end; o0 < g.oc; ++o0) {
-          rows.template block<k_pixels, 1, false>(n, oy, ox, o0, i0, i1);
+          rows.template block<k_pixels, 1>(n, oy, ox, o0, i0, i1);
         }
       }
       for (; ox < g.ow; ++ox) {
