@@ -1,15 +1,18 @@
 // CPU kernels of conv2d, conv2d_bias_act, conv_transpose2d and their backward
 // ops, structured ops (Note [Structured ops]): the plan's conv2d geometry over
 // the buffer routines of conv_impl.h, in the compute type (half and bfloat16
-// upcast to float, the result rounded once).
+// upcast to float, the result rounded once); float convolutions oneDNN takes
+// (opforge/conv/onednn.h) run there instead.
 #include <opforge/core/cpu_capability.h>  // Note [CPU capabilities]
 #include "conv_impl.h"
 
+#include <opforge/conv/onednn.h>
 #include <opforge/conv/plan.h>
 #include <opforge/math/opmath.h>
 
 #include <ATen/Parallel.h>
 
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -78,12 +81,33 @@ class compute_result {
   A* data_ = nullptr;
 };
 
+// y[i] = act(y[i]) over n values.
+template <typename A>
+void activate(A* y, int64_t n, math::conv_activation act) {
+  math::with_conv_activation(act, [&](auto a) {
+    at::parallel_for(0, n, k_grain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        y[i] = math::activate<decltype(a)::value>(y[i]);
+      }
+    });
+  });
+}
+
 template <typename T>
 void forward(T* y, const T* x, const T* w, const T* b, const conv_plan& plan) {
   const compute_input<T> xc(x, plan.input_numel());
   const compute_input<T> wc(w, plan.weight_numel());
   const compute_input<T> bc(b, plan.bias_numel());
   compute_result<T> yc(y, plan.result_numel());
+  if constexpr (std::is_same_v<math::opmath_t<T>, float>) {
+    if (onednn::takes(plan)) {
+      if (!onednn::conv_forward(yc.data(), xc.data(), wc.data(), bc.data(), plan)) {
+        activate(yc.data(), plan.result_numel(), plan.act);
+      }
+      yc.store();
+      return;
+    }
+  }
   if (plan.channels_last) {
     // Only conv2d and conv2d_bias_act list channels_last (see the YAML).
     cpu::conv2d_forward_nhwc(plan.g, xc.data(), wc.data(), bc.data(), yc.data(), plan.act);
@@ -103,6 +127,28 @@ void backward(T* gx, T* gw, T* gb, const T* gy, const T* x, const T* w, const co
   const compute_input<T> gyc(gy, plan.result_numel());
   const compute_input<T> xc(x, plan.input_numel());
   const compute_input<T> wc(w, plan.weight_numel());
+  if constexpr (std::is_same_v<math::opmath_t<T>, float>) {
+    if (onednn::takes(plan)) {
+      std::optional<compute_result<T>> rx, rw, rb;
+      if (gx != nullptr) {
+        rx.emplace(gx, plan.input_numel());
+      }
+      if (gw != nullptr) {
+        rw.emplace(gw, plan.weight_numel());
+      }
+      if (gb != nullptr && plan.bias_numel() > 0) {
+        rb.emplace(gb, plan.bias_numel());
+      }
+      onednn::conv_backward(rx ? rx->data() : nullptr, rw ? rw->data() : nullptr, rb ? rb->data() : nullptr,
+                            gyc.data(), xc.data(), wc.data(), plan);
+      for (auto* r : {&rx, &rw, &rb}) {
+        if (*r) {
+          (*r)->store();
+        }
+      }
+      return;
+    }
+  }
   // conv2d's image side and outputs side.
   const auto* image = plan.transposed ? gyc.data() : xc.data();
   const auto* outputs = plan.transposed ? xc.data() : gyc.data();
