@@ -8,9 +8,11 @@
 
 #include <opforge/conv/onednn.h>
 #include <opforge/conv/plan.h>
+#include <opforge/conv/views.h>
 #include <opforge/math/opmath.h>
 
 #include <ATen/Parallel.h>
+#include <ATen/ops/empty_like.h>
 
 #include <optional>
 #include <type_traits>
@@ -119,16 +121,50 @@ void forward(T* y, const T* x, const T* w, const T* b, const conv_plan& plan) {
   yc.store();
 }
 
+template <typename T>
+void backward(T* gx, T* gw, T* gb, const T* gy, const T* x, const T* w, const conv_plan& plan);
+
+// backward over channels_last buffers that oneDNN does not take: the NCHW
+// routines on contiguous copies, the gradients copied back in the buffers' layouts.
+template <typename T>
+void backward_through_contiguous(T* gx, T* gw, T* gb, const T* gy, const T* x, const T* w, const conv_plan& plan) {
+  const math::conv2d_geometry& g = plan.g;
+  const auto image = [&](const T* p) { return tensor_view(p, g.n, g.c, g.h, g.w, true); };
+  const auto weight = [&](const T* p, bool channels_last) {
+    return tensor_view(p, g.oc, g.c_per_group(), g.kh, g.kw, channels_last);
+  };
+  const at::Tensor gy_c = tensor_view(gy, g.n, g.oc, g.oh, g.ow, true).contiguous();
+  const at::Tensor x_c = image(x).contiguous();
+  const at::Tensor w_c = weight(w, true).contiguous();
+  const at::Tensor gx_c = gx != nullptr ? at::empty_like(x_c) : at::Tensor();
+  const at::Tensor gw_c = gw != nullptr ? at::empty_like(w_c) : at::Tensor();
+  conv_plan contiguous = plan;
+  contiguous.channels_last = false;
+  const auto ptr = [](const at::Tensor& t) { return t.defined() ? static_cast<T*>(t.data_ptr()) : nullptr; };
+  backward(ptr(gx_c), ptr(gw_c), gb, ptr(gy_c), ptr(x_c), ptr(w_c), contiguous);
+  if (gx != nullptr) {
+    image(gx).copy_(gx_c);
+  }
+  if (gw != nullptr) {
+    weight(gw, plan.weight_grad_channels_last).copy_(gw_c);
+  }
+}
+
 // The gradients whose pointers are not null (output_mask).
 template <typename T>
 void backward(T* gx, T* gw, T* gb, const T* gy, const T* x, const T* w, const conv_plan& plan) {
+  const bool onednn = std::is_same_v<math::opmath_t<T>, float> && onednn::takes(plan);
+  if (plan.channels_last && !onednn) {  // (conv2d_backward lists channels_last; conv_transpose2d_backward does not)
+    backward_through_contiguous(gx, gw, gb, gy, x, w, plan);
+    return;
+  }
   const math::conv2d_geometry& g = plan.g;
   const math::opmath_t<T>* no_bias = nullptr;
   const compute_input<T> gyc(gy, plan.result_numel());
   const compute_input<T> xc(x, plan.input_numel());
   const compute_input<T> wc(w, plan.weight_numel());
   if constexpr (std::is_same_v<math::opmath_t<T>, float>) {
-    if (onednn::takes(plan)) {
+    if (onednn) {
       std::optional<compute_result<T>> rx, rw, rb;
       if (gx != nullptr) {
         rx.emplace(gx, plan.input_numel());

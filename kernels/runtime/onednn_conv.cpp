@@ -2,6 +2,7 @@
 // buffers wrapped as tensors (no copy), ATen's oneDNN ops on them; the forward
 // writes into the op's result, the backward's results are copied into its.
 #include <opforge/conv/onednn.h>
+#include <opforge/conv/views.h>
 
 #include <ATen/Context.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -16,25 +17,19 @@
 namespace opforge::onednn {
 namespace {
 
-// A float buffer holding an (n, c, h, w) tensor, NCHW or NHWC in memory.
-at::Tensor view(const float* p, int64_t n, int64_t c, int64_t h, int64_t w, bool channels_last) {
-  const std::vector<int64_t> sizes{n, c, h, w};
-  const std::vector<int64_t> strides =
-      channels_last ? std::vector<int64_t>{h * w * c, 1, w * c, c} : std::vector<int64_t>{c * h * w, h * w, w, 1};
-  return at::from_blob(const_cast<float*>(p), sizes, strides, at::TensorOptions().dtype(at::kFloat));
-}
+using OPFORGE_CPU_CAPABILITY::tensor_view;
 
 at::Tensor image_of(const float* p, const conv_plan& plan) {
   const math::conv2d_geometry& g = plan.g;
-  return view(p, g.n, g.c, g.h, g.w, plan.channels_last);
+  return tensor_view(p, g.n, g.c, g.h, g.w, plan.channels_last);
 }
 at::Tensor outputs_of(const float* p, const conv_plan& plan) {
   const math::conv2d_geometry& g = plan.g;
-  return view(p, g.n, g.oc, g.oh, g.ow, plan.channels_last);
+  return tensor_view(p, g.n, g.oc, g.oh, g.ow, plan.channels_last);
 }
-at::Tensor weight_of(const float* p, const conv_plan& plan) {
+at::Tensor weight_of(const float* p, const conv_plan& plan, bool channels_last) {
   const math::conv2d_geometry& g = plan.g;
-  return view(p, g.oc, g.c_per_group(), g.kh, g.kw, plan.channels_last);
+  return tensor_view(p, g.oc, g.c_per_group(), g.kh, g.kw, channels_last);
 }
 
 // y = conv2d(x, w) + b + y, then relu if `relu`, by oneDNN straight into y's buffer: ATen's
@@ -73,7 +68,7 @@ bool takes(const conv_plan& plan) {
 bool conv_forward(float* y, const float* x, const float* w, const float* b, const conv_plan& plan) {
   const math::conv2d_geometry& g = plan.g;
   const at::Tensor xt = image_of(x, plan);
-  const at::Tensor wt = weight_of(w, plan);
+  const at::Tensor wt = weight_of(w, plan, plan.channels_last);
   const std::optional<at::Tensor> bt =
       b != nullptr ? std::optional<at::Tensor>(at::from_blob(const_cast<float*>(b), {g.oc}, at::kFloat))
                    : std::nullopt;
@@ -90,13 +85,13 @@ void conv_backward(float* gx, float* gw, float* gb, const float* gy, const float
   const math::conv2d_geometry& g = plan.g;
   const std::array<bool, 3> mask{gx != nullptr, gw != nullptr, gb != nullptr};
   const auto [grad_input, grad_weight, grad_bias] = at::convolution_backward(
-      outputs_of(gy, plan), image_of(x, plan), weight_of(w, plan), std::vector<int64_t>{g.oc}, {g.sh, g.sw},
+      outputs_of(gy, plan), image_of(x, plan), weight_of(w, plan, plan.channels_last), std::vector<int64_t>{g.oc}, {g.sh, g.sw},
       {g.ph, g.pw}, {g.dh, g.dw}, false, {0, 0}, g.groups, mask);
   if (gx != nullptr) {
     image_of(gx, plan).copy_(grad_input);
   }
   if (gw != nullptr) {
-    weight_of(gw, plan).copy_(grad_weight);
+    weight_of(gw, plan, plan.channels_last && plan.weight_grad_channels_last).copy_(grad_weight);
   }
   if (gb != nullptr) {
     at::from_blob(gb, {g.oc}, at::kFloat).copy_(grad_bias);

@@ -48,7 +48,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_backward_cpu_structured(co
   opforge::check::same_dtype(kOp, "input", input, "grad_output", grad_output);
   opforge::check::same_dtype(kOp, "weight", weight, "grad_output", grad_output);
   auto meta = opforge::conv2d_backward_meta<int64_t>(kOp, grad_output, input, weight, stride, padding, dilation, groups, output_mask);
-  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, false>(kOp, meta, grad_output,
+  const auto results = opforge::structured::run_functional<opforge::structured::cpu_key, true>(kOp, meta, grad_output,
       std::array<opforge::structured::read_arg, 3>{grad_output, input, weight}, {},
   [&](const opforge::structured::kernel_tensors<3, 3>& k) {
     opforge::structured::dispatch<float, double, c10::Half, c10::BFloat16>(grad_output.scalar_type(), kOp, [&]<typename scalar_t>() {

@@ -84,6 +84,7 @@ structured::result<Int, 3, conv_plan> backward(const conv_sizes& result, const a
   if constexpr (structured::concrete<Int>) {
     r.plan = plan_of(input.sizes(), batch_sizes(result), weight, p, transposed, math::conv_activation::none,
                      dtype);
+    r.plan.weight_grad_channels_last = r.outputs[1].memory_format == at::MemoryFormat::ChannelsLast;
   }
   return r;
 }

@@ -23,8 +23,8 @@ bool takes(const conv_plan& plan);
 // did (none and relu), else the caller applies it.
 bool conv_forward(float* y, const float* x, const float* w, const float* b, const conv_plan& plan);
 
-// The gradients whose pointers are not null, from grad_output gy (contiguous
-// NCHW buffers: conv2d_backward keeps no channels_last).
+// The gradients whose pointers are not null, from grad_output gy, in the
+// plan's layout (the weight gradient's: weight_grad_channels_last).
 void conv_backward(float* gx, float* gw, float* gb, const float* gy, const float* x, const float* w,
                    const conv_plan& plan);
 

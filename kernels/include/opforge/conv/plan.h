@@ -17,6 +17,9 @@ struct conv_plan {
   bool transposed = false;
   // (N, H, W, C) tensors (Note [Structured memory format] in structured.h).
   bool channels_last = false;
+  // The backward ops' weight gradient in (oc, kh, kw, c / groups) memory, as
+  // ATen gives it for a channels_last weight (their meta function declares it).
+  bool weight_grad_channels_last = false;
   // Half and bfloat16 compute in float: the CUDA kernels convert into this
   // workspace (compute_workspace_floats floats); the CPU ones keep their own.
   int64_t workspace_bytes = 0;
