@@ -13,9 +13,8 @@ namespace opforge::onednn {
 
 // Whether conv_forward / conv_backward take this float convolution: oneDNN is
 // in this torch build and enabled (torch.backends.mkldnn), the convolution is
-// not transposed and has no empty dim. Depthwise ones too: opforge's direct
-// kernel wins only on large planes (0.7-0.9x at 112x112) and loses up to 8x on
-// MobileNetV2's 14x14 and 7x7 ones.
+// not transposed, has no empty dim, and is channels_last or one where oneDNN's
+// reorders do not make opforge's own kernel faster (see takes()).
 bool takes(const conv_plan& plan);
 
 // y = conv2d(x, w) + b over the plan's buffers (b may be null), in the plan's
