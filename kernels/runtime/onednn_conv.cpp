@@ -27,6 +27,24 @@ at::Tensor outputs_of(const float* p, const conv_plan& plan) {
   const math::conv2d_geometry& g = plan.g;
   return tensor_view(p, g.n, g.oc, g.oh, g.ow, plan.channels_last);
 }
+// The op's own input and result: conv_transpose2d's input is on the conv's
+// outputs side (conv_plan's geometry is the conv2d it transposes).
+at::Tensor input_of(const float* p, const conv_plan& plan) {
+  return plan.transposed ? outputs_of(p, plan) : image_of(p, plan);
+}
+at::Tensor result_of(const float* p, const conv_plan& plan) {
+  return plan.transposed ? image_of(p, plan) : outputs_of(p, plan);
+}
+std::optional<at::Tensor> bias_of(const float* p, const conv_plan& plan) {
+  return p != nullptr ? std::optional<at::Tensor>(at::from_blob(const_cast<float*>(p), {plan.bias_numel()}, at::kFloat))
+                      : std::nullopt;
+}
+// conv_transpose2d's output_padding: what the image's size has beyond the
+// transposed convolution's reach.
+std::vector<int64_t> output_padding_of(const math::conv2d_geometry& g) {
+  return {g.h - ((g.oh - 1) * g.sh - 2 * g.ph + g.dh * (g.kh - 1) + 1),
+          g.w - ((g.ow - 1) * g.sw - 2 * g.pw + g.dw * (g.kw - 1) + 1)};
+}
 at::Tensor weight_of(const float* p, const conv_plan& plan, bool channels_last) {
   const math::conv2d_geometry& g = plan.g;
   return tensor_view(p, g.oc, g.c_per_group(), g.kh, g.kw, channels_last);
@@ -100,16 +118,34 @@ bool convolution_copy(at::Tensor& y, const at::Tensor& x, const at::Tensor& w, c
   return true;
 }
 
+// conv_transpose2d (no activation): the out-of-place op and a copy.
+void transposed_convolution_copy(at::Tensor& y, const at::Tensor& x, const at::Tensor& w,
+                                 const std::optional<at::Tensor>& b, const conv_plan& plan) {
+  const math::conv2d_geometry& g = plan.g;
+  std::vector<c10::IValue> stack{x,
+                                 w,
+                                 b,
+                                 std::vector<int64_t>{g.ph, g.pw},
+                                 output_padding_of(g),
+                                 std::vector<int64_t>{g.sh, g.sw},
+                                 std::vector<int64_t>{g.dh, g.dw},
+                                 g.groups,
+                                 text("none"),
+                                 c10::IValue(c10::List<std::optional<at::Scalar>>()),
+                                 c10::IValue()};
+  y.copy_(call("mkldnn::_convolution_transpose_pointwise", "", std::move(stack)));
+}
+
 }  // namespace
 
 bool takes(const conv_plan& plan) {
   const math::conv2d_geometry& g = plan.g;
-  if (!at::hasMKLDNN() || !at::globalContext().userEnabledMkldnn() || plan.transposed || g.n == 0 || g.c == 0 ||
-      g.oc == 0 || g.oh == 0 || g.ow == 0) {
+  if (!at::hasMKLDNN() || !at::globalContext().userEnabledMkldnn() || g.n == 0 || g.c == 0 || g.oc == 0 ||
+      g.oh == 0 || g.ow == 0) {
     return false;
   }
-  if (plan.channels_last) {
-    return true;  // oneDNN computes in NHWC itself
+  if (plan.channels_last || plan.transposed) {
+    return true;  // oneDNN computes in NHWC itself; transposed: opforge's own is im2col's transpose
   }
   // Contiguous, oneDNN reorders to and from its blocked layout; opforge's own
   // kernels win where that dominates (Zen 4, batch 8, MobileNetV2's layers):
@@ -121,13 +157,14 @@ bool takes(const conv_plan& plan) {
 }
 
 bool conv_forward(float* y, const float* x, const float* w, const float* b, const conv_plan& plan) {
-  const math::conv2d_geometry& g = plan.g;
-  const at::Tensor xt = image_of(x, plan);
+  const at::Tensor xt = input_of(x, plan);
   const at::Tensor wt = weight_of(w, plan, plan.channels_last);
-  const std::optional<at::Tensor> bt =
-      b != nullptr ? std::optional<at::Tensor>(at::from_blob(const_cast<float*>(b), {g.oc}, at::kFloat))
-                   : std::nullopt;
-  at::Tensor yt = outputs_of(y, plan);
+  const std::optional<at::Tensor> bt = bias_of(b, plan);
+  at::Tensor yt = result_of(y, plan);
+  if (plan.transposed) {
+    transposed_convolution_copy(yt, xt, wt, bt, plan);
+    return true;
+  }
   return plan.channels_last ? convolution_into(yt, xt, wt, bt, plan) : convolution_copy(yt, xt, wt, bt, plan);
 }
 
@@ -136,16 +173,17 @@ void conv_backward(float* gx, float* gw, float* gb, const float* gy, const float
   const math::conv2d_geometry& g = plan.g;
   const std::array<bool, 3> mask{gx != nullptr, gw != nullptr, gb != nullptr};
   const auto [grad_input, grad_weight, grad_bias] = at::convolution_backward(
-      outputs_of(gy, plan), image_of(x, plan), weight_of(w, plan, plan.channels_last), std::vector<int64_t>{g.oc}, {g.sh, g.sw},
-      {g.ph, g.pw}, {g.dh, g.dw}, false, {0, 0}, g.groups, mask);
+      result_of(gy, plan), input_of(x, plan), weight_of(w, plan, plan.channels_last),
+      std::vector<int64_t>{plan.bias_numel()}, {g.sh, g.sw}, {g.ph, g.pw}, {g.dh, g.dw}, plan.transposed,
+      plan.transposed ? output_padding_of(g) : std::vector<int64_t>{0, 0}, g.groups, mask);
   if (gx != nullptr) {
-    image_of(gx, plan).copy_(grad_input);
+    input_of(gx, plan).copy_(grad_input);
   }
   if (gw != nullptr) {
     weight_of(gw, plan, plan.channels_last && plan.weight_grad_channels_last).copy_(grad_weight);
   }
   if (gb != nullptr) {
-    at::from_blob(gb, {g.oc}, at::kFloat).copy_(grad_bias);
+    at::from_blob(gb, {plan.bias_numel()}, at::kFloat).copy_(grad_bias);
   }
 }
 

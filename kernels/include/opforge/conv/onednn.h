@@ -11,15 +11,16 @@
 
 namespace opforge::onednn {
 
-// Whether conv_forward / conv_backward take this float convolution: oneDNN is
-// in this torch build and enabled (torch.backends.mkldnn), the convolution is
-// not transposed, has no empty dim, and is channels_last or one where oneDNN's
-// reorders do not make opforge's own kernel faster (see takes()).
+// Whether conv_forward / conv_backward take this float convolution (or
+// transposed convolution): oneDNN is in this torch build and enabled
+// (torch.backends.mkldnn), the convolution has no empty dim, and is
+// channels_last, transposed, or one where oneDNN's reorders do not make
+// opforge's own kernel faster (see takes()).
 bool takes(const conv_plan& plan);
 
-// y = conv2d(x, w) + b over the plan's buffers (b may be null), in the plan's
-// layout, with the plan's activation when oneDNN fuses it: returns whether it
-// did (none and relu), else the caller applies it.
+// y = conv2d(x, w) + b (conv_transpose2d for a transposed plan) over the plan's
+// buffers (b may be null), in the plan's layout, with the plan's activation
+// when oneDNN fuses it: returns whether it did, else the caller applies it.
 bool conv_forward(float* y, const float* x, const float* w, const float* b, const conv_plan& plan);
 
 // The gradients whose pointers are not null, from grad_output gy, in the
