@@ -84,7 +84,7 @@ void blocked_vnni_gemm(int64_t rows, const cpu::vnni_b& b, Pack pack, Finish fin
   const int64_t blocks = (rows + k_block_rows - 1) / k_block_rows;
   at::parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
     std::vector<uint8_t> a(static_cast<size_t>(cpu::vnni_a_rows(k_block_rows) * stride), 0);
-    std::vector<int32_t> dot(static_cast<size_t>(k_block_rows * b.padded_cols()));
+    std::vector<int32_t> dot(static_cast<size_t>(cpu::vnni_a_rows(k_block_rows) * b.padded_cols()));
     for (int64_t block = b0; block < b1; ++block) {
       const int64_t i0 = block * k_block_rows;
       const int64_t count = std::min(k_block_rows, rows - i0);
@@ -356,7 +356,7 @@ void quantized_conv2d_cpu(result_t* result, const scalar_t* input, const int8_t*
     const int64_t pixel_blocks = (plane + k_block_rows - 1) / k_block_rows;
     at::parallel_for(0, g.n * g.groups * pixel_blocks, 1, [&](int64_t t0, int64_t t1) {
       std::vector<uint8_t> a(static_cast<size_t>(cpu::vnni_a_rows(k_block_rows) * stride));
-      std::vector<int32_t> dot(static_cast<size_t>(k_block_rows * b[0].padded_cols()));
+      std::vector<int32_t> dot(static_cast<size_t>(cpu::vnni_a_rows(k_block_rows) * b[0].padded_cols()));
       std::vector<int32_t> acc(static_cast<size_t>(k_block_rows * group_cols));
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t pix0 = t % pixel_blocks * k_block_rows;

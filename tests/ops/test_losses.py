@@ -189,6 +189,26 @@ def test_sigmoid_focal_loss(alpha: float, gamma: float, reduction: str) -> None:
     )
 
 
+@pytest.mark.parametrize("gamma", [0.0, 0.5, 1.0, 2.0, 3.7])
+def test_sigmoid_focal_loss_float32_matches_float64_over_the_logit_range(gamma: float) -> None:
+    # float32 computes q^gamma as exp(gamma log q) (fast::pow, vectorized): within
+    # float32 rounding of the float64 loss and gradient. Logits within +-15 keep q = 1 - p_t
+    # above 0 in float32 (beyond, q^(gamma - 1) is inf times a zero sigmoid slope: NaN, as
+    # torchvision's autograd gives); the absolute tolerance is the float32 rounding of
+    # bce's x + max(-x, 0) cancellation, an ulp of |x|.
+    x64 = torch.linspace(-15, 15, 4099, dtype=torch.float64)
+    t64 = (torch.arange(4099) % 3 == 0).double()
+    x32 = x64.float().requires_grad_()
+    x64 = x32.detach().double().requires_grad_()
+    got = opforge.sigmoid_focal_loss(x32, t64.float(), 0.25, gamma, "none")
+    want = opforge.sigmoid_focal_loss(x64, t64, 0.25, gamma, "none")
+    torch.testing.assert_close(got.double(), want, rtol=2e-5, atol=2e-6)
+    cot = torch.ones_like(want)
+    g32 = torch.autograd.grad(got, x32, cot.float())[0]
+    g64 = torch.autograd.grad(want, x64, cot)[0]
+    torch.testing.assert_close(g32.double(), g64, rtol=2e-5, atol=2e-6)
+
+
 def test_double_backward_of_mse_loss() -> None:
     x, y = _pair((4, 5))
     x.requires_grad_()

@@ -15,6 +15,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 namespace opforge::math::fast {
 namespace detail {
@@ -133,22 +134,19 @@ inline float select(bool c, float a, float b) {
   return from_bits((bits(a) & m) | (bits(b) & ~m));
 }
 
-// log1p(x) = log(u) + (x - (u - 1)) / u with u = 1 + x rounded: the second
-// term is the rounding error of 1 + x, which keeps tiny x exact. log(u) splits
-// u = 2^e * m, m in [sqrt(1/2), sqrt(2)), with the Cephes logf polynomial for
-// log(m). -1 gives -inf, x < -1 NaN, +inf inf, NaN propagates.
-inline float log1p(float x) {
-  using namespace detail;
+namespace detail {
+
+// log(u) for a positive normal float u (its bits ub): u = 2^e * m, m in
+// [sqrt(1/2), sqrt(2)), with the Cephes logf polynomial for log(m); `shift` is
+// subtracted from the exponent (a subnormal scaled up by 2^shift).
+inline float log_normal(uint32_t ub, int32_t shift) {
   constexpr float k_ln2_hi = 0.693359375f; // exact in float
   constexpr float k_ln2_lo = -2.12194440e-4f;
-  const uint32_t xb = bits(x);
-  const float u = 1.0f + x;
-  const uint32_t ub = bits(u);
   // The mantissa as a float in [1, 2), halved (exponent + 1) at sqrt(2) and above.
   uint32_t mb = (ub & 0x007fffffu) | 0x3f800000u;
   const uint32_t big = mask_if(mb >= 0x3fb504f3u); // sqrt(2)
   mb -= big & 0x00800000u;
-  const int32_t e = static_cast<int32_t>(ub >> 23) - 127 + static_cast<int32_t>(big & 1u);
+  const int32_t e = static_cast<int32_t>(ub >> 23) - 127 + static_cast<int32_t>(big & 1u) - shift;
   const float m = from_bits(mb) - 1.0f;
   const float z = m * m;
   float p = 7.0376836292e-2f;
@@ -164,9 +162,21 @@ inline float log1p(float x) {
   float y = p * m * z;
   y = std::fma(fe, k_ln2_lo, y);
   y = std::fma(-0.5f, z, y);
-  float r = m + y;
-  r = std::fma(fe, k_ln2_hi, r);
-  r += (x - (u - 1.0f)) / u;
+  const float r = m + y;
+  return std::fma(fe, k_ln2_hi, r);
+}
+
+} // namespace detail
+
+// log1p(x) = log(u) + (x - (u - 1)) / u with u = 1 + x rounded: the second
+// term is the rounding error of 1 + x, which keeps tiny x exact. -1 gives
+// -inf, x < -1 NaN, +inf inf, NaN propagates.
+inline float log1p(float x) {
+  using namespace detail;
+  const uint32_t xb = bits(x);
+  const float u = 1.0f + x;
+  const uint32_t ub = bits(u);
+  const float r = log_normal(ub, 0) + (x - (u - 1.0f)) / u;
   const uint32_t inf = mask_if(xb == k_inf);
   const uint32_t minus_one = mask_if(ub == 0u);
   const uint32_t below = mask_if(xb > 0xbf800000u); // x < -1, -inf, negative NaN
@@ -174,6 +184,33 @@ inline float log1p(float x) {
   const uint32_t rb = (bits(r) & ~special) | (k_inf & inf) | ((k_sign | k_inf) & minus_one) |
                       (0x7fc00000u & below);
   return keep_nan(from_bits(rb), xb);
+}
+
+// log(x): +-0 gives -inf, x < 0 NaN, +inf inf, NaN propagates; subnormals are
+// scaled by 2^23 first.
+inline float log(float x) {
+  using namespace detail;
+  const uint32_t xb = bits(x);
+  const uint32_t tiny = mask_if((xb & k_abs) < 0x00800000u); // +-0 and subnormals
+  const uint32_t ub = (bits(x * 8388608.0f) & tiny) | (xb & ~tiny);
+  const float r = log_normal(ub & k_abs, static_cast<int32_t>(tiny & 23u));
+  const uint32_t zero = mask_if((xb & k_abs) == 0u);
+  const uint32_t negative = mask_if(xb > k_sign); // x < 0 (not -0), negative NaN
+  const uint32_t inf = mask_if(xb == k_inf);
+  const uint32_t special = zero | negative | inf;
+  const uint32_t rb = (bits(r) & ~special) | ((k_sign | k_inf) & zero) | (0x7fc00000u & negative) | (k_inf & inf);
+  return keep_nan(from_bits(rb), xb);
+}
+
+// x^y as exp(y log|x|), 1 for y = 0; a negative x gives the sign of an odd
+// integer y, and NaN for a non-integer y, as powf. Relative error about
+// |y log x| * 1e-7. The loops that call it vectorize, unlike libm's powf.
+inline float pow(float x, float y) {
+  const float m = exp(y * log(std::fabs(x)));
+  const bool integral = std::nearbyint(y) == y;
+  const bool odd = integral && std::nearbyint(y * 0.5f) * 2.0f != y;
+  const float negative = select(integral, select(odd, -m, m), std::numeric_limits<float>::quiet_NaN());
+  return select(y == 0.0f, 1.0f, select(x < 0.0f, negative, m));
 }
 
 } // namespace opforge::math::fast
