@@ -380,9 +380,9 @@ def parse_file(path: Path, display: str, diags: Diagnostics) -> list[OpDecl]:
         )
         return []
     ops = []
-    for entry in data:
+    assert isinstance(data, yaml_lines.LineList)
+    for entry, line in zip(data, data.item_lines, strict=True):
         if not isinstance(entry, dict):
-            line = getattr(entry, "line", 1)
             diags.error(
                 Location(display, line), "each entry must be a mapping starting with 'func:'"
             )

@@ -17,7 +17,11 @@ class LineDict(dict[str, Any]):
 
 
 class LineList(list[Any]):
+    """A sequence from YAML with its own line and each item's line (1-based): a plain
+    string or number keeps no line of its own."""
+
     line: int
+    item_lines: list[int]
 
 
 class _Loader(_BaseLoader):  # type: ignore[misc]
@@ -34,6 +38,7 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
     def construct_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> LineList:
         result = LineList(self.construct_object(child, deep=True) for child in node.value)
         result.line = node.start_mark.line + 1
+        result.item_lines = [child.start_mark.line + 1 for child in node.value]
         return result
 
 

@@ -48,6 +48,17 @@ def test_yaml_syntax_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     )
 
 
+def test_entry_that_is_not_a_mapping_reports_its_own_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_error(
+        tmp_path,
+        capsys,
+        GOOD + "\n- relu2(Tensor self) -> Tensor\n",
+        "ops.yaml:7: error: each entry must be a mapping starting with 'func:'",
+    )
+
+
 def test_unknown_field_suggests_spelling(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -74,3 +74,19 @@ def test_prelu_weight_size() -> None:
         opforge.prelu(torch.randn(2, 3), torch.randn(3, 1))
     with pytest.raises(RuntimeError, match=r"opforge\.prelu_backward: expected 'weight'"):
         opforge.prelu_backward(torch.randn(4), torch.randn(4), torch.randn(4))
+
+
+@pytest.mark.parametrize(
+    ("shape", "what"),
+    [((2, 0, 4, 4), "channels"), ((2, 4, 0), "spatial"), ((2, 4, 0, 3), "spatial")],
+)
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_group_norm_needs_channels_and_spatial_elements(
+    shape: tuple[int, ...], what: str, device: str
+) -> None:
+    # torch raises on both; an empty batch (N = 0) stays valid, as in torch.
+    with pytest.raises(
+        RuntimeError, match=rf"opforge\.group_norm: expected 'input' to have {what}"
+    ):
+        opforge.group_norm(torch.randn(shape, device=device), 2)
+    assert opforge.group_norm(torch.randn(0, 4, 3, device=device), 2).shape == (0, 4, 3)

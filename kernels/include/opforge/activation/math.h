@@ -42,12 +42,13 @@ struct gelu_tanh_fn {
   }
 };
 
-// d relu / dx given the output: grad where result > 0 (torch's threshold_backward).
+// d relu / dx given the output: zero where result <= 0, else grad. A NaN
+// result passes grad through, as torch's threshold_backward does.
 template <typename T>
 struct relu_backward_fn {
   using acc_t = opmath_t<T>;
   C10_HOST_DEVICE T operator()(T grad, T result) const {
-    return cast_to<acc_t>(result) > acc_t(0) ? grad : cast_to<T>(acc_t(0));
+    return cast_to<acc_t>(result) <= acc_t(0) ? cast_to<T>(acc_t(0)) : grad;
   }
 };
 

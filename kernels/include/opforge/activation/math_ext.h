@@ -45,8 +45,9 @@ struct elu_fn {
   }
 };
 
-// d elu / dx from the input: alpha * exp(x) for x <= 0, else 1 (NaN x passes
-// grad through, as ATen's elu_backward does).
+// d elu / dx from the input: 1 for x > 0, else alpha * exp(x). A NaN x gives
+// a NaN gradient: ATen's own answer there depends on the tensor's length (its
+// vectorized loop gives NaN, its scalar tail passes grad through).
 template <typename T>
 struct elu_backward_fn {
   using acc_t = opmath_t<T>;
@@ -55,7 +56,7 @@ struct elu_backward_fn {
     const acc_t g = cast_to<acc_t>(grad);
     const acc_t v = cast_to<acc_t>(x);
     const acc_t neg = g * alpha * exp_(v);
-    return cast_to<T>(select_(v <= acc_t(0), neg, g));
+    return cast_to<T>(select_(v > acc_t(0), g, neg));
   }
 };
 

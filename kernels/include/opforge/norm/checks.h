@@ -104,6 +104,15 @@ inline void group_norm_check(const char* op, const at::Tensor& input, int64_t nu
               input.sym_sizes());
   TORCH_CHECK(num_groups > 0, op, ": expected 'num_groups' to be positive, got ", num_groups);
   const c10::SymInt& channels = input.sym_size(1);
+  // As torch: statistics over an empty group are undefined, so no channels and
+  // no spatial elements are errors (an empty batch is not).
+  TORCH_CHECK(channels > 0, op, ": expected 'input' to have channels (dim 1 > 0), got shape ", input.sym_sizes());
+  c10::SymInt spatial = 1;
+  for (int64_t d = 2; d < input.dim(); ++d) {
+    spatial *= input.sym_size(d);
+  }
+  TORCH_CHECK(spatial > 0, op, ": expected 'input' to have spatial elements (H x W > 0), got shape ",
+              input.sym_sizes());
   TORCH_CHECK(channels % num_groups == 0, op, ": expected 'num_groups' to divide the number of channels ",
               channels, ", got num_groups=", num_groups);
   const std::array<c10::SymInt, 1> c{channels};
