@@ -8,7 +8,7 @@ OPFORGE_CUDA ?= AUTO
 JOBS ?= $(shell nproc)
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all venv gen check build demo test bench clean sanitize-cuda gpu-deps
+.PHONY: all venv gen check build demo test bench fuzz clean sanitize sanitize-cuda gpu-deps
 
 all: build
 
@@ -60,6 +60,10 @@ test: build
 	    tests/ops/test_pooling.py tests/ops/test_norm.py tests/ops/test_layers.py || exit 1; \
 	done
 
+# The CPU suite with opforge's C++ built under ASan + UBSan (a scratch clone of HEAD).
+sanitize: venv
+	bash scripts/sanitize.sh
+
 # The CUDA kernels, run by the CUDA simulator under TSan, then ASan + UBSan.
 sanitize-cuda: build
 	bash scripts/sanitize_cuda.sh
@@ -75,6 +79,11 @@ bench: build
 	$(PY) benchmarks/overhead.py
 	$(PY) benchmarks/codegen_speed.py
 	$(PY) benchmarks/models.py
+
+# The property-based fuzzing of tests/ops/test_fuzz.py at length: random (not derandomized)
+# examples, OPFORGE_FUZZ_EXAMPLES per test (`make test` runs a few, reproducibly).
+fuzz: build
+	OPFORGE_FUZZ_EXAMPLES=500 $(PY) -m pytest -q -p no:xdist tests/ops/test_fuzz.py
 
 clean:
 	rm -rf $(BUILD) opforge/_C*.so opforge/_ops.py opforge/_ops.pyi opforge/_build_config.py

@@ -89,6 +89,7 @@ ENTRY_FIELDS = (
     "onnx",
     "jvp",
     "tolerance",
+    "python",
 )
 # `autocast:` -> ATen's at::autocast::CastPolicy: how torch.autocast casts the op's floating
 # tensors (Note [Autocast] in codegen/dest/autocast.py).
@@ -247,6 +248,19 @@ class BatchRule:
 
 
 @dataclass(frozen=True)
+class PythonArgs:
+    """`python:` conveniences of the Python wrapper that torch's Python API has and the
+    dispatcher schema does not (Note [Python conveniences] in codegen/dest/py.py):
+    `number: other` takes a Python number for Tensor `other` (torch's wrapped number),
+    `dtype: self` adds `dtype=` casting `self` first, `none_size: {output_size: self}`
+    reads a None entry of `output_size` as the size of `self` there."""
+
+    number: str | None = None
+    dtype: str | None = None
+    none_size: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
 class VariantBody:
     """Op kind of an in-place / out= variant of an op with no kernels of its own (a composite):
     a generated CompositeImplicitAutograd body over the functional op."""
@@ -301,6 +315,7 @@ class OpDecl:
     batch: BatchRule | None = None  # `batch:`; see batch_rule for the one in effect
     sharding: str | None = None  # one of SHARDING_RULES
     onnx: str | None = None  # the onnxscript function that is the op's ONNX form
+    python: PythonArgs | None = None  # `python:` wrapper conveniences
     # `jvp:` forward-mode derivatives: `outputs: formula` over the inputs' tangents `<arg>_t`
     # (parse_ecosystem expands auto_element_wise/auto_linear into formulas)
     jvp: tuple[Derivative, ...] = ()

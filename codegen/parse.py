@@ -102,6 +102,7 @@ class _EntryParser(PointwiseFields, StructuredFields, SampleFields, EcosystemFie
         onnx = self._dotted("onnx", "opforge.onnx.activation.gelu")
         batch = self._batch(args)
         sharding = self._sharding()
+        python = self._python(args)
         if len(self.diags.errors) != n_errors:
             return None
         return OpDecl(
@@ -121,6 +122,7 @@ class _EntryParser(PointwiseFields, StructuredFields, SampleFields, EcosystemFie
             autocast=autocast,
             batch=batch,
             sharding=sharding,
+            python=python,
             onnx=onnx,
             jvp=jvp,
             field_lines=tuple(sorted(self.e.key_lines.items())),

@@ -1,5 +1,6 @@
 """The fields that tell PyTorch's transforms and exporters how to treat an op: `autocast:`,
-`batch:` (vmap batching and DTensor sharding), `sharding:` and `onnx:`."""
+`batch:` (vmap batching and DTensor sharding), `sharding:` and `onnx:`; and `python:`, the
+Python API's conveniences."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ from typing import Any
 
 from codegen import formulas
 from codegen.diagnostics import Location
-from codegen.model import BaseTy, BaseType, FunctionSchema
+from codegen.model import BaseTy, BaseType, FunctionSchema, ListType
 from codegen.opdecl import (
     AUTOCAST_POLICIES,
     BATCH_KINDS,
     SHARDING_RULES,
     BatchRule,
     Derivative,
+    PythonArgs,
     output_names,
 )
 from codegen.parse_base import DOTTED, FieldParser, _is_tensor_list
@@ -70,6 +72,43 @@ class EcosystemFields(FieldParser):
             self.err("batch", "'unbatched' is the rank of one sample, with 'leading'", usage)
             return None
         return BatchRule(kind=kind, arg=name, unbatched=unbatched)
+
+    def _python(self, args: dict[str, Any]) -> PythonArgs | None:
+        """`python: {number: other, dtype: self, none_size: {output_size: self}}`
+        (PythonArgs)."""
+        raw = self.e.get("python")
+        if raw is None:
+            return None
+        usage = "e.g. python: {number: other}, {dtype: self}, {none_size: {output_size: self}}"
+        if not isinstance(raw, dict) or not raw or set(raw) - {"number", "dtype", "none_size"}:
+            self.err("python", "'python' maps number, dtype or none_size", usage)
+            return None
+        tensor = BaseType(BaseTy.Tensor)
+
+        def tensor_arg(key: str, name: Any) -> str | None:
+            if not isinstance(name, str) or getattr(args.get(name), "type", None) != tensor:
+                self.err("python", f"'{key}: {name}': not a Tensor argument of the op", usage)
+                return None
+            return name
+
+        number = tensor_arg("number", raw["number"]) if "number" in raw else None
+        dtype = tensor_arg("dtype", raw["dtype"]) if "dtype" in raw else None
+        if dtype is not None and "dtype" in args:
+            self.err("python", "'dtype: ...' adds a `dtype` argument, and the op has one")
+        none_size = None
+        if "none_size" in raw:
+            pair = raw["none_size"]
+            size, like = (
+                next(iter(pair.items())) if isinstance(pair, dict) and len(pair) == 1 else ("", "")
+            )
+            t = getattr(args.get(str(size)), "type", None)
+            if not isinstance(t, ListType) or str(t.elem) not in ("int", "SymInt"):
+                self.err(
+                    "python", f"'none_size: {pair}': the key must be an int list argument", usage
+                )
+            elif (checked := tensor_arg("none_size", like)) is not None:
+                none_size = (str(size), checked)
+        return PythonArgs(number=number, dtype=dtype, none_size=none_size)
 
     def _sharding(self) -> str | None:
         rule = self.string("sharding")

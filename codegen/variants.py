@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from codegen.model import Annotation, Argument, Arguments, FunctionSchema, OperatorName, Return
-from codegen.opdecl import OpDecl
+from codegen.opdecl import OpDecl, PythonArgs
 
 _WRITE_A = Annotation(("a",), True, ())
 
@@ -47,6 +47,12 @@ def _out_schema(s: FunctionSchema, overload: str) -> FunctionSchema:
         arguments=Arguments(args.positional, args.kwarg_only, tuple(outs)),
         returns=tuple(rets),
     )
+
+
+def _variant_python(python: PythonArgs | None) -> PythonArgs | None:
+    if python is None or python.number is None:
+        return None
+    return PythonArgs(number=python.number)
 
 
 def expand_variants(ops: Sequence[OpDecl]) -> list[OpDecl]:
@@ -85,6 +91,8 @@ def expand_variants(ops: Sequence[OpDecl]) -> list[OpDecl]:
                     batch=None,
                     sharding=None,
                     onnx=None,  # exporters see the functional op
+                    # An in-place op writes into `self`: no cast of it (`dtype=`).
+                    python=_variant_python(op.python) if kind == "inplace" else None,
                     jvp=(),  # tangents come from the functional op (variant_kernels)
                     variant_of=op.qualified,
                 )

@@ -1,26 +1,39 @@
 #!/usr/bin/env bash
-# Runs the CPU test battery with every opforge kernel built under AddressSanitizer.
+# The whole CPU test suite with every opforge C++ unit built under
+# AddressSanitizer + UndefinedBehaviorSanitizer (`make sanitize`, run by CI).
 #
-#   bash scripts/asan.sh [pytest args...]      (default: tests/ops tests/models)
+#   bash scripts/sanitize.sh [pytest args...]   (default: tests, less tests/cuda_sim,
+#                                                which scripts/sanitize_cuda.sh covers)
 #
-# Builds the committed HEAD in a scratch clone (so the checkout's own build is left
-# alone), CPU only, with -fsanitize=address, then runs pytest with libasan preloaded
-# (python and torch are not instrumented; leak checking is off because CPython
-# deliberately keeps objects alive at exit). Any out-of-bounds access or
-# use-after-free in opforge code aborts the run with an ASan report.
+# Builds the committed HEAD in a scratch clone (the checkout's own build and its
+# opforge/_C module are left alone), CPU only, both CPU capability copies, with
+# -fsanitize=address,undefined -fno-sanitize-recover=all, then runs pytest there.
+# Python and torch are not instrumented, so libasan is preloaded, with libstdc++
+# (without it libasan cannot intercept the first C++ exception torch throws and
+# aborts with "CHECK failed ... real___cxa_throw"). Leak checking is off: CPython
+# keeps objects alive at exit on purpose. Any out-of-bounds access, use after
+# free, signed overflow, bad shift or misaligned access in opforge code halts
+# the run with a report.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-WORK=${ASAN_WORKDIR:-/tmp/opforge-asan}
+WORK=${SANITIZE_WORKDIR:-/tmp/opforge-sanitize}
+PY="$ROOT/.venv/bin/python"
 rm -rf "$WORK"
 git clone -q "$ROOT" "$WORK"
 ln -s "$ROOT/.venv" "$WORK/.venv"
 cd "$WORK"
 export PATH="$ROOT/.venv/bin:$PATH"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPFORGE_CUDA=OFF \
-  -DOPFORGE_SANITIZE=address -DPython_EXECUTABLE="$ROOT/.venv/bin/python" >/dev/null
-cmake --build build -j "$(nproc)"
-LIBASAN=$(g++ -print-file-name=libasan.so)
+start=$(date +%s)
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOPFORGE_CUDA=OFF -DOPFORGE_CUDA_SIM=OFF \
+  -DOPFORGE_SANITIZE=address,undefined -DPython_EXECUTABLE="$PY" >/dev/null
+cmake --build build --target _C -j "$(nproc)" | tail -1
+echo "== sanitized build: $(( $(date +%s) - start )) s"
 export ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:abort_on_error=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 args=("$@")
-[ ${#args[@]} -eq 0 ] && args=(tests/ops tests/models)
-LD_PRELOAD="$LIBASAN" "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider "${args[@]}"
+[ ${#args[@]} -eq 0 ] && args=(tests --ignore=tests/cuda_sim -n "$(nproc)" --dist loadgroup)
+start=$(date +%s)
+# --capture=sys: pytest leaves fd 2 alone, so a report printed as a worker halts is seen.
+LD_PRELOAD="$(g++ -print-file-name=libasan.so):$(g++ -print-file-name=libstdc++.so)" \
+  "$PY" -m pytest -q -p no:cacheprovider --capture=sys "${args[@]}"
+echo "== sanitized tests: $(( $(date +%s) - start )) s"

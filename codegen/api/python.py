@@ -54,20 +54,24 @@ def default_value(arg: Argument) -> str | None:
     return repr(d)
 
 
-def parameters(schema: FunctionSchema, *, with_out: bool = True) -> str:
-    """`self: Tensor, *, approximate: str = 'none'` for the wrapper's def line."""
+def parameters(
+    schema: FunctionSchema, *, with_out: bool = True, hints: dict[str, str] | None = None
+) -> str:
+    """`self: Tensor, *, approximate: str = 'none'` for the wrapper's def line; `hints`
+    replaces some arguments' type hints."""
+    hints = hints or {}
     parts = []
     for a in schema.arguments.positional:
-        parts.append(_param(a))
+        parts.append(_param(a, hints.get(a.name)))
     kw = list(schema.arguments.kwarg_only) + (list(schema.arguments.out) if with_out else [])
     if kw:
         parts.append("*")
-        parts.extend(_param(a) for a in kw)
+        parts.extend(_param(a, hints.get(a.name)) for a in kw)
     return ", ".join(parts)
 
 
-def _param(a: Argument) -> str:
-    text = f"{a.name}: {type_hint(a.type)}"
+def _param(a: Argument, hint: str | None = None) -> str:
+    text = f"{a.name}: {hint or type_hint(a.type)}"
     default = default_value(a)
     return text if default is None else f"{text} = {default}"
 

@@ -53,6 +53,15 @@ def _call(op: OpDecl) -> tuple[str, str]:
 def _docstring(op: OpDecl) -> str:
     doc = op.doc or f"opforge.{op.name}"
     lines = [doc, "", f"Schema: ``{op.schema}``"]
+    p = op.python
+    if p is not None and p.number is not None:
+        lines.append(f"``{p.number}`` may be a Python number (promoted as torch's are).")
+    if p is not None and p.dtype is not None:
+        lines.append(f"``dtype=``: ``{p.dtype}`` is cast to it first (as torch's).")
+    if p is not None and p.none_size is not None:
+        lines.append(
+            f"``{p.none_size[0]}``: a None entry keeps the size of ``{p.none_size[1]}`` there."
+        )
     if op.dtypes:
         lines.append(f"Dtypes: {_dtype_summary(op)}.")
     return "\n".join(lines)
@@ -68,16 +77,55 @@ def _dtype_summary(op: OpDecl) -> str:
     return ", ".join(op.dtypes) + own
 
 
+# Note [Python conveniences]: what torch's Python API takes and a dispatcher schema
+# cannot say, declared by `python:` (PythonArgs) and applied by the wrapper before it
+# calls the op, so eager calls, torch.compile (which traces the wrapper) and out=
+# all see them: a Python number for a Tensor (a 0-dim tensor of the dtype torch's
+# promotion gives the number, as its wrapped numbers: int64 + 2.5 is float32),
+# `dtype=` (the input cast first, as torch.softmax's), None in an output size (the
+# input's size there, as torch's adaptive pools). torch.ops.opforge.* keeps the schema.
+def _python_conveniences(op: OpDecl) -> tuple[list[str], dict[str, str], str]:
+    """(the wrapper's first lines, parameter type hints replaced, extra keyword params)."""
+    p = op.python
+    if p is None:
+        return [], {}, ""
+    lines, hints, extra = [], {}, ""
+    if p.number is not None:
+        lines.append(f"{p.number} = _number_operand({p.number}, {_first_tensor(op, p.number)})")
+        hints[p.number] = "Tensor | Number"
+    if p.dtype is not None:
+        lines.append(f"{p.dtype} = {p.dtype} if dtype is None else {p.dtype}.to(dtype)")
+        extra = "dtype: torch.dtype | None = None"
+    if p.none_size is not None:
+        size, like = p.none_size
+        lines.append(f"{size} = _fill_none({size}, {like})")
+        hints[size] = "Sequence[int | None] | int"
+    return lines, hints, extra
+
+
+def _first_tensor(op: OpDecl, other_than: str) -> str:
+    return next(
+        a.name
+        for a in op.schema.arguments.positional
+        if a.name != other_than and a.type == BaseType(BaseTy.Tensor)
+    )
+
+
 def _wrapper(name: str, group: list[OpDecl]) -> Context:
     functional = [o for o in group if not o.schema.arguments.out]
     outs = [o for o in group if o.schema.arguments.out]
     if len(functional) == 1 and len(outs) <= 1:
         op = functional[0]
         pyb, ops_args = _call(op)
+        prologue, hints, extra = _python_conveniences(op)
+        params = python.parameters(op.schema, hints=hints)
+        if extra:
+            params += (", " if "*" in params else ", *, ") + extra
         ctx: Context = {
             "generic": False,
             "name": name,
-            "params": python.parameters(op.schema),
+            "prologue": prologue,
+            "params": params,
             "returns": python.return_hint(op.schema),
             "doc": _docstring(op),
             "overload": op.overload or "default",

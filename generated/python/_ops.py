@@ -51,6 +51,28 @@ def _call_overload(op: str, overloads: Any, args: Any, kwargs: Any) -> Any:
     raise TypeError(f"{op}: no overload takes these arguments; see help({op})")
 
 
+def _number_operand(value: Any, like: Tensor) -> Any:
+    """A Python number for a Tensor argument (Note [Python conveniences]): a 0-dim tensor
+    of the dtype torch's promotion gives it next to `like` (torch.result_type's rule for
+    a wrapped number, written out: torch.compile does not trace result_type)."""
+    if not isinstance(value, (bool, int, float)):
+        return value
+    dtype = like.dtype
+    if isinstance(value, float) and not (dtype.is_floating_point or dtype.is_complex):
+        dtype = torch.get_default_dtype()  # a float next to integers
+    elif isinstance(value, int) and not isinstance(value, bool) and dtype == torch.bool:
+        dtype = torch.int64  # an int next to bools
+    return torch.tensor(value, dtype=dtype, device=like.device)
+
+
+def _fill_none(size: Any, like: Tensor) -> Any:
+    """None entries of an output size: the size of `like`'s matching trailing dim."""
+    if isinstance(size, (list, tuple)) and any(s is None for s in size):
+        lead = like.dim() - len(size)
+        return [like.shape[lead + i] if s is None else s for i, s in enumerate(size)]
+    return size
+
+
 def _expand(value: Any, n: int) -> Any:
     """A single int given for an `int[N]` argument: N copies of it."""
     return [value] * n if isinstance(value, (int, torch.SymInt)) and not isinstance(value, bool) else value
@@ -324,12 +346,14 @@ def adamw_step_(params: Sequence[Tensor], grads: Sequence[Tensor], exp_avgs: Seq
     return _C.adamw_step_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize)
 
 
-def adaptive_avg_pool2d(self: Tensor, output_size: int | Sequence[int], *, out: Tensor | None = None) -> Tensor:
+def adaptive_avg_pool2d(self: Tensor, output_size: Sequence[int | None] | int, *, out: Tensor | None = None) -> Tensor:
     """Adaptive average pooling (torch.nn.functional.adaptive_avg_pool2d) to output_size; bin i of n over a dim of size H covers [floor(i * H / n), ceil((i + 1) * H / n)). output_size must be positive.
 
     Schema: ``adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor``
+    ``output_size``: a None entry keeps the size of ``self`` there.
     Dtypes: float32, float64, float16, bfloat16.
     """
+    output_size = _fill_none(output_size, self)
     if out is not None:
         if _compiling():
             return _ops.adaptive_avg_pool2d.out(self, _expand(output_size, 2), out=out)
@@ -350,12 +374,14 @@ def adaptive_avg_pool2d_backward(grad_output: Tensor, self: Tensor) -> Tensor:
     return _C.adaptive_avg_pool2d_backward(grad_output, self)
 
 
-def adaptive_max_pool2d(self: Tensor, output_size: int | Sequence[int]) -> Tensor:
+def adaptive_max_pool2d(self: Tensor, output_size: Sequence[int | None] | int) -> Tensor:
     """Adaptive max pooling (torch.nn.functional.adaptive_max_pool2d without indices); the values of adaptive_max_pool2d_with_indices.
 
     Schema: ``adaptive_max_pool2d(Tensor self, int[2] output_size) -> Tensor``
+    ``output_size``: a None entry keeps the size of ``self`` there.
     Dtypes: float32, float64, float16, bfloat16.
     """
+    output_size = _fill_none(output_size, self)
     if _compiling():
         return _ops.adaptive_max_pool2d.default(self, _expand(output_size, 2))
     return _C.adaptive_max_pool2d(self, output_size)
@@ -372,12 +398,14 @@ def adaptive_max_pool2d_backward(grad_output: Tensor, self: Tensor, indices: Ten
     return _C.adaptive_max_pool2d_backward(grad_output, self, indices)
 
 
-def adaptive_max_pool2d_with_indices(self: Tensor, output_size: int | Sequence[int], *, out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
+def adaptive_max_pool2d_with_indices(self: Tensor, output_size: Sequence[int | None] | int, *, out: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
     """Adaptive max pooling (bins as in adaptive_avg_pool2d) that also returns the flat index h * W + w of each maximum within its input plane (int64). NaN wins over any number.
 
     Schema: ``adaptive_max_pool2d_with_indices(Tensor self, int[2] output_size) -> (Tensor, Tensor)``
+    ``output_size``: a None entry keeps the size of ``self`` there.
     Dtypes: float32, float64, float16, bfloat16; result1: int64.
     """
+    output_size = _fill_none(output_size, self)
     if out is not None:
         out = _out_tuple("opforge.adaptive_max_pool2d_with_indices", out, 2)
         if _compiling():
@@ -388,12 +416,14 @@ def adaptive_max_pool2d_with_indices(self: Tensor, output_size: int | Sequence[i
     return _C.adaptive_max_pool2d_with_indices(self, output_size)
 
 
-def add(self: Tensor, other: Tensor, *, alpha: Number = 1, out: Tensor | None = None) -> Tensor:
+def add(self: Tensor, other: Tensor | Number, *, alpha: Number = 1, out: Tensor | None = None) -> Tensor:
     """Adds `other`, scaled by `alpha`, to `self`, broadcasting both to a common shape.
 
     Schema: ``add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
+    ``other`` may be a Python number (promoted as torch's are).
     Dtypes: float32, float64, float16, bfloat16, int64.
     """
+    other = _number_operand(other, self)
     if out is not None:
         if _compiling():
             return _ops.add.out(self, other, alpha=alpha, out=out)
@@ -403,12 +433,14 @@ def add(self: Tensor, other: Tensor, *, alpha: Number = 1, out: Tensor | None = 
     return _C.add(self, other, alpha)
 
 
-def add_(self: Tensor, other: Tensor, *, alpha: Number = 1) -> Tensor:
+def add_(self: Tensor, other: Tensor | Number, *, alpha: Number = 1) -> Tensor:
     """In-place variant of `opforge.add`: writes the result into `self`.
 
     Schema: ``add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)``
+    ``other`` may be a Python number (promoted as torch's are).
     Dtypes: float32, float64, float16, bfloat16, int64.
     """
+    other = _number_operand(other, self)
     if _compiling():
         return _ops.add_.Tensor(self, other, alpha=alpha)
     return _C.add_(self, other, alpha)
@@ -1528,7 +1560,7 @@ def kl_div_backward(grad_output: Tensor, self: Tensor, target: Tensor, reduction
 
 
 def kl_div_target_backward(grad_output: Tensor, self: Tensor, target: Tensor, reduction: str, log_target: bool) -> Tensor:
-    """Gradient of kl_div in `target`, (log(target) + 1 - self) grad_output where target > 0, else 0 (exp(target) (target - self + 1) grad_output for a log_target), divided by what the reduction divided by.
+    """Gradient of kl_div in `target`, (log(target) + 1 - self) grad_output where target > 0, else 0 (a zero-probability target contributes nothing; ATen's gradient there is NaN, from xlogy's t / t) (exp(target) (target - self + 1) grad_output for a log_target), divided by what the reduction divided by.
 
     Schema: ``kl_div_target_backward(Tensor grad_output, Tensor self, Tensor target, str reduction, bool log_target) -> Tensor``
     Dtypes: float32, float64, float16, bfloat16.
@@ -1707,12 +1739,14 @@ def local_response_norm_backward(grad_output: Tensor, input: Tensor, size: int, 
     return _C.local_response_norm_backward(grad_output, input, size, alpha, beta, k)
 
 
-def log_softmax(self: Tensor, dim: int, *, out: Tensor | None = None) -> Tensor:
+def log_softmax(self: Tensor, dim: int, *, dtype: torch.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """log(softmax(x)) along `dim`, computed stably as x - max - log(sum(exp(x - max))).
 
     Schema: ``log_softmax(Tensor self, int dim) -> Tensor``
+    ``dtype=``: ``self`` is cast to it first (as torch's).
     Dtypes: float32, float64, float16, bfloat16.
     """
+    self = self if dtype is None else self.to(dtype)
     if out is not None:
         if _compiling():
             return _ops.log_softmax.out(self, dim, out=out)
@@ -2278,12 +2312,14 @@ def smooth_l1_loss_backward(grad_output: Tensor, self: Tensor, target: Tensor, r
     return _C.smooth_l1_loss_backward(grad_output, self, target, reduction, beta)
 
 
-def softmax(self: Tensor, dim: int, *, out: Tensor | None = None) -> Tensor:
+def softmax(self: Tensor, dim: int, *, dtype: torch.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """exp(x) / sum(exp(x)) along `dim`, computed stably by subtracting the row maximum first.
 
     Schema: ``softmax(Tensor self, int dim) -> Tensor``
+    ``dtype=``: ``self`` is cast to it first (as torch's).
     Dtypes: float32, float64, float16, bfloat16.
     """
+    self = self if dtype is None else self.to(dtype)
     if out is not None:
         if _compiling():
             return _ops.softmax.out(self, dim, out=out)
@@ -2348,12 +2384,14 @@ def spatial_pyramid_pool_backward(grad_output: Tensor, self: Tensor, levels: int
     return _C.spatial_pyramid_pool_backward(grad_output, self, levels, mode)
 
 
-def sum(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, out: Tensor | None = None) -> Tensor:
+def sum(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: torch.dtype | None = None, out: Tensor | None = None) -> Tensor:
     """Sum over `dim` (all dimensions when None or empty); keepdim keeps reduced dimensions as size 1.
 
     Schema: ``sum(Tensor self, int[1]? dim=None, bool keepdim=False) -> Tensor``
+    ``dtype=``: ``self`` is cast to it first (as torch's).
     Dtypes: float32, float64, float16, bfloat16.
     """
+    self = self if dtype is None else self.to(dtype)
     if out is not None:
         if _compiling():
             return _ops.sum.out(self, _expand(dim, 1), keepdim, out=out)

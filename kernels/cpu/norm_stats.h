@@ -131,9 +131,14 @@ void store_weight_grads(T* dw, T* db, int64_t i, A sw, A sb) {
 
 // Splits [0, n) into chunk_count(n) contiguous chunks run in parallel:
 // f(chunk, begin, end). A fixed split (unlike parallel_for's) lets each chunk
-// own a partial-sum buffer and keeps results deterministic.
+// own a partial-sum buffer; its count does not depend on the thread count, so
+// the sums, added chunk by chunk in order, are the same bits on any number of
+// threads (tests/ops/test_determinism.py). 32 chunks keep up to 32 threads busy
+// for the cost of 32 partial rows.
+constexpr int64_t k_sum_chunks = 32;
+
 inline int64_t chunk_count(int64_t n) {
-  return std::max<int64_t>(1, std::min<int64_t>(n, at::get_num_threads()));
+  return std::max<int64_t>(1, std::min<int64_t>(n, k_sum_chunks));
 }
 
 template <typename F>

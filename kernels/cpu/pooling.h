@@ -142,7 +142,7 @@ C10_ALWAYS_INLINE A tree_sum(A (&lanes)[k_lanes]) {
 }
 
 template <typename A, typename T>
-C10_ALWAYS_INLINE A run_sum(const T* x, int64_t n) {
+C10_ALWAYS_INLINE A lane_sum(const T* x, int64_t n) {
   A lanes[k_lanes] = {};
   int64_t i = 0;
   for (; i + k_lanes <= n; i += k_lanes) {
@@ -155,6 +155,20 @@ C10_ALWAYS_INLINE A run_sum(const T* x, int64_t n) {
     tail += math::cast_to<A>(x[i]);
   }
   return tree_sum(lanes) + tail;
+}
+
+// The sum of a run in blocks of k_sum_block summed in lanes, the blocks' sums
+// then added: rounding error grows with n / k_sum_block + k_sum_block / 16
+// additions instead of n / 16 (a global pool over 10^6 elements: ~1 ulp, was 10).
+constexpr int64_t k_sum_block = 4096;
+
+template <typename A, typename T>
+C10_ALWAYS_INLINE A run_sum(const T* x, int64_t n) {
+  A total = 0;
+  for (int64_t b = 0; b < n; b += k_sum_block) {
+    total += lane_sum<A>(x + b, std::min(k_sum_block, n - b));
+  }
+  return total;
 }
 
 // torch's argmax of a contiguous run (the first maximum, or the last NaN).

@@ -158,8 +158,11 @@ def binary_cross_entropy_with_logits_target_backward(
 def kl_div_backward(
     grad_output: Tensor, self: Tensor, target: Tensor, reduction: str, log_target: bool
 ) -> Tensor:
-    # + self * 0: the gradient does not depend on self, and a None would not compare.
-    return _loss_grad(kl_div, grad_output, [self, target], 0, reduction, log_target) + self * 0
+    # + 0 selected from self: the gradient does not depend on self (not even on its
+    # NaNs, which self * 0 would pass), yet autograd sees self, so its gradient is 0,
+    # not None.
+    grad = _loss_grad(kl_div, grad_output, [self, target], 0, reduction, log_target)
+    return grad + torch.where(torch.zeros_like(self, dtype=torch.bool), self, 0.0)
 
 
 def kl_div_target_backward(

@@ -768,3 +768,26 @@ def test_ecosystem_fields_are_checked(
 ) -> None:
     """`batch:`, `sharding:` and `onnx:` errors name the entry's line and what is wrong."""
     assert_error(tmp_path, capsys, GOOD + f"  {field}\n", f"ops.yaml:6: error: {message}")
+
+
+def test_python_conveniences_name_arguments_of_the_right_kind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_error(
+        tmp_path,
+        capsys,
+        GOOD + "  python: {number: other}\n",
+        "ops.yaml:6: error: 'number: other': not a Tensor argument of the op",
+    )
+    assert_error(
+        tmp_path,
+        capsys,
+        GOOD + "  python: {none_size: {self: self}}\n",
+        "ops.yaml:6: error: 'none_size: {'self': 'self'}': the key must be an int list argument",
+    )
+    assert_error(
+        tmp_path,
+        capsys,
+        GOOD + "  python: {cast: self}\n",
+        "'python' maps number, dtype or none_size",
+    )

@@ -133,7 +133,7 @@ at::Tensor elu_backward_autograd(const at::Tensor& grad_output, const at::Tensor
       grad_inputs[0] = opforge::ops::elu_backward(grad, self, alpha);
     }
     if (needs[1]) {
-      grad_inputs[1] = at::where(self > 0, at::zeros_like(self), grad * grad_output * alpha * at::exp(self));
+      grad_inputs[1] = grad * grad_output * at::where(self < 0, at::exp(self) * alpha, at::zeros_like(self));
     }
     return grad_inputs;
   });

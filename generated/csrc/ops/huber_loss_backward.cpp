@@ -145,10 +145,10 @@ at::Tensor huber_loss_backward_autograd(const at::Tensor& grad_output, const at:
       grad_inputs[0] = opforge::ops::huber_loss_backward(grad, self, target, reduction, delta);
     }
     if (needs[1]) {
-      grad_inputs[1] = at::where((self - target).abs() < delta, opforge::ops::mse_loss_backward(grad_output, grad, at::zeros_like(grad), reduction) * 0.5, at::zeros_like(grad));
+      grad_inputs[1] = opforge::ops::mse_loss_backward(grad_output, grad * 0.5, at::zeros_like(grad), reduction) * ((self - target).abs() < delta);
     }
     if (needs[2]) {
-      grad_inputs[2] = at::where((self - target).abs() < delta, opforge::ops::mse_loss_backward(grad_output, grad, at::zeros_like(grad), reduction) * -0.5, at::zeros_like(grad));
+      grad_inputs[2] = opforge::ops::mse_loss_backward(grad_output, grad * -0.5, at::zeros_like(grad), reduction) * ((self - target).abs() < delta);
     }
     return grad_inputs;
   });

@@ -145,10 +145,10 @@ at::Tensor smooth_l1_loss_backward_autograd(const at::Tensor& grad_output, const
       grad_inputs[0] = opforge::ops::smooth_l1_loss_backward(grad, self, target, reduction, beta);
     }
     if (needs[1]) {
-      grad_inputs[1] = at::where((self - target).abs() < beta, opforge::ops::mse_loss_backward(grad_output, grad, at::zeros_like(grad), reduction) * (0.5 / beta), at::zeros_like(grad));
+      grad_inputs[1] = beta == 0 ? at::zeros_like(grad) : opforge::ops::mse_loss_backward(grad_output, grad * (0.5 / beta), at::zeros_like(grad), reduction) * ((self - target).abs() < beta);
     }
     if (needs[2]) {
-      grad_inputs[2] = at::where((self - target).abs() < beta, opforge::ops::mse_loss_backward(grad_output, grad, at::zeros_like(grad), reduction) * (-0.5 / beta), at::zeros_like(grad));
+      grad_inputs[2] = beta == 0 ? at::zeros_like(grad) : opforge::ops::mse_loss_backward(grad_output, grad * (-0.5 / beta), at::zeros_like(grad), reduction) * ((self - target).abs() < beta);
     }
     return grad_inputs;
   });

@@ -134,7 +134,7 @@ at::Tensor softplus_backward_autograd(const at::Tensor& grad_output, const at::T
       grad_inputs[0] = opforge::ops::softplus_backward(grad, self, beta, threshold);
     }
     if (needs[1]) {
-      grad_inputs[1] = at::where(self * beta > threshold, at::zeros_like(self), grad * grad_output * beta * at::sigmoid(self * beta) * at::sigmoid(self * beta * -1));
+      grad_inputs[1] = grad * grad_output * beta * at::sigmoid(self * beta) * at::sigmoid(self * beta * -1) * (self * beta <= threshold);
     }
     return grad_inputs;
   });

@@ -132,7 +132,7 @@ at::Tensor tanh_backward_autograd(const at::Tensor& grad_output, const at::Tenso
       grad_inputs[0] = opforge::ops::tanh_backward(grad, output);
     }
     if (needs[1]) {
-      grad_inputs[1] = grad * grad_output * output * -2;
+      grad_inputs[1] = output * -2 * grad * grad_output;
     }
     return grad_inputs;
   });

@@ -190,7 +190,8 @@ struct hardswish_backward_fn {
     const acc_t g = cast_to<acc_t>(grad);
     const acc_t v = cast_to<acc_t>(x);
     const acc_t mid = g * (v / acc_t(3) + acc_t(0.5));
-    const acc_t upper = select_(v < acc_t(3), mid, g);
+    // NaN falls through both tests to `mid`, NaN (as ATen's vectorized kernel).
+    const acc_t upper = select_(v >= acc_t(3), g, mid);
     return cast_to<T>(select_(v <= acc_t(-3), acc_t(0), upper));
   }
 };

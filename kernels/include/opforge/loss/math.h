@@ -68,13 +68,14 @@ struct l1_loss_fn {
   }
 };
 
-// sign(x - y) grad (0 where x == y, NaN where x - y is NaN, as torch.sign).
+// sign(x - y) grad, 0 where x == y or x - y is NaN (as ATen's l1_loss
+// gradient, whose sgn gives 0 at NaN).
 template <typename T>
 struct l1_loss_backward_fn {
   using acc_t = opmath_t<T>;
   C10_HOST_DEVICE T operator()(T grad, T x, T y) const {
     const acc_t r = cast_to<acc_t>(x) - cast_to<acc_t>(y);
-    const acc_t sign = select_(r > acc_t(0), acc_t(1), select_(r < acc_t(0), acc_t(-1), r * acc_t(0)));
+    const acc_t sign = select_(r > acc_t(0), acc_t(1), select_(r < acc_t(0), acc_t(-1), acc_t(0)));
     return cast_to<T>(sign * cast_to<acc_t>(grad));
   }
 };
@@ -145,7 +146,8 @@ struct binary_cross_entropy_backward_fn {
   using acc_t = opmath_t<T>;
   C10_HOST_DEVICE T operator()(T grad, T x, T y, T w) const {
     const acc_t v = cast_to<acc_t>(x);
-    const acc_t denom = max_((acc_t(1) - v) * v, acc_t(1e-12));
+    // ATen's epsilon is the float 1e-12 (9.99999996e-13) in every dtype
+    const acc_t denom = max_((acc_t(1) - v) * v, acc_t(1e-12f));
     return cast_to<T>(cast_to<acc_t>(w) * cast_to<acc_t>(grad) * (v - cast_to<acc_t>(y)) / denom);
   }
 };
@@ -191,7 +193,9 @@ struct binary_cross_entropy_with_logits_target_backward_fn {
   using acc_t = opmath_t<T>;
   C10_HOST_DEVICE T operator()(T grad, T x, T /*y*/, T w, T pos_weight) const {
     const acc_t v = cast_to<acc_t>(x);
-    const acc_t d = (cast_to<acc_t>(pos_weight) - acc_t(1)) * softplus_neg_(v) - v;
+    // (p - 1) is exactly 0 without a pos_weight: no 0 * inf at x = -inf.
+    const acc_t p1 = cast_to<acc_t>(pos_weight) - acc_t(1);
+    const acc_t d = select_(p1 == acc_t(0), acc_t(0), p1 * softplus_neg_(v)) - v;
     return cast_to<T>(cast_to<acc_t>(w) * cast_to<acc_t>(grad) * d);
   }
 };
@@ -234,14 +238,17 @@ struct kl_div_log_target_backward_fn {
   }
 };
 
-// d/dt: (log t + 1 - x) grad where t > 0, else 0 (as torch).
+// d/dt: (log t + 1 - x) grad where t > 0, else 0.
 template <typename T>
 struct kl_div_target_backward_fn {
   using acc_t = opmath_t<T>;
   C10_HOST_DEVICE T operator()(T grad, T x, T y) const {
     const acc_t t = cast_to<acc_t>(y);
+    // 0 where t <= 0: a zero-probability target contributes nothing, its
+    // gradient included (ATen's is NaN there, from t / t in xlogy's). A NaN t
+    // gives NaN.
     const acc_t g = (log_(t) + acc_t(1) - cast_to<acc_t>(x)) * cast_to<acc_t>(grad);
-    return cast_to<T>(select_(t > acc_t(0), g, acc_t(0)));
+    return cast_to<T>(select_(t <= acc_t(0), acc_t(0), g));
   }
 };
 
@@ -294,7 +301,8 @@ struct sigmoid_focal_loss_backward_fn {
     const acc_t t = cast_to<acc_t>(y);
     const auto f = focal_terms_of(cast_to<acc_t>(x), t, alpha);
     const acc_t ce_term = (f.s - t) * pow_(f.q, gamma);
-    const acc_t pt_term = gamma * f.ce * pow_(f.q, gamma - acc_t(1)) * f.s * (acc_t(1) - f.s) * (acc_t(2) * t - acc_t(1));
+    // s (1 - s) first: it is 0 where ce overflows (x = -max), and 0 * inf is NaN.
+    const acc_t pt_term = gamma * f.s * (acc_t(1) - f.s) * f.ce * pow_(f.q, gamma - acc_t(1)) * (acc_t(2) * t - acc_t(1));
     const acc_t d = ce_term - select_(gamma == acc_t(0), acc_t(0), pt_term);
     return cast_to<T>(f.a_t * d * cast_to<acc_t>(grad));
   }

@@ -51,6 +51,28 @@ def _call_overload(op: str, overloads: Any, args: Any, kwargs: Any) -> Any:
     raise TypeError(f"{op}: no overload takes these arguments; see help({op})")
 
 
+def _number_operand(value: Any, like: Tensor) -> Any:
+    """A Python number for a Tensor argument (Note [Python conveniences]): a 0-dim tensor
+    of the dtype torch's promotion gives it next to `like` (torch.result_type's rule for
+    a wrapped number, written out: torch.compile does not trace result_type)."""
+    if not isinstance(value, (bool, int, float)):
+        return value
+    dtype = like.dtype
+    if isinstance(value, float) and not (dtype.is_floating_point or dtype.is_complex):
+        dtype = torch.get_default_dtype()  # a float next to integers
+    elif isinstance(value, int) and not isinstance(value, bool) and dtype == torch.bool:
+        dtype = torch.int64  # an int next to bools
+    return torch.tensor(value, dtype=dtype, device=like.device)
+
+
+def _fill_none(size: Any, like: Tensor) -> Any:
+    """None entries of an output size: the size of `like`'s matching trailing dim."""
+    if isinstance(size, (list, tuple)) and any(s is None for s in size):
+        lead = like.dim() - len(size)
+        return [like.shape[lead + i] if s is None else s for i, s in enumerate(size)]
+    return size
+
+
 def _expand(value: Any, n: int) -> Any:
     """A single int given for an `int[N]` argument: N copies of it."""
     return [value] * n if isinstance(value, (int, torch.SymInt)) and not isinstance(value, bool) else value
