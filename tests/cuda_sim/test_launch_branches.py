@@ -113,9 +113,11 @@ def test_layer_norm_backward_many_rows(cuda_sim: Any, dtype: torch.dtype) -> Non
 
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_norms_of_empty_groups(cuda_sim: Any, dtype: torch.dtype) -> None:
-    """Rows / groups of no elements: mean 0 and rstd NaN, as torch (equal_nan compare)."""
+    """Rows of no elements: mean 0 and rstd NaN, as torch (equal_nan compare). Groups of
+    no elements are an error, as in torch (the shared meta check)."""
     agree("layer_norm_forward", [rand(3, 0, dtype=dtype), [0], None, None, 1e-5])
-    agree("group_norm_forward", [rand(2, 4, 0, dtype=dtype), 2, None, None, 1e-5])
+    with pytest.raises(RuntimeError, match="expected 'input' to have spatial elements"):
+        torch.ops.opforge.group_norm_forward(rand(2, 4, 0, dtype=dtype), 2, None, None, 1e-5)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
