@@ -60,7 +60,7 @@ test: build
 	    tests/ops/test_pooling.py tests/ops/test_norm.py tests/ops/test_layers.py || exit 1; \
 	done
 
-# The CPU op and model tests with opforge's C++ built under ASan + UBSan (a scratch clone of HEAD).
+# The CPU suite with opforge's C++ built under ASan + UBSan (a scratch clone of HEAD).
 sanitize: venv
 	bash scripts/sanitize.sh
 
