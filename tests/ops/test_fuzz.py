@@ -143,11 +143,14 @@ def _unnamed(op: OpDecl, error: Exception | None) -> str:
 
 def _reference_dtype(case: Case) -> torch.dtype:
     """The dtype _reference_out computes for: the drawn one (half precision: in float32,
-    rounded once); after a dtype mutation, the call's one floating dtype, or, where it mixes
-    several, float64, for which the reference gets the tensors as they are."""
+    rounded once); after a dtype mutation, the call's one floating dtype (or integer one),
+    or, where it mixes several, float64, for which the reference gets the tensors as they
+    are."""
     if case.mutation != "dtype":
         return case.dtype
     floating = {t.dtype for t in case.call.tensors() if t.is_floating_point()}
+    if not floating:  # (a uint8 image, say)
+        return case.call.tensors()[0].dtype
     return floating.pop() if len(floating) == 1 else torch.float64
 
 
@@ -256,7 +259,7 @@ def check_against_reference(
         f"opforge.{op.name} returned where its reference raised "
         f"{type(ref_error).__name__}: {ref_error}"
     )
-    tolerances = opdb.tolerances(_precision(call, case.dtype), op)
+    tolerances = opdb.tolerances(_precision(call, _reference_dtype(case)), op)
     if not valid:  # the battery's atol is for values near 1, not a uint8 image made float
         tolerances = {**tolerances, "atol": tolerances["atol"] * max(1.0, _largest(call))}
     if atol is not None:
@@ -268,7 +271,7 @@ def check_against_reference(
         # The reference in the call's own dtype rounds too (float32 sums with cancellation):
         # the answer computed in float64 also counts, as in test_pointwise's special values.
         exact, exact_error = reference(_widened(ref_call), torch.float64)
-        if exact_error is not None or _precision(call, case.dtype) == torch.float64:
+        if exact_error is not None or _precision(call, ref_dtype) == torch.float64:
             raise
         torch.testing.assert_close(
             got_all, _cast_like(exact, expected), **tolerances, equal_nan=True
@@ -393,6 +396,23 @@ _BF16, _F16 = torch.bfloat16, torch.float16
 # The tolerances the fuzz tests compare the precision findings' cases at (a few times the
 # errors seen), so they still catch a wrong result.
 _HALF_ATOL = {_BF16: 0.25, _F16: 0.05}
+
+
+def _f16(n: int, value: float) -> torch.Tensor:
+    return torch.full((n,), value, dtype=_F16)
+
+
+# Calls of the pointwise losses whose float16 sum overflows (mean < 65504 < sum).
+_HALF_MEAN_OVERFLOWS = {
+    "mse_loss": [_f16(70000, 1.0), _f16(70000, 0.0)],
+    "l1_loss": [_f16(70000, 1.0), _f16(70000, 0.0)],
+    "huber_loss": [_f16(4000, 30.0), _f16(4000, 0.0)],
+    "smooth_l1_loss": [_f16(4000, 30.0), _f16(4000, 0.0)],
+    "binary_cross_entropy": [_f16(1000, 0.0), _f16(1000, 1.0), None],
+    "binary_cross_entropy_with_logits": [_f16(2000, -60.0), _f16(2000, 1.0), None, None],
+    "kl_div": [_f16(4000, -30.0), _f16(4000, 1.0)],
+    "sigmoid_focal_loss": [_f16(8000, -60.0), _f16(8000, 1.0), 0.25, 2.0],
+}
 _bf16 = functools.partial(torch.tensor, dtype=_BF16)
 
 KNOWN: list[Finding] = [
@@ -408,6 +428,25 @@ KNOWN: list[Finding] = [
                 torch.randn(2, 8, 9, 9).contiguous(memory_format=torch.channels_last),
                 torch.randn(4, 8, 3, 3),
                 *([1, 1], [0, 0], [1, 1], 1, [True, True, True]),
+            ],
+        ),
+        lambda case: (
+            _channels_last(case.call.named("input"))
+            and not _channels_last(case.call.named("weight"))
+        ),
+    ),
+    Finding(
+        "conv_transpose2d_backward-mixed-layouts",
+        "conv_transpose2d_backward",
+        "as conv2d_backward: a channels_last input with a contiguous weight gives a "
+        "contiguous grad_weight, where ATen's is channels_last (values agree)",
+        lambda: _check(
+            "conv_transpose2d_backward",
+            [
+                torch.randn(2, 8, 18, 18),
+                torch.randn(2, 32, 9, 9).contiguous(memory_format=torch.channels_last),
+                torch.randn(32, 8, 4, 4),
+                *([2, 2], [1, 1], [0, 0], 1, [1, 1], [True, True, True]),
             ],
         ),
         lambda case: (
@@ -497,6 +536,21 @@ KNOWN: list[Finding] = [
         ),
         lambda case: case.dtype in _HALF_ATOL,
         atol=_HALF_ATOL,
+    ),
+    # The float16 'mean' of a pointwise loss rounds the sum to float16 before dividing: past
+    # 65504 it is inf, where torch's is the mean (mse_loss of 70000 N(0, 1) values: inf).
+    *(
+        Finding(
+            f"{name}-float16-mean-overflows",
+            name,
+            "reduction='mean' in float16 is inf once the sum passes 65504 (float16's "
+            "largest), where PyTorch returns the mean",
+            functools.partial(_check, name, [*args, "mean"], dtype=_F16),
+            lambda case: (
+                _F16 in {t.dtype for t in case.call.tensors()} and _largest(case.call) > 8
+            ),  # large values: integer tensors made float16
+        )
+        for name, args in _HALF_MEAN_OVERFLOWS.items()
     ),
     Finding(
         "clip_grad_norm_-inf-norm-of-empty-grads",
