@@ -415,6 +415,14 @@ _HALF_MEAN_OVERFLOWS = {
 }
 _bf16 = functools.partial(torch.tensor, dtype=_BF16)
 
+
+def _mixed_layouts(case: Case) -> bool:
+    """A channels_last input with a contiguous weight (the conv gradients' layout finding)."""
+    return _channels_last(case.call.named("input")) and not _channels_last(
+        case.call.named("weight")
+    )
+
+
 KNOWN: list[Finding] = [
     Finding(
         "conv2d_backward-mixed-layouts",
@@ -430,10 +438,7 @@ KNOWN: list[Finding] = [
                 *([1, 1], [0, 0], [1, 1], 1, [True, True, True]),
             ],
         ),
-        lambda case: (
-            _channels_last(case.call.named("input"))
-            and not _channels_last(case.call.named("weight"))
-        ),
+        _mixed_layouts,
     ),
     Finding(
         "conv_transpose2d_backward-mixed-layouts",
@@ -449,10 +454,7 @@ KNOWN: list[Finding] = [
                 *([2, 2], [1, 1], [0, 0], 1, [1, 1], [True, True, True]),
             ],
         ),
-        lambda case: (
-            _channels_last(case.call.named("input"))
-            and not _channels_last(case.call.named("weight"))
-        ),
+        _mixed_layouts,
     ),
     # Composites of ATen ops in float16/bfloat16 round after every op: where terms cancel,
     # the result is off by more than "computed in float32, rounded once" allows.
