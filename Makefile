@@ -8,7 +8,7 @@ OPFORGE_CUDA ?= AUTO
 JOBS ?= $(shell nproc)
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: all venv gen check build demo test bench fuzz clean sanitize sanitize-cuda gpu-deps
+.PHONY: all venv gen check build demo test bench fuzz leaks clean sanitize sanitize-cuda gpu-deps
 
 all: build
 
@@ -60,13 +60,16 @@ test: build
 	    tests/ops/test_pooling.py tests/ops/test_norm.py tests/ops/test_layers.py || exit 1; \
 	done
 
-# The CPU suite with opforge's C++ built under ASan + UBSan (a scratch clone of HEAD).
+# The CPU suite, then the simulated CUDA kernels, with opforge's C++ built under
+# ASan + UBSan (a scratch clone of HEAD).
 sanitize: venv
 	bash scripts/sanitize.sh
 
-# The CUDA kernels, run by the CUDA simulator under TSan, then ASan + UBSan.
+# The CUDA kernels, run by the CUDA simulator under TSan, then ASan + UBSan (CI runs
+# the TSan stage alone: `make sanitize` covers the other).
+CUDA_SANITIZERS ?= thread address,undefined
 sanitize-cuda: build
-	bash scripts/sanitize_cuda.sh
+	bash scripts/sanitize_cuda.sh $(CUDA_SANITIZERS)
 
 # The pure-Python build dependencies benchmarks/cuda.sh needs on a GPU machine
 # that lacks them (carried there with the working tree).
@@ -84,6 +87,10 @@ bench: build
 # examples, OPFORGE_FUZZ_EXAMPLES per test (`make test` runs a few, reproducibly).
 fuzz: build
 	OPFORGE_FUZZ_EXAMPLES=500 $(PY) -m pytest -q -p no:xdist tests/ops/test_fuzz.py
+
+# The leak check: 1e5 forward+backward calls per op family, printing each family's RSS growth.
+leaks: build
+	$(PY) benchmarks/leaks.py
 
 clean:
 	rm -rf $(BUILD) opforge/_C*.so opforge/_ops.py opforge/_ops.pyi opforge/_build_config.py

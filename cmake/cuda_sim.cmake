@@ -48,7 +48,7 @@ if(OPFORGE_PCH)
     PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
 endif()
 if(OPFORGE_CUDA_SIM_SANITIZE)
-  set(_sanitize -fsanitize=${OPFORGE_CUDA_SIM_SANITIZE} -fno-omit-frame-pointer -g)
+  set(_sanitize -fsanitize=${OPFORGE_CUDA_SIM_SANITIZE} -fno-omit-frame-pointer -g1)  # line tables for the reports
   if(OPFORGE_CUDA_SIM_SANITIZE MATCHES "undefined")
     list(APPEND _sanitize -fno-sanitize-recover=all)
   endif()

@@ -66,6 +66,18 @@ def register(op: OpDecl, functional: OpDecl) -> Registered:
             suffix = "composite" if key == "CompositeExplicitAutograd" else key.lower()
             target = f"{op.cpp_id}_{suffix}_checked"
             part.wrappers.append(kernel_function(op, key, target, lines + call))
+        elif key == "CompositeImplicitAutograd":
+            # Note [Composite errors] in opforge/core/composite_errors.h.
+            target = f"{op.cpp_id}_composite_named"
+            body = [
+                "try {",
+                *(f"  {line}" for line in _kernel_call(op, kernel, {})),
+                "} catch (c10::Error& e) {",
+                "  opforge::check::name_composite(e, kOp);",
+                "  throw;",
+                "}",
+            ]
+            part.wrappers.append(kernel_function(op, key, target, body))
         part.impls.append((key, target))
     if op.shape is not None and "Meta" not in op.keys:
         target = f"{op.cpp_id}_meta"

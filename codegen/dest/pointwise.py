@@ -102,6 +102,12 @@ def meta_step(f: OpDecl) -> Context:
     }
 
 
+def _batch_input(f: OpDecl, grad: str | None) -> str:
+    """The input whose dim 0 'batchmean' divides by (PyTorch's: the loss's first input,
+    not the broadcast result): the first tensor other than the incoming gradient."""
+    return next(n for n in inputs(f) if n != grad and n not in _if_none(f))
+
+
 def _run_name(f: OpDecl, key: str) -> str:
     return f"{f.cpp_id}_{key.lower()}_run"
 
@@ -116,8 +122,10 @@ def run_function(f: OpDecl, key: str) -> Context:
     lines = []
     for n in converted:
         if loss is not None and n == loss.grad:
+            batch = _batch_input(f, loss.grad)
             lines.append(
-                f"const at::Tensor {n}_p = opforge::pointwise::scaled_loss_grad({n}, {loss.arg}, out, dtype);"
+                f"const at::Tensor {n}_p = opforge::pointwise::scaled_loss_grad("
+                f"{n}, {loss.arg}, out, {batch}, dtype);"
             )
         else:
             lines.append(f"const at::Tensor {n}_p = {n}.to(dtype);")
@@ -175,7 +183,7 @@ def _kernel_body(op: OpDecl, f: OpDecl, key: str, simulated: bool = False) -> li
         call = f"opforge::pointwise::run_functional({ref},\n    {step},\n    {run})"
         loss = f.pointwise.reduction if f.pointwise is not None else None
         if loss is not None and loss.grad is None:
-            call = f"opforge::pointwise::reduce_loss({call}, {loss.arg})"
+            call = f"opforge::pointwise::reduce_loss({call}, {loss.arg}, {_batch_input(f, None)})"
         return [*lines, f"return {call};"]
     target = _target(op)
     named = _named(inputs(f), dict.fromkeys(_if_none(f), "_or"))

@@ -1222,7 +1222,7 @@ def filter2d_backward(grad_output: Tensor, image: Tensor, kernel: Tensor, paddin
 
 
 def fold_conv_bn(conv_weight: Tensor, conv_bias: Tensor | None, bn_weight: Tensor, bn_bias: Tensor, running_mean: Tensor, running_var: Tensor, eps: float) -> tuple[Tensor, Tensor]:
-    """Folds an eval-mode BatchNorm into the convolution before it. Per output channel o, with s = bn_weight / sqrt(running_var + eps), returns the weight W[o] * s and the bias (b - running_mean) * s + bn_bias (b = 0 without conv_bias). Any conv weight rank (out_channels first). Not differentiable.
+    """Folds an eval-mode BatchNorm into the convolution before it. Per output channel o, with s = bn_weight / sqrt(running_var + eps), returns the weight W[o] * s and the bias (b - running_mean) * s + bn_bias (b = 0 without conv_bias). Any conv weight of 2 or more dims (out_channels first). Not differentiable.
 
     Schema: ``fold_conv_bn(Tensor conv_weight, Tensor? conv_bias, Tensor bn_weight, Tensor bn_bias, Tensor running_mean, Tensor running_var, float eps) -> (Tensor, Tensor)``
     Dtypes: float32, float64, float16, bfloat16.

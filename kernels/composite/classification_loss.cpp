@@ -16,6 +16,7 @@
 
 #include <opforge/core/checks.h>
 #include <opforge/core/pointwise/loss.h>
+#include <opforge/core/widen.h>
 
 #include <ATen/ops/mean.h>
 #include <ATen/ops/mul.h>
@@ -110,6 +111,10 @@ at::Tensor distillation_loss_composite(const at::Tensor& s_logits, const at::Ten
   TORCH_CHECK(t_logits.sym_sizes() == s_logits.sym_sizes(), op, ": expected 't_logits' of the shape of 's_logits', ",
               s_logits.sym_sizes(), ", got ", t_logits.sym_sizes());
   TORCH_CHECK(T > 0.0, op, ": expected a positive temperature T, got ", T);
+  // Logits are floating (an integer teacher's t_logits / T would be float32 whatever s_logits is).
+  const std::initializer_list<at::ScalarType> floating{at::kFloat, at::kDouble, at::kHalf, at::kBFloat16};
+  check::dtype(op, "s_logits", s_logits, floating, "a floating dtype");
+  check::dtype(op, "t_logits", t_logits, floating, "a floating dtype");
   const at::Tensor hard = cross_entropy_composite(s_logits, target, std::nullopt, -100, "mean", 0.0);
   const at::Tensor soft = ops::kl_div(ops::log_softmax(s_logits / T, 1), ops::log_softmax(t_logits / T, 1),
                                       "batchmean", true);
@@ -131,7 +136,26 @@ std::tuple<at::Tensor, at::Tensor> cross_entropy_double_backward_composite(
   check::same_device(op, "grad_output", grad_output, "self", self);
   check::same_device(op, "target", target, "self", self);
   check::same_device(op, "weight", weight, "self", self);
+  // The composite's ops would check less, or name themselves: self (N, C, d...) or (C),
+  // target and grad_output self's shape without C, grad_grad_input self's.
+  TORCH_CHECK(self.dim() >= 1, op, ": expected 'self' of shape (N, C, d1, ...) or (C), got a 0-d tensor");
   const int64_t class_dim = self.dim() == 1 ? 0 : 1;
+  c10::SymDimVector per_sample(self.sym_sizes().begin(), self.sym_sizes().end());
+  per_sample.erase(per_sample.begin() + class_dim);
+  TORCH_CHECK(target.sym_sizes() == c10::SymIntArrayRef(per_sample), op, ": expected 'target' of shape ",
+              c10::SymIntArrayRef(per_sample), " ('self' without its class dim), got ", target.sym_sizes());
+  TORCH_CHECK(grad_output.sym_sizes() == target.sym_sizes(), op, ": expected 'grad_output' of the shape of 'target' ",
+              target.sym_sizes(), ", got ", grad_output.sym_sizes());
+  check::same_shape(op, "grad_grad_input", grad_grad_input, "self", self);
+  check::same_dtype(op, "grad_grad_input", grad_grad_input, "self", self);
+  check::same_dtype(op, "grad_output", grad_output, "self", self);
+  const at::ScalarType dtype = self.scalar_type();
+  if (at::isReducedFloatingType(dtype)) {  // Note [Composites in half precision]
+    const auto [x, y] = cross_entropy_double_backward_composite(widened(grad_grad_input), widened(grad_output),
+                                                                widened(self), target, widened(weight), ignore_index,
+                                                                label_smoothing);
+    return {narrowed(x, dtype), narrowed(y, dtype)};
+  }
   const at::Tensor unit = ops::cross_entropy_backward(at::ones_like(grad_output), self, target, weight, ignore_index,
                                                       label_smoothing);
   const at::Tensor grad_grad_output = (grad_grad_input * unit).sum(class_dim);

@@ -5,8 +5,10 @@
 #include <opforge/ops/conv2d_backward.h>
 #include <opforge/ops/conv2d_double_backward.h>
 
+#include <opforge/conv/checks.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/structured.h>
+#include <opforge/core/widen.h>
 
 #include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/zeros_like.h>
@@ -86,14 +88,30 @@ conv2d_double_backward(const std::optional<at::Tensor>& grad_grad_input_opt,
       check::same_device(op, name, *t, "grad_output", grad_output);
     }
   }
+  // Checked whatever output_mask says: a masked-off result's arguments too.
+  check_grad_output(op, grad_output,
+                    conv2d_output_sizes(op, input, weight, std::nullopt, conv_params_of(stride, padding, dilation, groups)));
+  check::same_dtype(op, "input", input, "grad_output", grad_output);
+  check::same_dtype(op, "weight", weight, "grad_output", grad_output);
+  if (grad_grad_input.defined()) {
+    check::same_shape(op, "grad_grad_input", grad_grad_input, "input", input);
+    check::same_dtype(op, "grad_grad_input", grad_grad_input, "grad_output", grad_output);
+  }
+  if (grad_grad_weight.defined()) {
+    check::same_shape(op, "grad_grad_weight", grad_grad_weight, "weight", weight);
+    check::same_dtype(op, "grad_grad_weight", grad_grad_weight, "grad_output", grad_output);
+  }
+  if (grad_grad_bias.defined()) {
+    TORCH_CHECK(grad_grad_bias.sym_sizes() == weight.sym_sizes().slice(0, 1), op, ": expected 'grad_grad_bias' of shape [",
+                weight.sym_size(0), "] (out_channels), got ", grad_grad_bias.sym_sizes());
+    check::same_dtype(op, "grad_grad_bias", grad_grad_bias, "grad_output", grad_output);
+  }
   const at::ScalarType dtype = grad_output.scalar_type();
-  if (at::isReducedFloatingType(dtype)) {
-    const auto up = [](const at::Tensor& t) { return t.defined() ? t.to(at::kFloat) : t; };
-    const auto down = [&](const at::Tensor& t) { return t.defined() ? t.to(dtype) : t; };
+  if (at::isReducedFloatingType(dtype)) {  // Note [Composites in half precision]
     const auto [a, b, c] = conv2d_double_backward(
-        up(grad_grad_input), up(grad_grad_weight), up(grad_grad_bias), up(grad_output),
-        up(input), up(weight), stride, padding, dilation, groups, output_mask);
-    return {down(a), down(b), down(c)};
+        widened(grad_grad_input), widened(grad_grad_weight), widened(grad_grad_bias), widened(grad_output),
+        widened(input), widened(weight), stride, padding, dilation, groups, output_mask);
+    return {narrowed(a, dtype), narrowed(b, dtype), narrowed(c, dtype)};
   }
   at::Tensor d_grad_output;
   at::Tensor d_input;

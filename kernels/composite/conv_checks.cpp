@@ -170,9 +170,9 @@ void check_fold_conv_bn(const at::Tensor& conv_weight, const std::optional<at::T
                         const at::Tensor& bn_weight, const at::Tensor& bn_bias,
                         const at::Tensor& running_mean, const at::Tensor& running_var) {
   constexpr const char* op = "opforge.fold_conv_bn";
-  TORCH_CHECK(conv_weight.dim() >= 1, op,
-              ": expected 'conv_weight' to have at least 1 dimension (out_channels first), got a "
-              "0-d tensor");
+  TORCH_CHECK(conv_weight.dim() >= 2, op,
+              ": expected 'conv_weight' to have at least 2 dimensions (out_channels, in_channels, "
+              "kernel dims...), got ", conv_weight.dim());
   const c10::SymInt& channels = conv_weight.sym_size(0);
   const std::pair<const char*, const at::Tensor*> per_channel[] = {
       {"conv_bias", conv_bias.has_value() && conv_bias->defined() ? &*conv_bias : nullptr},

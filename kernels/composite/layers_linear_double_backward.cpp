@@ -6,6 +6,7 @@
 #include <opforge/ops/linear_double_backward.h>
 
 #include <opforge/core/checks.h>
+#include <opforge/core/widen.h>
 #include <opforge/layers/checks.h>
 
 #include <ATen/ops/zeros_like.h>
@@ -32,6 +33,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> linear_double_backward_composite(
   check::same_device(op, "grad_grad_weight", grad_grad_weight, "grad_output", grad_output);
   check::same_device(op, "grad_grad_bias", grad_grad_bias, "grad_output", grad_output);
   linear_backward_check(op, grad_output, input, weight);
+  // Checked whatever output_mask says (a masked-off output's arguments too), as the op's other checks.
+  check::dtype(op, "grad_output", grad_output, {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}, "a floating dtype");
+  check::same_dtype(op, "input", input, "grad_output", grad_output);
+  check::same_dtype(op, "weight", weight, "grad_output", grad_output);
+  check::same_dtype(op, "grad_grad_input", grad_grad_input, "grad_output", grad_output);
+  check::same_dtype(op, "grad_grad_weight", grad_grad_weight, "grad_output", grad_output);
+  check::same_dtype(op, "grad_grad_bias", grad_grad_bias, "grad_output", grad_output);
   if (has_tensor(grad_grad_input)) {
     check::same_shape(op, "grad_grad_input", *grad_grad_input, "input", input);
   }
@@ -40,6 +48,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> linear_double_backward_composite(
   }
   TORCH_CHECK(!has_tensor(grad_grad_bias) || grad_grad_bias->sym_sizes() == weight.sym_sizes().slice(0, 1), op,
               ": expected 'grad_grad_bias' of shape [", weight.sym_size(0), "], got ", grad_grad_bias->sym_sizes());
+  const at::ScalarType dtype = grad_output.scalar_type();
+  if (at::isReducedFloatingType(dtype)) {  // Note [Composites in half precision]
+    const auto [x, y, z] = linear_double_backward_composite(widened(grad_output), widened(input), widened(weight),
+                                                            output_mask, widened(grad_grad_input),
+                                                            widened(grad_grad_weight), widened(grad_grad_bias));
+    return {narrowed(x, dtype), narrowed(y, dtype), narrowed(z, dtype)};
+  }
   const bool a = has_tensor(grad_grad_input);
   const bool b = has_tensor(grad_grad_weight);
   const bool c = has_tensor(grad_grad_bias);

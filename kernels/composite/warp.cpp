@@ -5,6 +5,7 @@
 #include <opforge/ops/rotation_matrix2d.h>
 
 #include <opforge/core/checks.h>
+#include <opforge/core/widen.h>
 
 #include <ATen/ATen.h>
 
@@ -27,6 +28,9 @@ at::Tensor rotation_matrix2d_composite(const at::Tensor& center, const at::Tenso
   check::same_dtype(op, "angle", angle, "center", center);
   check::same_dtype(op, "scale", scale, "center", center);
   TORCH_CHECK(at::isFloatingType(center.scalar_type()), op, ": expected floating tensors, got ", center.scalar_type());
+  if (is_half_precision(center)) {  // Note [Composites in half precision]
+    return narrowed(rotation_matrix2d_composite(widened(center), widened(angle), widened(scale)), center.scalar_type());
+  }
   // R S with R = [[cos, sin], [-sin, cos]] (y down: counter-clockwise on screen), then the
   // translation that keeps the centre fixed: c - R S c.
   const at::Tensor radians = angle * (std::numbers::pi / 180.0);

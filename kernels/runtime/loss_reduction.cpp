@@ -28,10 +28,10 @@ at::Tensor value_or(const std::optional<at::Tensor>& t, double value, const at::
 namespace {
 
 // What 'mean' and 'batchmean' divide the sum by: the broadcast element count,
-// or the size of dim 0 (1 for a 0-d loss).
-double loss_count(const at::Tensor& loss, c10::string_view reduction) {
+// or the size of the first input's dim 0 (1 when it is 0-d).
+double loss_count(const at::Tensor& loss, c10::string_view reduction, const at::Tensor& batch) {
   if (reduction == "batchmean") {
-    return loss.dim() > 0 ? static_cast<double>(loss.size(0)) : 1.0;
+    return batch.dim() > 0 ? static_cast<double>(batch.size(0)) : 1.0;
   }
   return static_cast<double>(loss.numel());
 }
@@ -48,34 +48,42 @@ at::Tensor total_of(const at::Tensor& t) {
   return sum.call(t, std::nullopt, false);
 }
 
+// float16/bfloat16 losses are summed in float32 for a mean (the sum itself
+// may pass float16's 65504 where the mean does not): the quotient is rounded
+// once, as at::mean's is.
+at::Tensor widened(const at::Tensor& t) {
+  return at::isReducedFloatingType(t.scalar_type()) ? t.to(at::kFloat) : t;
+}
+
 }  // namespace
 
-at::Tensor reduce_loss(const at::Tensor& loss, c10::string_view reduction) {
+at::Tensor reduce_loss(const at::Tensor& loss, c10::string_view reduction, const at::Tensor& batch) {
   if (reduction == "none") {
     return loss;
   }
-  at::Tensor total = total_of(loss);
   if (reduction == "sum" || loss.is_meta()) {
-    return total;  // (Meta: the 0-d result, without a count of symbolic sizes)
+    return total_of(loss);  // (Meta: the 0-d result, without a count of symbolic sizes)
   }
-  return total.div_(loss_count(loss, reduction));
+  return total_of(widened(loss)).div_(loss_count(loss, reduction, batch)).to(loss.scalar_type());
 }
 
 at::Tensor reduce_weighted_loss(const at::Tensor& loss, const at::Tensor& weights, c10::string_view reduction) {
   if (reduction == "none") {
     return loss;
   }
-  at::Tensor total = total_of(loss);
-  return reduction == "sum" ? total : at::div(total, total_of(weights));
+  if (reduction == "sum" || loss.is_meta()) {
+    return total_of(loss);
+  }
+  return at::div(total_of(widened(loss)), total_of(widened(weights))).to(loss.scalar_type());
 }
 
 at::Tensor scaled_loss_grad(const at::Tensor& grad, c10::string_view reduction, const at::Tensor& out,
-                            at::ScalarType dtype) {
+                            const at::Tensor& batch, at::ScalarType dtype) {
   if (reduction == "none" || reduction == "sum") {
     return grad.to(dtype);
   }
   // Divided in double, then rounded once to the kernel's dtype.
-  return grad.to(at::kDouble).div(loss_count(out, reduction)).to(dtype);
+  return grad.to(at::kDouble).div(loss_count(out, reduction, batch)).to(dtype);
 }
 
 }  // namespace opforge::pointwise

@@ -13,7 +13,8 @@ op's declared samples (tests/ops/fuzz_strategies.py) and
 `make test` runs a few derandomized examples per test (reproducible); `make fuzz`
 (OPFORGE_FUZZ_EXAMPLES=500) runs many random ones. A failing example prints as the recipe
 it was drawn by (fuzz_strategies.Case). Findings not fixed yet are listed in KNOWN, at the
-end: left out of the drawn calls, and each kept as a strict xfail reproducer.
+end: left out of the drawn calls, and each kept as a strict xfail reproducer; fixed ones,
+in FIXED, keep their reproducers as tests.
 """
 
 from __future__ import annotations
@@ -122,19 +123,11 @@ def _precision(call: opdb.Call, dtype: torch.dtype) -> torch.dtype:
 
 
 def _names_op(op: OpDecl, error: Exception) -> bool:
-    """A Python error naming the op. A composite's error may name an opforge op it calls
-    instead (`opforge.cross_entropy_forward: ...` from distillation_loss): a known finding
-    (KNOWN: composite-errors-name-the-op-called)."""
-    message = str(error)
-    if not isinstance(error, _ERRORS):
-        return False
-    return op.name in message or (
-        _composite(op) and re.search(r"opforge\.\w+: ", message) is not None
+    """A Python error naming the op (a composite's names it as the context of an error
+    raised by an op it calls: Note [Composite errors])."""
+    return (
+        isinstance(error, _ERRORS) and re.search(rf"opforge\.{op.name}\b", str(error)) is not None
     )
-
-
-def _composite(op: OpDecl) -> bool:
-    return op.keys == ("CompositeImplicitAutograd",)
 
 
 def _unnamed(op: OpDecl, error: Exception | None) -> str:
@@ -203,12 +196,9 @@ def _same_shapes(a: Any, b: Any) -> bool:
     )
 
 
-def check_against_reference(
-    op: OpDecl, case: Case, *, valid: bool, atol: float | None = None
-) -> None:
+def check_against_reference(op: OpDecl, case: Case, *, valid: bool) -> None:
     """Both raise (opforge naming the op), or both return the same results (those written
-    into arguments included) within the battery's tolerances (`atol`: a looser one, for a
-    known precision finding). A valid call must not raise where the reference returns; an
+    into arguments included) within the battery's tolerances. A valid call must not raise where the reference returns; an
     invalid one may be refused by opforge alone."""
     call, fn, ref_dtype = case.call, _opforge_fn(op), _reference_dtype(case)
     ref_call = call.clone()  # before opforge writes into its arguments (clip_grad_norm_)
@@ -242,8 +232,7 @@ def check_against_reference(
     # op of `dtype: promote(...)` computes in the promoted dtype, where torch's losses
     # disagree (huber_loss keeps self's dtype, binary_cross_entropy_with_logits the
     # target's, binary_cross_entropy raises). The reference then gets the broadcast and
-    # promoted tensors (where torch raises, known findings: KNOWN's
-    # losses-broadcast-target and losses-promote-integer-inputs).
+    # promoted tensors (where torch raises: KNOWN's losses-promote-integer-inputs).
     agreed = _broadcast(ref_call) if op.pointwise is not None else None
     promoted = _promoted(op, agreed or ref_call) if isinstance(op.dtype_rule, Promote) else None
     mismatch = ref_error is not None or not _same_shapes(got, expected[0])
@@ -262,8 +251,6 @@ def check_against_reference(
     tolerances = opdb.tolerances(_precision(call, _reference_dtype(case)), op)
     if not valid:  # the battery's atol is for values near 1, not a uint8 image made float
         tolerances = {**tolerances, "atol": tolerances["atol"] * max(1.0, _largest(call))}
-    if atol is not None:
-        tolerances = {**tolerances, "atol": atol}
     got_all = (got, [call.named(n) for n in opdb.written_args(op)])
     try:
         torch.testing.assert_close(got_all, expected, **tolerances, equal_nan=True)
@@ -312,11 +299,8 @@ def _op_dtype_params() -> list[Any]:
 def test_valid_inputs_match_reference(name: str, dtype: str, data: st.DataObject) -> None:
     op = opdb.by_qualified(name)
     case = data.draw(valid_cases(op, opdb.TORCH_DTYPES[dtype]), label="case")
-    finding = _known(op, case)
-    if finding is None:
+    if _known(op, case) is None:
         check_against_reference(op, case, valid=True)
-    elif finding.atol is not None:
-        check_against_reference(op, case, valid=True, atol=finding.atol[case.dtype])
 
 
 @pytest.mark.parametrize("name", [op.qualified for op in opdb.functional_ops()])
@@ -330,22 +314,30 @@ def test_invalid_inputs_raise_naming_the_op(name: str, data: st.DataObject) -> N
         check_against_reference(op, case, valid=case.mutation is None)
 
 
-# --- Findings not fixed yet ------------------------------------------------------------------
+# --- Findings: fixed, and not fixed yet -------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Finding:
     """A bug this suite found that is not fixed yet. `reproduce` is its minimal reproducer,
     a strict xfail in test_known_finding; the fuzz tests leave out the drawn cases that
-    `matches` picks (so they go on finding others), or, for a precision finding, compare
-    them at `atol`."""
+    `matches` picks (so they go on finding others)."""
 
     name: str
     op: str
     reason: str
     reproduce: Callable[[], None]
     matches: Callable[[Case], bool] = lambda case: False
-    atol: dict[torch.dtype, float] | None = None  # per dtype
+
+
+@dataclass(frozen=True)
+class Regression:
+    """A bug this suite found, fixed: its reproducer (a passing test, test_fixed_finding)."""
+
+    name: str
+    op: str
+    reason: str
+    reproduce: Callable[[], None]
 
 
 def _known(op: OpDecl, case: Case) -> Finding | None:
@@ -376,13 +368,6 @@ def _refused(name: str, fn: Callable[[], Any]) -> None:
         fn()
 
 
-def _channels_last(t: Any) -> bool:
-    cl = torch.channels_last
-    return (
-        isinstance(t, torch.Tensor) and t.is_contiguous(memory_format=cl) and not t.is_contiguous()
-    )
-
-
 def _distillation_int_logits() -> list[torch.Tensor]:
     g = torch.Generator().manual_seed(0)
     return [
@@ -393,9 +378,6 @@ def _distillation_int_logits() -> list[torch.Tensor]:
 
 
 _BF16, _F16 = torch.bfloat16, torch.float16
-# The tolerances the fuzz tests compare the precision findings' cases at (a few times the
-# errors seen), so they still catch a wrong result.
-_HALF_ATOL = {_BF16: 0.25, _F16: 0.05}
 
 
 def _f16(n: int, value: float) -> torch.Tensor:
@@ -416,15 +398,8 @@ _HALF_MEAN_OVERFLOWS = {
 _bf16 = functools.partial(torch.tensor, dtype=_BF16)
 
 
-def _mixed_layouts(case: Case) -> bool:
-    """A channels_last input with a contiguous weight (the conv gradients' layout finding)."""
-    return _channels_last(case.call.named("input")) and not _channels_last(
-        case.call.named("weight")
-    )
-
-
-KNOWN: list[Finding] = [
-    Finding(
+FIXED: list[Regression] = [
+    Regression(
         "conv2d_backward-mixed-layouts",
         "conv2d_backward",
         "a channels_last input with a contiguous weight: grad_weight is contiguous, where "
@@ -438,9 +413,8 @@ KNOWN: list[Finding] = [
                 *([1, 1], [0, 0], [1, 1], 1, [True, True, True]),
             ],
         ),
-        _mixed_layouts,
     ),
-    Finding(
+    Regression(
         "conv_transpose2d_backward-mixed-layouts",
         "conv_transpose2d_backward",
         "as conv2d_backward: a channels_last input with a contiguous weight gives a "
@@ -454,11 +428,8 @@ KNOWN: list[Finding] = [
                 *([2, 2], [1, 1], [0, 0], 1, [1, 1], [True, True, True]),
             ],
         ),
-        _mixed_layouts,
     ),
-    # Composites of ATen ops in float16/bfloat16 round after every op: where terms cancel,
-    # the result is off by more than "computed in float32, rounded once" allows.
-    Finding(
+    Regression(
         "rotation_matrix2d-half-precision",
         "rotation_matrix2d",
         "float16/bfloat16 computed in that precision: the translation column is off by up "
@@ -483,10 +454,8 @@ KNOWN: list[Finding] = [
                 dtype=_F16,
             ),
         ),
-        lambda case: case.dtype in _HALF_ATOL,
-        atol=_HALF_ATOL,
     ),
-    Finding(
+    Regression(
         "cross_entropy_double_backward-half-precision",
         "cross_entropy_double_backward",
         "float16/bfloat16 computed in that precision: a gradient off by 5.6e-3 in float16 "
@@ -502,10 +471,8 @@ KNOWN: list[Finding] = [
             ],
             dtype=_F16,
         ),
-        lambda case: case.dtype in _HALF_ATOL,
-        atol=_HALF_ATOL,
     ),
-    Finding(
+    Regression(
         "linear_double_backward-half-precision",
         "linear_double_backward",
         "float16/bfloat16 computed in that precision: grad_grad_output's two products are "
@@ -536,43 +503,31 @@ KNOWN: list[Finding] = [
             ],
             dtype=_BF16,
         ),
-        lambda case: case.dtype in _HALF_ATOL,
-        atol=_HALF_ATOL,
     ),
-    # The float16 'mean' of a pointwise loss rounds the sum to float16 before dividing: past
-    # 65504 it is inf, where torch's is the mean (mse_loss of 70000 N(0, 1) values: inf).
     *(
-        Finding(
+        Regression(
             f"{name}-float16-mean-overflows",
             name,
             "reduction='mean' in float16 is inf once the sum passes 65504 (float16's "
             "largest), where PyTorch returns the mean",
             functools.partial(_check, name, [*args, "mean"], dtype=_F16),
-            lambda case: (
-                _F16 in {t.dtype for t in case.call.tensors()} and _largest(case.call) > 8
-            ),  # large values: integer tensors made float16
         )
         for name, args in _HALF_MEAN_OVERFLOWS.items()
     ),
-    Finding(
+    Regression(
         "clip_grad_norm_-inf-norm-of-empty-grads",
         "clip_grad_norm_",
         "norm_type=inf with an empty gradient returns where torch.nn.utils.clip_grad_norm_ "
         "raises (the inf norm of an empty tensor has no identity)",
         lambda: _check("clip_grad_norm_", [[torch.randn(5, 2), torch.empty(0)], 0.5, math.inf]),
-        lambda case: (
-            case.call.named("norm_type") == math.inf
-            and any(t.numel() == 0 for t in case.call.named("grads"))
-        ),
     ),
     *(
-        Finding(
+        Regression(
             f"{name}-one-output-size",
             name,
             "output_size=[3] (one element) is taken as [3, 3], where PyTorch raises "
             "'output_size must be 2'",
             functools.partial(_check, name, [torch.randn(1, 2, 6, 6), [3]], mutation="int"),
-            lambda case: len(list(case.call.named("output_size") or ())) == 1,
         )
         for name in (
             "adaptive_avg_pool2d",
@@ -580,7 +535,7 @@ KNOWN: list[Finding] = [
             "adaptive_max_pool2d_with_indices",
         )
     ),
-    Finding(
+    Regression(
         "conv2d_double_backward-arguments-unchecked",
         "conv2d_double_backward",
         "a composite of ATen ops that checks none of its arguments: with a 5-D "
@@ -599,9 +554,8 @@ KNOWN: list[Finding] = [
             ],
             mutation="rank",
         ),
-        lambda case: case.mutation is not None,
     ),
-    Finding(
+    Regression(
         "cross_entropy_double_backward-shapes-unchecked",
         "cross_entropy_double_backward",
         "a composite that checks no shape: grad_grad_input [1, 4, 10] for self [4, 10] "
@@ -618,9 +572,8 @@ KNOWN: list[Finding] = [
             ],
             mutation="rank",
         ),
-        lambda case: case.mutation in ("rank", "shape"),
     ),
-    Finding(
+    Regression(
         "fake_quantize_per_tensor_affine_backward-zero_point-unchecked",
         "fake_quantize_per_tensor_affine_backward",
         "a zero_point outside [quant_min, quant_max] is accepted (the forward op and "
@@ -630,9 +583,8 @@ KNOWN: list[Finding] = [
             [torch.ones(3, 4), torch.randn(3, 4), 0.1, 64, 0, 63],
             mutation="int",
         ),
-        lambda case: case.mutated in ("zero_point", "quant_min", "quant_max"),
     ),
-    Finding(
+    Regression(
         "kl_div-batchmean-broadcast",
         "kl_div",
         "reduction='batchmean' divides by the broadcast result's dim 0, PyTorch by self's "
@@ -642,12 +594,8 @@ KNOWN: list[Finding] = [
             [torch.tensor(-1.0), torch.tensor([0.2, 0.5, 0.9]), "batchmean"],
             mutation="rank",
         ),
-        lambda case: (
-            case.call.named("reduction") == "batchmean"
-            and case.call.named("self").shape != case.call.named("target").shape
-        ),
     ),
-    Finding(
+    Regression(
         "sum_backward-grad_output-unchecked",
         "sum_backward",
         "a grad_output that does not fit sizes/dim reaches at::expand: its error does not "
@@ -655,9 +603,8 @@ KNOWN: list[Finding] = [
         lambda: _refused(
             "sum_backward", lambda: opforge.sum_backward(torch.randn(1, 5), [5, 6], [1])
         ),
-        lambda case: case.mutation is not None,
     ),
-    Finding(
+    Regression(
         "linear_double_backward-masked-arguments-unchecked",
         "linear_double_backward",
         "arguments that only masked-off outputs use are not checked: an int64 input with "
@@ -672,17 +619,15 @@ KNOWN: list[Finding] = [
             ],
             mutation="dtype",
         ),
-        lambda case: case.mutation is not None and not all(case.call.named("output_mask")),
     ),
-    Finding(
+    Regression(
         "ln_structured_mask-1d-weight",
         "ln_structured_mask",
         "a 1-D weight returns a mask, where torch.nn.utils.prune raises (structured pruning "
         "needs a multidimensional tensor)",
         lambda: _check("ln_structured_mask", [torch.randn(7), 0.5, 2.0, 0], mutation="rank"),
-        lambda case: case.call.named("weight").dim() < 2,
     ),
-    Finding(
+    Regression(
         "fold_conv_bn-1d-weight",
         "fold_conv_bn",
         "a 1-D conv_weight is folded (to shape [5]) where it should be refused; torch's "
@@ -691,9 +636,8 @@ KNOWN: list[Finding] = [
             "fold_conv_bn",
             lambda: opforge.fold_conv_bn(torch.randn(5), None, *torch.rand(4, 5) + 0.5, eps=1e-5),
         ),
-        lambda case: case.call.named("conv_weight").dim() < 2,
     ),
-    Finding(
+    Regression(
         "distillation_loss-integer-logits",
         "distillation_loss",
         "int32 t_logits with float64 s_logits: the teacher's softmax is not computed in the "
@@ -701,9 +645,8 @@ KNOWN: list[Finding] = [
         lambda: _check(
             "distillation_loss", _distillation_int_logits(), dtype=torch.float64, mutation="dtype"
         ),
-        lambda case: case.mutation == "dtype",
     ),
-    Finding(
+    Regression(
         "composite-errors-name-the-op-called",
         "distillation_loss",
         "a composite op's argument errors name the opforge op it calls "
@@ -722,6 +665,20 @@ KNOWN: list[Finding] = [
             ),
         ),
     ),
+    Regression(
+        "losses-broadcast-target",
+        "binary_cross_entropy",
+        "binary_cross_entropy(_with_logits) and sigmoid_focal_loss broadcast a target of "
+        "another shape, where PyTorch raises ValueError",
+        lambda: _refused(
+            "binary_cross_entropy",
+            lambda: opforge.binary_cross_entropy(torch.rand(2, 3), torch.rand(3)),
+        ),
+    ),
+]
+
+
+KNOWN: list[Finding] = [
     Finding(
         "losses-promote-integer-inputs",
         "kl_div",
@@ -731,16 +688,6 @@ KNOWN: list[Finding] = [
         lambda: (
             _refused("kl_div", lambda: opforge.kl_div(torch.tensor([[-1, -2]]), torch.rand(1, 2))),
             _refused("huber_loss", lambda: opforge.huber_loss(torch.tensor([1, 2]), torch.rand(2))),
-        ),
-    ),
-    Finding(
-        "losses-broadcast-target",
-        "binary_cross_entropy",
-        "binary_cross_entropy(_with_logits) and sigmoid_focal_loss broadcast a target of "
-        "another shape, where PyTorch raises ValueError",
-        lambda: _refused(
-            "binary_cross_entropy",
-            lambda: opforge.binary_cross_entropy(torch.rand(2, 3), torch.rand(3)),
         ),
     ),
 ]
@@ -777,3 +724,9 @@ _EXCUSED: list[tuple[str, Callable[[Case], bool]]] = [
 )
 def test_known_finding(finding: Finding) -> None:
     finding.reproduce()
+
+
+@pytest.mark.parametrize("regression", [pytest.param(f, id=f.name) for f in FIXED])
+def test_fixed_finding(regression: Regression) -> None:
+    """What was wrong (regression.reason) is not any more."""
+    regression.reproduce()

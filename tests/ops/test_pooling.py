@@ -289,9 +289,16 @@ def test_adaptive_bad_output_size() -> None:
             ):
                 call(x.to("meta"), size)
     with pytest.raises(
-        RuntimeError, match=r"opforge\.adaptive_avg_pool2d: 'output_size' must be one int or two"
+        RuntimeError, match=r"opforge\.adaptive_avg_pool2d: 'output_size' must be two ints"
     ):
         opforge.adaptive_avg_pool2d(x, [1, 2, 3])
+    with pytest.raises(  # one element is not a pair (as ATen's; a Python int is), and the
+        # composite's error names it too (Note [Composite errors])
+        RuntimeError,
+        match=r"opforge\.adaptive_max_pool2d_with_indices: 'output_size' must be two ints, "
+        r"got \[3\] \(in opforge\.adaptive_max_pool2d\)",
+    ):
+        opforge.adaptive_max_pool2d(x, [3])
     with pytest.raises(
         RuntimeError,
         match=r"opforge\.adaptive_avg_pool2d_backward: expected 'grad_output' with the leading dims",

@@ -390,6 +390,7 @@ opforge::pointwise::geometry<Int> binary_cross_entropy_meta_step(const at::Tenso
   opforge::check::dtype(kOp, "'self'/'target'", dtype, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::pointwise::check_reduction(kOp, "reduction", reduction, {"none", "mean", "sum"});
+  TORCH_CHECK(self.sym_sizes() == target.sym_sizes(), kOp, ": ", "expected 'target' of the shape of 'self' (it is not broadcast)");
   return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"target", target}, opforge::pointwise::named_tensor{"weight", weight}});
 }
 
@@ -427,6 +428,7 @@ opforge::pointwise::geometry<Int> binary_cross_entropy_with_logits_meta_step(con
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'pos_weight'", pos_weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::pointwise::check_reduction(kOp, "reduction", reduction, {"none", "mean", "sum"});
+  TORCH_CHECK(self.sym_sizes() == target.sym_sizes(), kOp, ": ", "expected 'target' of the shape of 'self' (it is not broadcast)");
   return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"target", target}, opforge::pointwise::named_tensor{"weight", weight}, opforge::pointwise::named_tensor{"pos_weight", pos_weight}});
 }
 
@@ -565,6 +567,7 @@ opforge::pointwise::geometry<Int> sigmoid_focal_loss_meta_step(const at::Tensor&
   opforge::check::dtype(kOp, "'self'/'target'", dtype, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::pointwise::check_reduction(kOp, "reduction", reduction, {"none", "mean", "sum"});
   TORCH_CHECK(gamma >= 0, kOp, ": ", "gamma must be non-negative, got ", gamma);
+  TORCH_CHECK(self.sym_sizes() == target.sym_sizes(), kOp, ": ", "expected 'target' of the shape of 'self' (it is not broadcast)");
   return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"target", target}});
 }
 
@@ -636,12 +639,12 @@ at::Tensor binary_cross_entropy_cuda_simulated(const at::Tensor& self, const at:
   const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, self);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return binary_cross_entropy_meta_step<int64_t>(self, target, weight_or, reduction, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_cuda_run(out, self, target, weight_or, reduction, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_cuda_run(out, self, target, weight_or, reduction, dtype); }), reduction, self);
 }
 
 void binary_cross_entropy_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   const at::Tensor weight_p = weight.to(dtype);
@@ -668,7 +671,7 @@ at::Tensor binary_cross_entropy_backward_cuda_simulated(const at::Tensor& grad_o
 
 void binary_cross_entropy_target_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_target_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   const at::Tensor weight_p = weight.to(dtype);
@@ -718,12 +721,12 @@ at::Tensor binary_cross_entropy_with_logits_cuda_simulated(const at::Tensor& sel
   const at::Tensor pos_weight_or = opforge::pointwise::value_or(pos_weight, 1.0, self);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return binary_cross_entropy_with_logits_meta_step<int64_t>(self, target, weight_or, pos_weight_or, reduction, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_with_logits_cuda_run(out, self, target, weight_or, pos_weight_or, reduction, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_with_logits_cuda_run(out, self, target, weight_or, pos_weight_or, reduction, dtype); }), reduction, self);
 }
 
 void binary_cross_entropy_with_logits_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, const at::Tensor& pos_weight, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_with_logits_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   const at::Tensor weight_p = weight.to(dtype);
@@ -753,7 +756,7 @@ at::Tensor binary_cross_entropy_with_logits_backward_cuda_simulated(const at::Te
 
 void binary_cross_entropy_with_logits_target_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, const at::Tensor& pos_weight, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_with_logits_target_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   const at::Tensor weight_p = weight.to(dtype);
@@ -800,12 +803,12 @@ at::Tensor huber_loss_cuda_simulated(const at::Tensor& self, const at::Tensor& t
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return huber_loss_meta_step<int64_t>(self, target, reduction, delta, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { huber_loss_cuda_run(out, self, target, reduction, delta, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { huber_loss_cuda_run(out, self, target, reduction, delta, dtype); }), reduction, self);
 }
 
 void huber_loss_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double delta, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.huber_loss_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -846,12 +849,12 @@ at::Tensor kl_div_cuda_simulated(const at::Tensor& self, const at::Tensor& targe
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return kl_div_meta_step<int64_t>(self, target, reduction, log_target, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { kl_div_cuda_run(out, self, target, reduction, log_target, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { kl_div_cuda_run(out, self, target, reduction, log_target, dtype); }), reduction, self);
 }
 
 void kl_div_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, bool log_target, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.kl_div_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -875,7 +878,7 @@ at::Tensor kl_div_backward_cuda_simulated(const at::Tensor& grad_output, const a
 
 void kl_div_target_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, bool log_target, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.kl_div_target_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -916,12 +919,12 @@ at::Tensor l1_loss_cuda_simulated(const at::Tensor& self, const at::Tensor& targ
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return l1_loss_meta_step<int64_t>(self, target, reduction, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { l1_loss_cuda_run(out, self, target, reduction, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { l1_loss_cuda_run(out, self, target, reduction, dtype); }), reduction, self);
 }
 
 void l1_loss_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.l1_loss_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -962,12 +965,12 @@ at::Tensor mse_loss_cuda_simulated(const at::Tensor& self, const at::Tensor& tar
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return mse_loss_meta_step<int64_t>(self, target, reduction, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { mse_loss_cuda_run(out, self, target, reduction, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { mse_loss_cuda_run(out, self, target, reduction, dtype); }), reduction, self);
 }
 
 void mse_loss_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.mse_loss_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -1008,12 +1011,12 @@ at::Tensor sigmoid_focal_loss_cuda_simulated(const at::Tensor& self, const at::T
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return sigmoid_focal_loss_meta_step<int64_t>(self, target, alpha, gamma, reduction, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { sigmoid_focal_loss_cuda_run(out, self, target, alpha, gamma, reduction, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { sigmoid_focal_loss_cuda_run(out, self, target, alpha, gamma, reduction, dtype); }), reduction, self);
 }
 
 void sigmoid_focal_loss_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_focal_loss_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -1037,7 +1040,7 @@ at::Tensor sigmoid_focal_loss_backward_cuda_simulated(const at::Tensor& grad_out
 
 void sigmoid_focal_loss_target_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_focal_loss_target_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -1078,12 +1081,12 @@ at::Tensor smooth_l1_loss_cuda_simulated(const at::Tensor& self, const at::Tenso
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return smooth_l1_loss_meta_step<int64_t>(self, target, reduction, beta, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { smooth_l1_loss_cuda_run(out, self, target, reduction, beta, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { smooth_l1_loss_cuda_run(out, self, target, reduction, beta, dtype); }), reduction, self);
 }
 
 void smooth_l1_loss_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double beta, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.smooth_l1_loss_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {

@@ -11,6 +11,7 @@
 #include <opforge/core/autograd.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
+#include <opforge/core/composite_errors.h>
 
 at::Tensor opforge::ops::adaptive_max_pool2d(const at::Tensor& self, at::IntArrayRef output_size) {
   static const auto op = c10::Dispatcher::singleton()
@@ -20,8 +21,18 @@ at::Tensor opforge::ops::adaptive_max_pool2d(const at::Tensor& self, at::IntArra
 }
 
 namespace {
+
+at::Tensor adaptive_max_pool2d_composite_named(const at::Tensor& self, at::IntArrayRef output_size) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.adaptive_max_pool2d";
+  try {
+    return opforge::adaptive_max_pool2d_composite(self, output_size);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("adaptive_max_pool2d", TORCH_FN(opforge::adaptive_max_pool2d_composite));
+  m.impl("adaptive_max_pool2d", TORCH_FN(adaptive_max_pool2d_composite_named));
 }

@@ -11,6 +11,7 @@
 #include <opforge/core/autograd.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
+#include <opforge/core/composite_errors.h>
 
 at::Tensor opforge::ops::batch_norm(const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps) {
   static const auto op = c10::Dispatcher::singleton()
@@ -20,8 +21,18 @@ at::Tensor opforge::ops::batch_norm(const at::Tensor& input, const std::optional
 }
 
 namespace {
+
+at::Tensor batch_norm_composite_named(const at::Tensor& input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, const std::optional<at::Tensor>& running_mean, const std::optional<at::Tensor>& running_var, bool training, double momentum, double eps) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.batch_norm";
+  try {
+    return opforge::batch_norm_composite(input, weight, bias, running_mean, running_var, training, momentum, eps);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("batch_norm", TORCH_FN(opforge::batch_norm_composite));
+  m.impl("batch_norm", TORCH_FN(batch_norm_composite_named));
 }

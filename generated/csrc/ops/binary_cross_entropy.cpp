@@ -54,6 +54,7 @@ opforge::pointwise::geometry<Int> binary_cross_entropy_meta_step(const at::Tenso
   opforge::check::dtype(kOp, "'self'/'target'", dtype, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::pointwise::check_reduction(kOp, "reduction", reduction, {"none", "mean", "sum"});
+  TORCH_CHECK(self.sym_sizes() == target.sym_sizes(), kOp, ": ", "expected 'target' of the shape of 'self' (it is not broadcast)");
   return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"target", target}, opforge::pointwise::named_tensor{"weight", weight}});
 }
 
@@ -96,7 +97,7 @@ at::Tensor binary_cross_entropy_cpu_structured(const at::Tensor& self, const at:
   const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, self);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return binary_cross_entropy_meta_step<int64_t>(self, target, weight_or, reduction, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_cpu_run(out, self, target, weight_or, reduction, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_cpu_run(out, self, target, weight_or, reduction, dtype); }), reduction, self);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -109,7 +110,7 @@ at::Tensor binary_cross_entropy_cuda_structured(const at::Tensor& self, const at
   const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, self);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return binary_cross_entropy_meta_step<int64_t>(self, target, weight_or, reduction, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_cuda_run(out, self, target, weight_or, reduction, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_cuda_run(out, self, target, weight_or, reduction, dtype); }), reduction, self);
 }
 #endif  // OPFORGE_WITH_CUDA
 
@@ -120,7 +121,7 @@ at::Tensor binary_cross_entropy_meta_structured(const at::Tensor& self, const at
   const at::Tensor weight_or = opforge::pointwise::value_or(weight, 1.0, self);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return binary_cross_entropy_meta_step<c10::SymInt>(self, target, weight_or, reduction, dtype); },
-    opforge::pointwise::no_kernel{}), reduction);
+    opforge::pointwise::no_kernel{}), reduction, self);
 }
 
 // Autograd for opforge.binary_cross_entropy: see Note [Generated autograd] in README.md.

@@ -56,6 +56,7 @@ opforge::pointwise::geometry<Int> binary_cross_entropy_with_logits_meta_step(con
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::check::dtype(kOp, "'pos_weight'", pos_weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::pointwise::check_reduction(kOp, "reduction", reduction, {"none", "mean", "sum"});
+  TORCH_CHECK(self.sym_sizes() == target.sym_sizes(), kOp, ": ", "expected 'target' of the shape of 'self' (it is not broadcast)");
   return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"target", target}, opforge::pointwise::named_tensor{"weight", weight}, opforge::pointwise::named_tensor{"pos_weight", pos_weight}});
 }
 
@@ -102,7 +103,7 @@ at::Tensor binary_cross_entropy_with_logits_cpu_structured(const at::Tensor& sel
   const at::Tensor pos_weight_or = opforge::pointwise::value_or(pos_weight, 1.0, self);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return binary_cross_entropy_with_logits_meta_step<int64_t>(self, target, weight_or, pos_weight_or, reduction, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_with_logits_cpu_run(out, self, target, weight_or, pos_weight_or, reduction, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_with_logits_cpu_run(out, self, target, weight_or, pos_weight_or, reduction, dtype); }), reduction, self);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -117,7 +118,7 @@ at::Tensor binary_cross_entropy_with_logits_cuda_structured(const at::Tensor& se
   const at::Tensor pos_weight_or = opforge::pointwise::value_or(pos_weight, 1.0, self);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return binary_cross_entropy_with_logits_meta_step<int64_t>(self, target, weight_or, pos_weight_or, reduction, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_with_logits_cuda_run(out, self, target, weight_or, pos_weight_or, reduction, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { binary_cross_entropy_with_logits_cuda_run(out, self, target, weight_or, pos_weight_or, reduction, dtype); }), reduction, self);
 }
 #endif  // OPFORGE_WITH_CUDA
 
@@ -130,7 +131,7 @@ at::Tensor binary_cross_entropy_with_logits_meta_structured(const at::Tensor& se
   const at::Tensor pos_weight_or = opforge::pointwise::value_or(pos_weight, 1.0, self);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return binary_cross_entropy_with_logits_meta_step<c10::SymInt>(self, target, weight_or, pos_weight_or, reduction, dtype); },
-    opforge::pointwise::no_kernel{}), reduction);
+    opforge::pointwise::no_kernel{}), reduction, self);
 }
 
 at::Tensor binary_cross_entropy_with_logits_autocastcpu(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& pos_weight, c10::string_view reduction) {

@@ -59,7 +59,7 @@ opforge::pointwise::geometry<Int> binary_cross_entropy_with_logits_backward_meta
 
 void binary_cross_entropy_with_logits_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, const at::Tensor& pos_weight, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_with_logits_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   const at::Tensor weight_p = weight.to(dtype);
@@ -76,7 +76,7 @@ void binary_cross_entropy_with_logits_backward_cpu_run(const at::Tensor& out, co
 
 void binary_cross_entropy_with_logits_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const at::Tensor& weight, const at::Tensor& pos_weight, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.binary_cross_entropy_with_logits_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   const at::Tensor weight_p = weight.to(dtype);

@@ -17,6 +17,7 @@
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
 #include <opforge/core/structured_call.h>
+#include <opforge/core/composite_errors.h>
 #ifdef OPFORGE_WITH_CUDA
 #include <kernels/cuda/host.h>
 
@@ -115,6 +116,16 @@ at::Tensor conv2d_autocastcuda(const at::Tensor& input, const at::Tensor& weight
   return at::autocast::WrapFunction<at::autocast::CastPolicy::lower_precision_fp, c10::DeviceType::CUDA, decltype(opforge::ops::conv2d), decltype(opforge::ops::conv2d), &opforge::ops::conv2d>::type::call(input, weight, bias, stride, padding, dilation, groups);
 }
 
+at::Tensor conv2d_padding_composite_named(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::string_view padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d";
+  try {
+    return opforge::conv2d_padding(input, weight, bias, stride, padding, dilation, groups);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
+}
+
 at::Tensor conv2d_padding_autocastcpu(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias, c10::SymIntArrayRef stride, c10::string_view padding, c10::SymIntArrayRef dilation, c10::SymInt groups) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d";
   return at::autocast::WrapFunction<at::autocast::CastPolicy::lower_precision_fp, c10::DeviceType::CPU, decltype(opforge::ops::conv2d_padding), decltype(opforge::ops::conv2d_padding), &opforge::ops::conv2d_padding>::type::call(input, weight, bias, stride, padding, dilation, groups);
@@ -193,7 +204,7 @@ TORCH_LIBRARY_IMPL(opforge, CUDA, m) {
 #endif  // OPFORGE_WITH_CUDA
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("conv2d.padding", TORCH_FN(opforge::conv2d_padding));
+  m.impl("conv2d.padding", TORCH_FN(conv2d_padding_composite_named));
 }
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {

@@ -11,6 +11,7 @@
 #include <opforge/core/autograd.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
+#include <opforge/core/composite_errors.h>
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::conv2d_double_backward(const std::optional<at::Tensor>& grad_grad_input, const std::optional<at::Tensor>& grad_grad_weight, const std::optional<at::Tensor>& grad_grad_bias, const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask) {
   static const auto op = c10::Dispatcher::singleton()
@@ -20,8 +21,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::conv2d_double_backw
 }
 
 namespace {
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> conv2d_double_backward_composite_named(const std::optional<at::Tensor>& grad_grad_input, const std::optional<at::Tensor>& grad_grad_weight, const std::optional<at::Tensor>& grad_grad_bias, const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation, c10::SymInt groups, std::array<bool,3> output_mask) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.conv2d_double_backward";
+  try {
+    return opforge::conv2d_double_backward(grad_grad_input, grad_grad_weight, grad_grad_bias, grad_output, input, weight, stride, padding, dilation, groups, output_mask);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("conv2d_double_backward", TORCH_FN(opforge::conv2d_double_backward));
+  m.impl("conv2d_double_backward", TORCH_FN(conv2d_double_backward_composite_named));
 }

@@ -12,6 +12,7 @@
 #include <opforge/core/autograd.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
+#include <opforge/core/composite_errors.h>
 
 at::Tensor opforge::ops::cross_entropy(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index, c10::string_view reduction, double label_smoothing) {
   static const auto op = c10::Dispatcher::singleton()
@@ -21,6 +22,16 @@ at::Tensor opforge::ops::cross_entropy(const at::Tensor& self, const at::Tensor&
 }
 
 namespace {
+
+at::Tensor cross_entropy_composite_named(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index, c10::string_view reduction, double label_smoothing) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.cross_entropy";
+  try {
+    return opforge::cross_entropy_composite(self, target, weight, ignore_index, reduction, label_smoothing);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
+}
 
 at::Tensor cross_entropy_autocastcpu(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index, c10::string_view reduction, double label_smoothing) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.cross_entropy";
@@ -42,5 +53,5 @@ TORCH_LIBRARY_IMPL(opforge, AutocastCUDA, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("cross_entropy", TORCH_FN(opforge::cross_entropy_composite));
+  m.impl("cross_entropy", TORCH_FN(cross_entropy_composite_named));
 }

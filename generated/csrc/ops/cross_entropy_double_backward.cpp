@@ -11,6 +11,7 @@
 #include <opforge/core/autograd.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
+#include <opforge/core/composite_errors.h>
 
 std::tuple<at::Tensor, at::Tensor> opforge::ops::cross_entropy_double_backward(const at::Tensor& grad_grad_input, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index, double label_smoothing) {
   static const auto op = c10::Dispatcher::singleton()
@@ -20,8 +21,18 @@ std::tuple<at::Tensor, at::Tensor> opforge::ops::cross_entropy_double_backward(c
 }
 
 namespace {
+
+std::tuple<at::Tensor, at::Tensor> cross_entropy_double_backward_composite_named(const at::Tensor& grad_grad_input, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index, double label_smoothing) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.cross_entropy_double_backward";
+  try {
+    return opforge::cross_entropy_double_backward_composite(grad_grad_input, grad_output, self, target, weight, ignore_index, label_smoothing);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("cross_entropy_double_backward", TORCH_FN(opforge::cross_entropy_double_backward_composite));
+  m.impl("cross_entropy_double_backward", TORCH_FN(cross_entropy_double_backward_composite_named));
 }

@@ -11,6 +11,7 @@
 #include <opforge/core/autograd.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
+#include <opforge/core/composite_errors.h>
 
 at::Tensor opforge::ops::distillation_loss(const at::Tensor& s_logits, const at::Tensor& t_logits, const at::Tensor& target, double T, double alpha) {
   static const auto op = c10::Dispatcher::singleton()
@@ -20,8 +21,18 @@ at::Tensor opforge::ops::distillation_loss(const at::Tensor& s_logits, const at:
 }
 
 namespace {
+
+at::Tensor distillation_loss_composite_named(const at::Tensor& s_logits, const at::Tensor& t_logits, const at::Tensor& target, double T, double alpha) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.distillation_loss";
+  try {
+    return opforge::distillation_loss_composite(s_logits, t_logits, target, T, alpha);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("distillation_loss", TORCH_FN(opforge::distillation_loss_composite));
+  m.impl("distillation_loss", TORCH_FN(distillation_loss_composite_named));
 }

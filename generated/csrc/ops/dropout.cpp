@@ -11,6 +11,7 @@
 #include <opforge/core/autograd.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
+#include <opforge/core/composite_errors.h>
 
 at::Tensor opforge::ops::dropout(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator) {
   static const auto op = c10::Dispatcher::singleton()
@@ -20,8 +21,18 @@ at::Tensor opforge::ops::dropout(const at::Tensor& input, double p, bool train, 
 }
 
 namespace {
+
+at::Tensor dropout_composite_named(const at::Tensor& input, double p, bool train, std::optional<at::Generator> generator) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.dropout";
+  try {
+    return opforge::dropout_composite(input, p, train, generator);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("dropout", TORCH_FN(opforge::dropout_composite));
+  m.impl("dropout", TORCH_FN(dropout_composite_named));
 }

@@ -49,6 +49,9 @@ opforge::pointwise::geometry<Int> fake_quantize_per_tensor_affine_backward_meta_
   [[maybe_unused]] constexpr const char* kOp = "opforge.fake_quantize_per_tensor_affine_backward";
   dtype = opforge::check::promote({grad_output, self});
   opforge::check::dtype(kOp, "'grad_output'/'self'", dtype, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
+  TORCH_CHECK(quant_min <= quant_max, kOp, ": ", "expected quant_min <= quant_max, got quant_min = ", quant_min, ", quant_max = ", quant_max);
+  TORCH_CHECK(quant_min <= zero_point && zero_point <= quant_max, kOp, ": ", "expected 'zero_point' in [quant_min, quant_max] = [", quant_min, ", ", quant_max, "], got ", zero_point);
+  TORCH_CHECK(scale > 0.0, kOp, ": ", "expected 'scale' > 0, got ", scale);
   return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"grad_output", grad_output}, opforge::pointwise::named_tensor{"self", self}});
 }
 

@@ -11,6 +11,7 @@
 #include <opforge/core/autograd.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
+#include <opforge/core/composite_errors.h>
 
 at::Tensor opforge::ops::get_perspective_transform(const at::Tensor& points_src, const at::Tensor& points_dst) {
   static const auto op = c10::Dispatcher::singleton()
@@ -20,8 +21,18 @@ at::Tensor opforge::ops::get_perspective_transform(const at::Tensor& points_src,
 }
 
 namespace {
+
+at::Tensor get_perspective_transform_composite_named(const at::Tensor& points_src, const at::Tensor& points_dst) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.get_perspective_transform";
+  try {
+    return opforge::get_perspective_transform_composite(points_src, points_dst);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("get_perspective_transform", TORCH_FN(opforge::get_perspective_transform_composite));
+  m.impl("get_perspective_transform", TORCH_FN(get_perspective_transform_composite_named));
 }

@@ -11,6 +11,7 @@
 #include <opforge/core/autograd.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
+#include <opforge/core/composite_errors.h>
 
 std::vector<at::Tensor> opforge::ops::global_magnitude_prune_masks(at::TensorList weights, const at::Scalar& amount) {
   static const auto op = c10::Dispatcher::singleton()
@@ -20,8 +21,18 @@ std::vector<at::Tensor> opforge::ops::global_magnitude_prune_masks(at::TensorLis
 }
 
 namespace {
+
+std::vector<at::Tensor> global_magnitude_prune_masks_composite_named(at::TensorList weights, const at::Scalar& amount) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.global_magnitude_prune_masks";
+  try {
+    return opforge::global_magnitude_prune_masks_composite(weights, amount);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("global_magnitude_prune_masks", TORCH_FN(opforge::global_magnitude_prune_masks_composite));
+  m.impl("global_magnitude_prune_masks", TORCH_FN(global_magnitude_prune_masks_composite_named));
 }

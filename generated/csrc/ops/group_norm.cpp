@@ -12,6 +12,7 @@
 #include <opforge/core/autograd.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
+#include <opforge/core/composite_errors.h>
 
 at::Tensor opforge::ops::group_norm(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
   static const auto op = c10::Dispatcher::singleton()
@@ -21,6 +22,16 @@ at::Tensor opforge::ops::group_norm(const at::Tensor& input, int64_t num_groups,
 }
 
 namespace {
+
+at::Tensor group_norm_composite_named(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.group_norm";
+  try {
+    return opforge::group_norm_composite(input, num_groups, weight, bias, eps);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
+}
 
 at::Tensor group_norm_autocastcpu(const at::Tensor& input, int64_t num_groups, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, double eps) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.group_norm";
@@ -42,5 +53,5 @@ TORCH_LIBRARY_IMPL(opforge, AutocastCUDA, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("group_norm", TORCH_FN(opforge::group_norm_composite));
+  m.impl("group_norm", TORCH_FN(group_norm_composite_named));
 }

@@ -92,7 +92,7 @@ at::Tensor huber_loss_cpu_structured(const at::Tensor& self, const at::Tensor& t
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return huber_loss_meta_step<int64_t>(self, target, reduction, delta, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { huber_loss_cpu_run(out, self, target, reduction, delta, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { huber_loss_cpu_run(out, self, target, reduction, delta, dtype); }), reduction, self);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -103,7 +103,7 @@ at::Tensor huber_loss_cuda_structured(const at::Tensor& self, const at::Tensor& 
   const c10::DeviceGuard device_guard(self.device());
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return huber_loss_meta_step<int64_t>(self, target, reduction, delta, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { huber_loss_cuda_run(out, self, target, reduction, delta, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { huber_loss_cuda_run(out, self, target, reduction, delta, dtype); }), reduction, self);
 }
 #endif  // OPFORGE_WITH_CUDA
 
@@ -112,7 +112,7 @@ at::Tensor huber_loss_meta_structured(const at::Tensor& self, const at::Tensor& 
   opforge::check::same_device(kOp, "target", target, "self", self);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return huber_loss_meta_step<c10::SymInt>(self, target, reduction, delta, dtype); },
-    opforge::pointwise::no_kernel{}), reduction);
+    opforge::pointwise::no_kernel{}), reduction, self);
 }
 
 at::Tensor huber_loss_autocastcpu(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double delta) {

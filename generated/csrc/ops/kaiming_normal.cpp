@@ -11,6 +11,7 @@
 #include <opforge/core/autograd.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
+#include <opforge/core/composite_errors.h>
 
 at::Tensor opforge::ops::kaiming_normal(const at::Tensor& tensor, double a, c10::string_view mode, c10::string_view nonlinearity, std::optional<at::Generator> generator) {
   static const auto op = c10::Dispatcher::singleton()
@@ -28,6 +29,16 @@ at::Tensor& opforge::ops::kaiming_normal_(at::Tensor& tensor, double a, c10::str
 
 namespace {
 
+at::Tensor kaiming_normal_composite_named(const at::Tensor& tensor, double a, c10::string_view mode, c10::string_view nonlinearity, std::optional<at::Generator> generator) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.kaiming_normal";
+  try {
+    return opforge::kaiming_normal_composite(tensor, a, mode, nonlinearity, generator);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
+}
+
 at::Tensor& kaiming_normal__composite(at::Tensor& tensor, double a, c10::string_view mode, c10::string_view nonlinearity, std::optional<at::Generator> generator) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.kaiming_normal_";
   const at::NoGradGuard no_grad;
@@ -39,6 +50,6 @@ at::Tensor& kaiming_normal__composite(at::Tensor& tensor, double a, c10::string_
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("kaiming_normal", TORCH_FN(opforge::kaiming_normal_composite));
+  m.impl("kaiming_normal", TORCH_FN(kaiming_normal_composite_named));
   m.impl("kaiming_normal_", TORCH_FN(kaiming_normal__composite));
 }

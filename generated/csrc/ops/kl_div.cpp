@@ -96,7 +96,7 @@ at::Tensor kl_div_cpu_structured(const at::Tensor& self, const at::Tensor& targe
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return kl_div_meta_step<int64_t>(self, target, reduction, log_target, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { kl_div_cpu_run(out, self, target, reduction, log_target, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { kl_div_cpu_run(out, self, target, reduction, log_target, dtype); }), reduction, self);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -107,7 +107,7 @@ at::Tensor kl_div_cuda_structured(const at::Tensor& self, const at::Tensor& targ
   const c10::DeviceGuard device_guard(self.device());
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return kl_div_meta_step<int64_t>(self, target, reduction, log_target, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { kl_div_cuda_run(out, self, target, reduction, log_target, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { kl_div_cuda_run(out, self, target, reduction, log_target, dtype); }), reduction, self);
 }
 #endif  // OPFORGE_WITH_CUDA
 
@@ -116,7 +116,7 @@ at::Tensor kl_div_meta_structured(const at::Tensor& self, const at::Tensor& targ
   opforge::check::same_device(kOp, "target", target, "self", self);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return kl_div_meta_step<c10::SymInt>(self, target, reduction, log_target, dtype); },
-    opforge::pointwise::no_kernel{}), reduction);
+    opforge::pointwise::no_kernel{}), reduction, self);
 }
 
 at::Tensor kl_div_autocastcpu(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, bool log_target) {

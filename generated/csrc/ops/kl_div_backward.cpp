@@ -61,7 +61,7 @@ opforge::pointwise::geometry<Int> kl_div_backward_meta_step(const at::Tensor& gr
 
 void kl_div_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, bool log_target, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.kl_div_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -76,7 +76,7 @@ void kl_div_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_outpu
 
 void kl_div_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, bool log_target, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.kl_div_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {

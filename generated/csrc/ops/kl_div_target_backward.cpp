@@ -62,7 +62,7 @@ opforge::pointwise::geometry<Int> kl_div_target_backward_meta_step(const at::Ten
 
 void kl_div_target_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, bool log_target, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.kl_div_target_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -77,7 +77,7 @@ void kl_div_target_backward_cpu_run(const at::Tensor& out, const at::Tensor& gra
 
 void kl_div_target_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, bool log_target, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.kl_div_target_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {

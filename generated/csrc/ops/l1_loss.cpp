@@ -91,7 +91,7 @@ at::Tensor l1_loss_cpu_structured(const at::Tensor& self, const at::Tensor& targ
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return l1_loss_meta_step<int64_t>(self, target, reduction, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { l1_loss_cpu_run(out, self, target, reduction, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { l1_loss_cpu_run(out, self, target, reduction, dtype); }), reduction, self);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -102,7 +102,7 @@ at::Tensor l1_loss_cuda_structured(const at::Tensor& self, const at::Tensor& tar
   const c10::DeviceGuard device_guard(self.device());
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return l1_loss_meta_step<int64_t>(self, target, reduction, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { l1_loss_cuda_run(out, self, target, reduction, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { l1_loss_cuda_run(out, self, target, reduction, dtype); }), reduction, self);
 }
 #endif  // OPFORGE_WITH_CUDA
 
@@ -111,7 +111,7 @@ at::Tensor l1_loss_meta_structured(const at::Tensor& self, const at::Tensor& tar
   opforge::check::same_device(kOp, "target", target, "self", self);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return l1_loss_meta_step<c10::SymInt>(self, target, reduction, dtype); },
-    opforge::pointwise::no_kernel{}), reduction);
+    opforge::pointwise::no_kernel{}), reduction, self);
 }
 
 at::Tensor l1_loss_autocastcpu(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction) {

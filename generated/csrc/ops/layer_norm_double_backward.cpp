@@ -11,6 +11,7 @@
 #include <opforge/core/autograd.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
+#include <opforge/core/composite_errors.h>
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> opforge::ops::layer_norm_double_backward(const at::Tensor& grad_grad_input, const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean, const at::Tensor& rstd, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd, const std::optional<at::Tensor>& grad_grad_weight, const std::optional<at::Tensor>& grad_grad_bias) {
   static const auto op = c10::Dispatcher::singleton()
@@ -20,8 +21,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tenso
 }
 
 namespace {
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> layer_norm_double_backward_composite_named(const at::Tensor& grad_grad_input, const at::Tensor& grad_out, const at::Tensor& input, c10::SymIntArrayRef normalized_shape, const at::Tensor& mean, const at::Tensor& rstd, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& grad_mean, const std::optional<at::Tensor>& grad_rstd, const std::optional<at::Tensor>& grad_grad_weight, const std::optional<at::Tensor>& grad_grad_bias) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.layer_norm_double_backward";
+  try {
+    return opforge::layer_norm_double_backward_composite(grad_grad_input, grad_out, input, normalized_shape, mean, rstd, weight, grad_mean, grad_rstd, grad_grad_weight, grad_grad_bias);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("layer_norm_double_backward", TORCH_FN(opforge::layer_norm_double_backward_composite));
+  m.impl("layer_norm_double_backward", TORCH_FN(layer_norm_double_backward_composite_named));
 }

@@ -11,6 +11,7 @@
 #include <opforge/core/autograd.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
+#include <opforge/core/composite_errors.h>
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::linear_double_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, std::array<bool,3> output_mask, const std::optional<at::Tensor>& grad_grad_input, const std::optional<at::Tensor>& grad_grad_weight, const std::optional<at::Tensor>& grad_grad_bias) {
   static const auto op = c10::Dispatcher::singleton()
@@ -20,8 +21,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> opforge::ops::linear_double_backw
 }
 
 namespace {
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> linear_double_backward_composite_named(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, std::array<bool,3> output_mask, const std::optional<at::Tensor>& grad_grad_input, const std::optional<at::Tensor>& grad_grad_weight, const std::optional<at::Tensor>& grad_grad_bias) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.linear_double_backward";
+  try {
+    return opforge::linear_double_backward_composite(grad_output, input, weight, output_mask, grad_grad_input, grad_grad_weight, grad_grad_bias);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("linear_double_backward", TORCH_FN(opforge::linear_double_backward_composite));
+  m.impl("linear_double_backward", TORCH_FN(linear_double_backward_composite_named));
 }

@@ -11,6 +11,7 @@
 #include <opforge/core/autograd.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
+#include <opforge/core/composite_errors.h>
 
 at::Tensor opforge::ops::max_pool2d(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
   static const auto op = c10::Dispatcher::singleton()
@@ -20,8 +21,18 @@ at::Tensor opforge::ops::max_pool2d(const at::Tensor& self, at::IntArrayRef kern
 }
 
 namespace {
+
+at::Tensor max_pool2d_composite_named(const at::Tensor& self, at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.max_pool2d";
+  try {
+    return opforge::max_pool2d_composite(self, kernel_size, stride, padding, dilation, ceil_mode);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("max_pool2d", TORCH_FN(opforge::max_pool2d_composite));
+  m.impl("max_pool2d", TORCH_FN(max_pool2d_composite_named));
 }

@@ -12,6 +12,7 @@
 #include <opforge/core/autograd.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
+#include <opforge/core/composite_errors.h>
 
 at::Tensor opforge::ops::nll_loss(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index, c10::string_view reduction) {
   static const auto op = c10::Dispatcher::singleton()
@@ -21,6 +22,16 @@ at::Tensor opforge::ops::nll_loss(const at::Tensor& self, const at::Tensor& targ
 }
 
 namespace {
+
+at::Tensor nll_loss_composite_named(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index, c10::string_view reduction) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.nll_loss";
+  try {
+    return opforge::nll_loss_composite(self, target, weight, ignore_index, reduction);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
+}
 
 at::Tensor nll_loss_autocastcpu(const at::Tensor& self, const at::Tensor& target, const std::optional<at::Tensor>& weight, c10::SymInt ignore_index, c10::string_view reduction) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.nll_loss";
@@ -42,5 +53,5 @@ TORCH_LIBRARY_IMPL(opforge, AutocastCUDA, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("nll_loss", TORCH_FN(opforge::nll_loss_composite));
+  m.impl("nll_loss", TORCH_FN(nll_loss_composite_named));
 }

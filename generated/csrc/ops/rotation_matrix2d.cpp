@@ -11,6 +11,7 @@
 #include <opforge/core/autograd.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
+#include <opforge/core/composite_errors.h>
 
 at::Tensor opforge::ops::rotation_matrix2d(const at::Tensor& center, const at::Tensor& angle, const at::Tensor& scale) {
   static const auto op = c10::Dispatcher::singleton()
@@ -20,8 +21,18 @@ at::Tensor opforge::ops::rotation_matrix2d(const at::Tensor& center, const at::T
 }
 
 namespace {
+
+at::Tensor rotation_matrix2d_composite_named(const at::Tensor& center, const at::Tensor& angle, const at::Tensor& scale) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.rotation_matrix2d";
+  try {
+    return opforge::rotation_matrix2d_composite(center, angle, scale);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("rotation_matrix2d", TORCH_FN(opforge::rotation_matrix2d_composite));
+  m.impl("rotation_matrix2d", TORCH_FN(rotation_matrix2d_composite_named));
 }

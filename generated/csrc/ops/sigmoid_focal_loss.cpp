@@ -54,6 +54,7 @@ opforge::pointwise::geometry<Int> sigmoid_focal_loss_meta_step(const at::Tensor&
   opforge::check::dtype(kOp, "'self'/'target'", dtype, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::pointwise::check_reduction(kOp, "reduction", reduction, {"none", "mean", "sum"});
   TORCH_CHECK(gamma >= 0, kOp, ": ", "gamma must be non-negative, got ", gamma);
+  TORCH_CHECK(self.sym_sizes() == target.sym_sizes(), kOp, ": ", "expected 'target' of the shape of 'self' (it is not broadcast)");
   return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"target", target}});
 }
 
@@ -92,7 +93,7 @@ at::Tensor sigmoid_focal_loss_cpu_structured(const at::Tensor& self, const at::T
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return sigmoid_focal_loss_meta_step<int64_t>(self, target, alpha, gamma, reduction, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { sigmoid_focal_loss_cpu_run(out, self, target, alpha, gamma, reduction, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { sigmoid_focal_loss_cpu_run(out, self, target, alpha, gamma, reduction, dtype); }), reduction, self);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -103,7 +104,7 @@ at::Tensor sigmoid_focal_loss_cuda_structured(const at::Tensor& self, const at::
   const c10::DeviceGuard device_guard(self.device());
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return sigmoid_focal_loss_meta_step<int64_t>(self, target, alpha, gamma, reduction, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { sigmoid_focal_loss_cuda_run(out, self, target, alpha, gamma, reduction, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { sigmoid_focal_loss_cuda_run(out, self, target, alpha, gamma, reduction, dtype); }), reduction, self);
 }
 #endif  // OPFORGE_WITH_CUDA
 
@@ -112,7 +113,7 @@ at::Tensor sigmoid_focal_loss_meta_structured(const at::Tensor& self, const at::
   opforge::check::same_device(kOp, "target", target, "self", self);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return sigmoid_focal_loss_meta_step<c10::SymInt>(self, target, alpha, gamma, reduction, dtype); },
-    opforge::pointwise::no_kernel{}), reduction);
+    opforge::pointwise::no_kernel{}), reduction, self);
 }
 
 // Autograd for opforge.sigmoid_focal_loss: see Note [Generated autograd] in README.md.

@@ -57,7 +57,7 @@ opforge::pointwise::geometry<Int> sigmoid_focal_loss_target_backward_meta_step(c
 
 void sigmoid_focal_loss_target_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_focal_loss_target_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -72,7 +72,7 @@ void sigmoid_focal_loss_target_backward_cpu_run(const at::Tensor& out, const at:
 
 void sigmoid_focal_loss_target_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, double alpha, double gamma, c10::string_view reduction, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.sigmoid_focal_loss_target_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {

@@ -92,7 +92,7 @@ at::Tensor smooth_l1_loss_cpu_structured(const at::Tensor& self, const at::Tenso
   opforge::check::device_type(kOp, "target", target, c10::DeviceType::CPU);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return smooth_l1_loss_meta_step<int64_t>(self, target, reduction, beta, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { smooth_l1_loss_cpu_run(out, self, target, reduction, beta, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { smooth_l1_loss_cpu_run(out, self, target, reduction, beta, dtype); }), reduction, self);
 }
 #ifdef OPFORGE_WITH_CUDA
 
@@ -103,7 +103,7 @@ at::Tensor smooth_l1_loss_cuda_structured(const at::Tensor& self, const at::Tens
   const c10::DeviceGuard device_guard(self.device());
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return smooth_l1_loss_meta_step<int64_t>(self, target, reduction, beta, dtype); },
-    [&](const at::Tensor& out, at::ScalarType dtype) { smooth_l1_loss_cuda_run(out, self, target, reduction, beta, dtype); }), reduction);
+    [&](const at::Tensor& out, at::ScalarType dtype) { smooth_l1_loss_cuda_run(out, self, target, reduction, beta, dtype); }), reduction, self);
 }
 #endif  // OPFORGE_WITH_CUDA
 
@@ -112,7 +112,7 @@ at::Tensor smooth_l1_loss_meta_structured(const at::Tensor& self, const at::Tens
   opforge::check::same_device(kOp, "target", target, "self", self);
   return opforge::pointwise::reduce_loss(opforge::pointwise::run_functional(self,
     [&](at::ScalarType& dtype) { return smooth_l1_loss_meta_step<c10::SymInt>(self, target, reduction, beta, dtype); },
-    opforge::pointwise::no_kernel{}), reduction);
+    opforge::pointwise::no_kernel{}), reduction, self);
 }
 
 at::Tensor smooth_l1_loss_autocastcpu(const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double beta) {

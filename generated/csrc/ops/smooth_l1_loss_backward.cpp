@@ -58,7 +58,7 @@ opforge::pointwise::geometry<Int> smooth_l1_loss_backward_meta_step(const at::Te
 
 void smooth_l1_loss_backward_cpu_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double beta, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.smooth_l1_loss_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {
@@ -73,7 +73,7 @@ void smooth_l1_loss_backward_cpu_run(const at::Tensor& out, const at::Tensor& gr
 
 void smooth_l1_loss_backward_cuda_run(const at::Tensor& out, const at::Tensor& grad_output, const at::Tensor& self, const at::Tensor& target, c10::string_view reduction, double beta, at::ScalarType dtype) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.smooth_l1_loss_backward";
-  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, dtype);
+  const at::Tensor grad_output_p = opforge::pointwise::scaled_loss_grad(grad_output, reduction, out, self, dtype);
   const at::Tensor self_p = self.to(dtype);
   const at::Tensor target_p = target.to(dtype);
   switch (dtype) {

@@ -11,6 +11,7 @@
 #include <opforge/core/autograd.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
+#include <opforge/core/composite_errors.h>
 
 at::Tensor opforge::ops::sum_backward(const at::Tensor& grad_output, c10::SymIntArrayRef sizes, at::OptionalIntArrayRef dim, bool keepdim) {
   static const auto op = c10::Dispatcher::singleton()
@@ -20,8 +21,18 @@ at::Tensor opforge::ops::sum_backward(const at::Tensor& grad_output, c10::SymInt
 }
 
 namespace {
+
+at::Tensor sum_backward_composite_named(const at::Tensor& grad_output, c10::SymIntArrayRef sizes, at::OptionalIntArrayRef dim, bool keepdim) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.sum_backward";
+  try {
+    return opforge::sum_backward_composite(grad_output, sizes, dim, keepdim);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
+}
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("sum_backward", TORCH_FN(opforge::sum_backward_composite));
+  m.impl("sum_backward", TORCH_FN(sum_backward_composite_named));
 }

@@ -11,6 +11,7 @@
 #include <opforge/core/autograd.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
+#include <opforge/core/composite_errors.h>
 
 at::Tensor opforge::ops::xavier_uniform(const at::Tensor& tensor, double gain, std::optional<at::Generator> generator) {
   static const auto op = c10::Dispatcher::singleton()
@@ -28,6 +29,16 @@ at::Tensor& opforge::ops::xavier_uniform_(at::Tensor& tensor, double gain, std::
 
 namespace {
 
+at::Tensor xavier_uniform_composite_named(const at::Tensor& tensor, double gain, std::optional<at::Generator> generator) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.xavier_uniform";
+  try {
+    return opforge::xavier_uniform_composite(tensor, gain, generator);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
+}
+
 at::Tensor& xavier_uniform__composite(at::Tensor& tensor, double gain, std::optional<at::Generator> generator) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.xavier_uniform_";
   const at::NoGradGuard no_grad;
@@ -39,6 +50,6 @@ at::Tensor& xavier_uniform__composite(at::Tensor& tensor, double gain, std::opti
 }  // namespace
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("xavier_uniform", TORCH_FN(opforge::xavier_uniform_composite));
+  m.impl("xavier_uniform", TORCH_FN(xavier_uniform_composite_named));
   m.impl("xavier_uniform_", TORCH_FN(xavier_uniform__composite));
 }

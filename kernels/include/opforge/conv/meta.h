@@ -79,8 +79,8 @@ structured::result<Int, 3, conv_plan> backward(const conv_sizes& result, const a
   structured::result<Int, 3, conv_plan> r{{output_of<Int>(input.sym_sizes(), dtype, mask[0]),
                                            output_of<Int>(weight.sym_sizes(), dtype, mask[1]),
                                            output_of<Int>(c10::SymIntArrayRef(&bias_channels, 1), dtype, mask[2])}};
+  // Every gradient channels_last if input or weight is, as ATen's convolution_backward.
   structured::follow_layout(r, layout_of(input, weight));
-  r.outputs[1].memory_format = structured::layout_of(weight);  // as ATen's weight gradient
   if constexpr (structured::concrete<Int>) {
     r.plan = plan_of(input.sizes(), batch_sizes(result), weight, p, transposed, math::conv_activation::none,
                      dtype);

@@ -9,6 +9,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
+#include <cmath>
 
 namespace opforge {
 
@@ -162,8 +163,14 @@ structured::result<Int, 0, adadelta_plan> adadelta_step_meta(const char* op, at:
 // A 0-d total norm in the gradients' dtype (float32 for no gradients, as
 // torch's tensor(0.)).
 template <typename Int>
-structured::result<Int, 1, clip_grad_norm_plan> clip_grad_norm_meta(const char* /*op*/, at::TensorList grads,
+structured::result<Int, 1, clip_grad_norm_plan> clip_grad_norm_meta(const char* op, at::TensorList grads,
                                                                      double max_norm, double norm_type) {
+  if (std::isinf(norm_type)) {  // a max (min) over no elements: torch.linalg.vector_norm raises too
+    for (size_t i = 0; i < grads.size(); ++i) {
+      TORCH_CHECK(grads[i].sym_numel() != 0, op, ": the ", norm_type, " norm of an empty gradient (grads[", i,
+                  "]) is undefined");
+    }
+  }
   const at::ScalarType dtype = grads.empty() ? at::kFloat : grads[0].scalar_type();
   structured::result<Int, 1, clip_grad_norm_plan> r{{structured::output<Int>{{}, dtype}}};
   r.plan.max_norm = max_norm;

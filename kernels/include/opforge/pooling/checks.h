@@ -108,12 +108,12 @@ inline window2d avg_window_args(const char* op, c10::IntArrayRef kernel_size,
   return window_args(op, kernel_size, stride, padding, {});
 }
 
-// An adaptive pooling's output_size: two positive ints (one for both dims).
+// An adaptive pooling's output_size: two positive ints (a Python int is made a pair
+// by the bindings; a one-element list is refused, as ATen does).
 template <typename Out>
 std::array<Out, 2> adaptive_output(const char* op, c10::ArrayRef<Out> output_size) {
-  TORCH_CHECK(output_size.size() == 1 || output_size.size() == 2, op,
-              ": 'output_size' must be one int or two ints, got ", output_size);
-  const std::array<Out, 2> o{output_size[0], output_size.back()};
+  TORCH_CHECK(output_size.size() == 2, op, ": 'output_size' must be two ints, got ", output_size);
+  const std::array<Out, 2> o{output_size[0], output_size[1]};
   TORCH_CHECK(o[0] > 0 && o[1] > 0, op, ": 'output_size' must be positive, got ", output_size);
   return o;
 }

@@ -48,6 +48,8 @@ structured::result<Int, 1, channel_norm_plan> ln_structured_mask_meta(const char
                                                                       double amount, double n, int64_t dim) {
   TORCH_CHECK(amount >= 0.0 && amount <= 1.0, op, ": expected 'amount' in [0, 1] (the fraction of channels to prune), got ",
               amount);
+  // As torch.nn.utils.prune.ln_structured: a slice of a 1-D tensor is one element.
+  TORCH_CHECK(weight.dim() >= 2, op, ": structured pruning needs 'weight' of at least 2 dims, got ", weight.dim());
   structured::result<Int, 1, channel_norm_plan> r{{structured::like<Int>(weight)}};
   r.plan = detail::channel_norm_check<Int>(op, weight, n, dim);
   if constexpr (structured::concrete<Int>) {

@@ -5,7 +5,8 @@
 // loss over the inputs' broadcast shape and the generated code reduces it as
 // the `str` argument says: 'none' (the elementwise loss), 'sum', 'mean' (sum /
 // numel; NaN when empty, as torch) or, where declared, 'batchmean' (sum /
-// size(0)). The backward op (`reduction: {arg: reduction, grad: grad_output}`)
+// batch.size(0), where `batch` is the loss's first input, as PyTorch's
+// kl_div: 1 when it is 0-d). The backward op (`reduction: {arg: reduction, grad: grad_output}`)
 // is pointwise too: the incoming gradient is 0-d unless 'none', broadcast by the
 // engine, and divided first by the count the forward divided by, so the functor
 // is the plain derivative times the gradient.
@@ -29,7 +30,7 @@ void check_reduction(const char* op, const char* arg, c10::string_view reduction
 at::Tensor value_or(const std::optional<at::Tensor>& t, double value, const at::Tensor& like);
 
 // The elementwise `loss` reduced as `reduction` says (see the Note).
-at::Tensor reduce_loss(const at::Tensor& loss, c10::string_view reduction);
+at::Tensor reduce_loss(const at::Tensor& loss, c10::string_view reduction, const at::Tensor& batch);
 
 // A loss per position with the weight of each position's target (the
 // classification losses): 'mean' divides the sum by the summed weights, as
@@ -39,6 +40,6 @@ at::Tensor reduce_weighted_loss(const at::Tensor& loss, const at::Tensor& weight
 // The incoming gradient of a reduced loss in `dtype`, divided by the count the
 // forward divided by (`out` has the elementwise loss's shape).
 at::Tensor scaled_loss_grad(const at::Tensor& grad, c10::string_view reduction, const at::Tensor& out,
-                            at::ScalarType dtype);
+                            const at::Tensor& batch, at::ScalarType dtype);
 
 }  // namespace opforge::pointwise

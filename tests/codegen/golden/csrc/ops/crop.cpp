@@ -13,6 +13,7 @@
 #include <opforge/core/autograd.h>
 #include <opforge/core/checks.h>
 #include <opforge/core/shape_rules.h>
+#include <opforge/core/composite_errors.h>
 
 at::Tensor opforge::ops::crop(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride) {
   static const auto op = c10::Dispatcher::singleton()
@@ -40,6 +41,16 @@ at::Tensor crop_cpu_checked(const at::Tensor& self, at::IntArrayRef size, at::In
 at::Tensor crop_meta(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride) {
   [[maybe_unused]] constexpr const char* kOp = "opforge.crop";
   return at::empty_symint(opforge::shape::checked_sizes(kOp, c10::SymDimVector{self.sym_size(0), (((self.sym_size(-1) - c10::SymInt(size.at(0))) / c10::SymInt(stride.at(0))) + c10::SymInt(1))}), self.options().dtype(self.scalar_type()));
+}
+
+at::Tensor crop_name_composite_named(const at::Tensor& self, c10::string_view size) {
+  [[maybe_unused]] constexpr const char* kOp = "opforge.crop";
+  try {
+    return opforge::crop_by_name(self, size);
+  } catch (c10::Error& e) {
+    opforge::check::name_composite(e, kOp);
+    throw;
+  }
 }
 
 // Autograd for opforge.crop: see Note [Generated autograd] in README.md.
@@ -76,7 +87,7 @@ TORCH_LIBRARY_IMPL(opforge, CPU, m) {
 }
 
 TORCH_LIBRARY_IMPL(opforge, CompositeImplicitAutograd, m) {
-  m.impl("crop.name", TORCH_FN(opforge::crop_by_name));
+  m.impl("crop.name", TORCH_FN(crop_name_composite_named));
 }
 
 TORCH_LIBRARY_IMPL(opforge, Meta, m) {
