@@ -61,9 +61,9 @@ test: build
 	done
 
 # The CPU suite, then the simulated CUDA kernels, with opforge's C++ built under
-# ASan + UBSan (a scratch clone of HEAD).
+# ASan + UBSan (a scratch clone of HEAD); SANITIZE_ARGS=--ci runs CI's selection.
 sanitize: venv
-	bash scripts/sanitize.sh
+	bash scripts/sanitize.sh $(SANITIZE_ARGS)
 
 # The CUDA kernels, run by the CUDA simulator under TSan, then ASan + UBSan (CI runs
 # the TSan stage alone: `make sanitize` covers the other).

@@ -3,11 +3,19 @@
 # built under AddressSanitizer + UndefinedBehaviorSanitizer (`make sanitize`;
 # CI runs it).
 #
-#   bash scripts/sanitize.sh [pytest args...]
+#   bash scripts/sanitize.sh [--ci | pytest args...]
 #
-# Default: the whole suite but tests/cuda_sim (`-n <cores>`), then tests/cuda_sim
-# (one process, in order, as `make test` runs it), opforge._cuda_sim sanitized
-# too; pytest args replace the first run and skip the second.
+# Default: every test that runs opforge's C++ in its own process, `-n <cores>`
+# (all of tests/ but tests/codegen, the generator's tests and compiles; the GPU
+# window's bash dry runs; the leak check, whose RSS means nothing under ASan's
+# quarantine; and tests/cuda_sim), then tests/cuda_sim (one process, in order, as
+# `make test` runs it) with opforge._cuda_sim sanitized too. About 20 min to build
+# and 40 to test on 2 cores.
+# --ci (`.ci/run`, within its 90 minutes): of the first run, the tests that reach
+# every op with the most shapes, layouts and bad arguments: the generated battery
+# (tests/ops/test_ops.py), the fuzz suite, the bad-input and variant tests; then
+# tests/cuda_sim as above.
+# pytest args replace the first run and skip the second.
 # Builds the committed HEAD in a scratch clone (the checkout's own build and its
 # opforge/_C module are left alone), CPU only, with -fsanitize=address,undefined
 # -fno-sanitize-recover=all, then runs pytest there.
@@ -42,8 +50,13 @@ export ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 args=("$@")
 cuda_sim=1
+parallel=(-n "$(nproc)" --dist loadgroup --durations=10)
 if [ ${#args[@]} -eq 0 ]; then
-  args=(tests --ignore=tests/cuda_sim -n "$(nproc)" --dist loadgroup)
+  args=(tests --ignore=tests/cuda_sim --ignore=tests/codegen --ignore=tests/test_gpu_window.py
+        --ignore=tests/test_leaks.py "${parallel[@]}")
+elif [ "${args[*]}" = "--ci" ]; then
+  args=(tests/ops/test_ops.py tests/ops/test_fuzz.py tests/ops/test_bad_inputs.py tests/ops/test_variants.py
+        "${parallel[@]}")
 else
   cuda_sim=0
 fi

@@ -3,31 +3,18 @@ of 4 KiB a call is reported, and a short run of one family's forward+backward st
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _leaks() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("leaks", ROOT / "benchmarks" / "leaks.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from benchmarks import leaks
 
 
 def test_a_planted_leak_is_reported() -> None:
     kept: list[torch.Tensor] = []
-    grown, measured = _leaks().growth([lambda: kept.append(torch.ones(1024))], 3000)
+    grown, measured = leaks.growth([lambda: kept.append(torch.ones(1024))], 3000)
     assert grown / measured > 2048  # 4 KiB of data a call, less page rounding
 
 
 def test_activation_family_does_not_grow() -> None:
-    leaks = _leaks()
     steps = [s for s in map(leaks.step_of, leaks.families()["activation"]) if s is not None]
     assert len(steps) > 5
     grown, _ = leaks.growth(steps, 4000)

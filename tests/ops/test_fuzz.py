@@ -25,6 +25,7 @@ import functools
 import math
 import os
 import re
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -96,8 +97,10 @@ _UNCHECKED_REFERENCES = (
 
 @contextlib.contextmanager
 def _watchdog() -> Iterator[None]:
-    """Turns a hang into a crash the runner reports (pytest-xdist names the test)."""
-    faulthandler.dump_traceback_later(_HANG_S, exit=True)
+    """Turns a hang into a crash the runner reports (pytest-xdist names the test). The
+    traceback goes to the process's own stderr: under --capture=sys (scripts/sanitize.sh)
+    sys.stderr is pytest's capture, which has no file descriptor."""
+    faulthandler.dump_traceback_later(_HANG_S, exit=True, file=sys.__stderr__)
     try:
         yield
     finally:

@@ -1,5 +1,6 @@
 """Long reductions against float64: rows of 10^6 float32 elements (sum, softmax,
-log_softmax, layer_norm, group_norm, avg pooling of a whole plane) and rows of 10^5 in
+log_softmax, layer_norm, group_norm, linear and conv2d dot products, avg pooling of a
+whole plane) and rows of 10^5 in
 float16/bfloat16 (computed in float, rounded once). A kernel that accumulates in the
 input's precision, or sequentially without blocking, is off by orders of magnitude more
 than the bound: opforge's error must stay within twice ATen's own (float32 ATen on the
@@ -17,6 +18,12 @@ import opforge
 
 Case = tuple[Callable[..., Any], Callable[..., Any]]
 
+
+def _planes(x: torch.Tensor) -> torch.Tensor:
+    """Rows of x as (rows, n // 9, 3, 3) 3x3 planes."""
+    return x[:, : x.shape[1] // 9 * 9].reshape(x.shape[0], -1, 3, 3)
+
+
 _CASES: dict[str, Case] = {
     "sum": (lambda x: opforge.sum(x, [-1]), lambda x: torch.sum(x, -1)),
     "softmax": (lambda x: opforge.softmax(x, -1), lambda x: torch.softmax(x, -1)),
@@ -28,6 +35,16 @@ _CASES: dict[str, Case] = {
     "group_norm": (
         lambda x: opforge.group_norm(x.reshape(1, 4, -1), 2),
         lambda x: torch.nn.functional.group_norm(x.reshape(1, 4, -1), 2),
+    ),
+    # dot products of length n: a linear's in_features, a convolution's C_in * kH * kW
+    "linear": (
+        lambda x: opforge.linear(x, x.flip(-1)),
+        lambda x: torch.nn.functional.linear(x, x.flip(-1)),
+    ),
+    # (3x3 kernels over n / 9 channels; n = 10^6 takes the 999999 leading elements)
+    "conv2d": (
+        lambda x: opforge.conv2d(_planes(x), _planes(x[:1])),
+        lambda x: torch.nn.functional.conv2d(_planes(x), _planes(x[:1])),
     ),
     "avg_pool2d": (
         lambda x: opforge.adaptive_avg_pool2d(x.reshape(1, 1, 1000, -1), [1, 1]),

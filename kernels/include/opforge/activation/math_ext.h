@@ -40,7 +40,7 @@ struct elu_fn {
   acc_t alpha;
   C10_HOST_DEVICE T operator()(T x) const {
     const acc_t v = cast_to<acc_t>(x);
-    const acc_t neg = alpha * (exp_(v) - acc_t(1));
+    const acc_t neg = alpha * expm1_(v);  // exp(v) - 1 would cancel near 0
     return cast_to<T>(select_(v <= acc_t(0), neg, v));
   }
 };

@@ -56,7 +56,15 @@ C10_HOST_DEVICE inline float log1p_(float x) {
   return fast::log1p(x);
 #endif
 }
+C10_HOST_DEVICE inline float expm1_(float x) {
+#if OPFORGE_DEVICE_MATH
+  return ::expm1f(x);
+#else
+  return fast::expm1(x);
+#endif
+}
 C10_HOST_DEVICE inline double exp_(double x) { return ::exp(x); }
+C10_HOST_DEVICE inline double expm1_(double x) { return ::expm1(x); }
 C10_HOST_DEVICE inline double erf_(double x) { return ::erf(x); }
 C10_HOST_DEVICE inline double tanh_(double x) { return ::tanh(x); }
 C10_HOST_DEVICE inline double log1p_(double x) { return ::log1p(x); }
