@@ -151,7 +151,9 @@ class _EntryParser(PointwiseFields, StructuredFields, SampleFields, EcosystemFie
             )
             return ()
         out = []
-        for item in raw:
+        # A list inside the list is a YAML alias of another entry's checks (`- *name`).
+        flat = [c for item in raw for c in (item if isinstance(item, list) else [item])]
+        for item in flat:
             loc = Location(
                 self.path, getattr(item, "line", self.e.key_lines.get("checks", self.e.line))
             )

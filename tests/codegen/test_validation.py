@@ -546,6 +546,28 @@ def test_pointwise_and_checks_errors(
     assert_error(tmp_path, capsys, POINTWISE.replace(*edit), expected)
 
 
+def test_checks_take_another_entrys_checks_by_alias(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`- *name` in a `checks:` list is another entry's list, flattened into this one."""
+    from codegen import parse
+
+    first = POINTWISE.replace(
+        "  reference:",
+        "  checks: &scale_checks\n    - {require: scale > 0, message: 'scale must be > 0'}\n"
+        "  reference:",
+    )
+    second = POINTWISE.replace("softsign(", "softsign2(").replace(
+        "  reference:",
+        "  checks:\n    - {require: scale < 9, message: 'scale must be < 9'}\n"
+        "    - *scale_checks\n  reference:",
+    )
+    rc, err = check(tmp_path, capsys, ops=first + "\n" + second)
+    assert "error" not in err
+    by_name = {o.name: o for o in parse.load(tmp_path / "schemas")}
+    assert [c.condition for c in by_name["softsign2"].checks] == ["scale < 9", "scale > 0"]
+
+
 def test_sample_missing_a_required_scalar(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -235,7 +235,7 @@ def check_against_reference(op: OpDecl, case: Case, *, valid: bool) -> None:
     # op of `dtype: promote(...)` computes in the promoted dtype, where torch's losses
     # disagree (huber_loss keeps self's dtype, binary_cross_entropy_with_logits the
     # target's, binary_cross_entropy raises). The reference then gets the broadcast and
-    # promoted tensors (where torch raises: KNOWN's losses-promote-integer-inputs).
+    # promoted tensors (where torch raises: KNOWN's huber_loss-promotes-an-integer-self).
     agreed = _broadcast(ref_call) if op.pointwise is not None else None
     promoted = _promoted(op, agreed or ref_call) if isinstance(op.dtype_rule, Promote) else None
     mismatch = ref_error is not None or not _same_shapes(got, expected[0])
@@ -402,6 +402,21 @@ _bf16 = functools.partial(torch.tensor, dtype=_BF16)
 
 
 FIXED: list[Regression] = [
+    Regression(
+        "losses-of-probabilities-refuse-integers",
+        "kl_div",
+        "kl_div, binary_cross_entropy(_with_logits) and sigmoid_focal_loss took integer "
+        "tensors (promoted), where PyTorch raises",
+        lambda: (
+            _refused("kl_div", lambda: opforge.kl_div(torch.tensor([[-1, -2]]), torch.rand(1, 2))),
+            _refused(
+                "binary_cross_entropy",
+                lambda: opforge.binary_cross_entropy(
+                    torch.rand(2), torch.tensor([0, 1], dtype=torch.uint8)
+                ),
+            ),
+        ),
+    ),
     Regression(
         "conv2d_backward-mixed-layouts",
         "conv2d_backward",
@@ -683,14 +698,13 @@ FIXED: list[Regression] = [
 
 KNOWN: list[Finding] = [
     Finding(
-        "losses-promote-integer-inputs",
-        "kl_div",
-        "pointwise losses promote integer and bool tensors (`dtype: promote(...)`), where "
-        "PyTorch's raise: kl_div and huber_loss of an int64 self, binary_cross_entropy of a "
-        "uint8 target",
-        lambda: (
-            _refused("kl_div", lambda: opforge.kl_div(torch.tensor([[-1, -2]]), torch.rand(1, 2))),
-            _refused("huber_loss", lambda: opforge.huber_loss(torch.tensor([1, 2]), torch.rand(2))),
+        "huber_loss-promotes-an-integer-self",
+        "huber_loss",
+        "huber_loss (and the other pointwise losses of `dtype: promote(...)`) computes an int64 "
+        "self with a float target in float32, where PyTorch's raises (its result cannot be "
+        "cast to self's dtype; with the dtypes swapped it returns, as opforge)",
+        lambda: _refused(
+            "huber_loss", lambda: opforge.huber_loss(torch.tensor([1, 2]), torch.rand(2))
         ),
     ),
 ]

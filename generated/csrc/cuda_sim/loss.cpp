@@ -391,6 +391,7 @@ opforge::pointwise::geometry<Int> binary_cross_entropy_meta_step(const at::Tenso
   opforge::check::dtype(kOp, "'weight'", weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::pointwise::check_reduction(kOp, "reduction", reduction, {"none", "mean", "sum"});
   TORCH_CHECK(self.sym_sizes() == target.sym_sizes(), kOp, ": ", "expected 'target' of the shape of 'self' (it is not broadcast)");
+  TORCH_CHECK(self.is_floating_point() && target.is_floating_point(), kOp, ": ", "expected floating 'self' and 'target' (probabilities or logits), got integer tensors");
   return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"target", target}, opforge::pointwise::named_tensor{"weight", weight}});
 }
 
@@ -429,6 +430,7 @@ opforge::pointwise::geometry<Int> binary_cross_entropy_with_logits_meta_step(con
   opforge::check::dtype(kOp, "'pos_weight'", pos_weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::pointwise::check_reduction(kOp, "reduction", reduction, {"none", "mean", "sum"});
   TORCH_CHECK(self.sym_sizes() == target.sym_sizes(), kOp, ": ", "expected 'target' of the shape of 'self' (it is not broadcast)");
+  TORCH_CHECK(self.is_floating_point() && target.is_floating_point(), kOp, ": ", "expected floating 'self' and 'target' (probabilities or logits), got integer tensors");
   return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"target", target}, opforge::pointwise::named_tensor{"weight", weight}, opforge::pointwise::named_tensor{"pos_weight", pos_weight}});
 }
 
@@ -489,6 +491,7 @@ opforge::pointwise::geometry<Int> kl_div_meta_step(const at::Tensor& self, const
   dtype = opforge::check::promote({self, target});
   opforge::check::dtype(kOp, "'self'/'target'", dtype, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::pointwise::check_reduction(kOp, "reduction", reduction, {"none", "batchmean", "mean", "sum"});
+  TORCH_CHECK(self.is_floating_point() && target.is_floating_point(), kOp, ": ", "integral inputs are not supported (log-probabilities and probabilities are floating)");
   return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"target", target}});
 }
 
@@ -568,6 +571,7 @@ opforge::pointwise::geometry<Int> sigmoid_focal_loss_meta_step(const at::Tensor&
   opforge::pointwise::check_reduction(kOp, "reduction", reduction, {"none", "mean", "sum"});
   TORCH_CHECK(gamma >= 0, kOp, ": ", "gamma must be non-negative, got ", gamma);
   TORCH_CHECK(self.sym_sizes() == target.sym_sizes(), kOp, ": ", "expected 'target' of the shape of 'self' (it is not broadcast)");
+  TORCH_CHECK(self.is_floating_point() && target.is_floating_point(), kOp, ": ", "expected floating 'self' and 'target' (probabilities or logits), got integer tensors");
   return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"target", target}});
 }
 

@@ -57,6 +57,7 @@ opforge::pointwise::geometry<Int> binary_cross_entropy_with_logits_meta_step(con
   opforge::check::dtype(kOp, "'pos_weight'", pos_weight, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::pointwise::check_reduction(kOp, "reduction", reduction, {"none", "mean", "sum"});
   TORCH_CHECK(self.sym_sizes() == target.sym_sizes(), kOp, ": ", "expected 'target' of the shape of 'self' (it is not broadcast)");
+  TORCH_CHECK(self.is_floating_point() && target.is_floating_point(), kOp, ": ", "expected floating 'self' and 'target' (probabilities or logits), got integer tensors");
   return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"target", target}, opforge::pointwise::named_tensor{"weight", weight}, opforge::pointwise::named_tensor{"pos_weight", pos_weight}});
 }
 

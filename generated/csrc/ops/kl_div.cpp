@@ -58,6 +58,7 @@ opforge::pointwise::geometry<Int> kl_div_meta_step(const at::Tensor& self, const
   dtype = opforge::check::promote({self, target});
   opforge::check::dtype(kOp, "'self'/'target'", dtype, {at::ScalarType::Float, at::ScalarType::Double, at::ScalarType::Half, at::ScalarType::BFloat16}, "a floating tensor (float32, float64, float16, bfloat16)");
   opforge::pointwise::check_reduction(kOp, "reduction", reduction, {"none", "batchmean", "mean", "sum"});
+  TORCH_CHECK(self.is_floating_point() && target.is_floating_point(), kOp, ": ", "integral inputs are not supported (log-probabilities and probabilities are floating)");
   return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"target", target}});
 }
 

@@ -55,6 +55,7 @@ opforge::pointwise::geometry<Int> sigmoid_focal_loss_meta_step(const at::Tensor&
   opforge::pointwise::check_reduction(kOp, "reduction", reduction, {"none", "mean", "sum"});
   TORCH_CHECK(gamma >= 0, kOp, ": ", "gamma must be non-negative, got ", gamma);
   TORCH_CHECK(self.sym_sizes() == target.sym_sizes(), kOp, ": ", "expected 'target' of the shape of 'self' (it is not broadcast)");
+  TORCH_CHECK(self.is_floating_point() && target.is_floating_point(), kOp, ": ", "expected floating 'self' and 'target' (probabilities or logits), got integer tensors");
   return opforge::pointwise::output_geometry<Int>(kOp, {opforge::pointwise::named_tensor{"self", self}, opforge::pointwise::named_tensor{"target", target}});
 }
 
