@@ -10,7 +10,7 @@
 # window's bash dry runs; the leak check, whose RSS means nothing under ASan's
 # quarantine; and tests/cuda_sim), then tests/cuda_sim (one process, in order, as
 # `make test` runs it) with opforge._cuda_sim sanitized too. About 20 min to build
-# and 40 to test on 2 cores.
+# and 15 to test on 2 cores.
 # --ci (`.ci/run`, within its 90 minutes): of the first run, the tests that reach
 # every op with the most shapes, layouts and bad arguments: the generated battery
 # (tests/ops/test_ops.py), the fuzz suite, the bad-input and variant tests; then
