@@ -229,8 +229,6 @@ def cuda_sim(ops: Sequence[OpDecl]) -> Context:
         "wrappers": wrappers,
         "impls": impls,
         "meta_steps": steps,
-        # Note [Composite errors] in opforge/core/composite_errors.h.
-        "composites": any(k == "CompositeImplicitAutograd" for op in ops for k, _ in op.dispatch),
         # Note [Call sequence] in opforge/core/structured_call.h.
         "call_sequence": any(op.structured is not None or op.pointwise is not None for op in ops),
         "cuda_kernels": cuda_kernels,

@@ -4,6 +4,7 @@
 // sum is called through the dispatcher, not through _C's opforge::ops::sum.
 #include <opforge/core/checks.h>
 #include <opforge/core/pointwise/loss.h>
+#include <opforge/core/widen.h>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/div.h>
@@ -48,13 +49,6 @@ at::Tensor total_of(const at::Tensor& t) {
   return sum.call(t, std::nullopt, false);
 }
 
-// float16/bfloat16 losses are summed in float32 for a mean (the sum itself
-// may pass float16's 65504 where the mean does not): the quotient is rounded
-// once, as at::mean's is.
-at::Tensor widened(const at::Tensor& t) {
-  return at::isReducedFloatingType(t.scalar_type()) ? t.to(at::kFloat) : t;
-}
-
 }  // namespace
 
 at::Tensor reduce_loss(const at::Tensor& loss, c10::string_view reduction, const at::Tensor& batch) {
@@ -64,6 +58,8 @@ at::Tensor reduce_loss(const at::Tensor& loss, c10::string_view reduction, const
   if (reduction == "sum" || loss.is_meta()) {
     return total_of(loss);  // (Meta: the 0-d result, without a count of symbolic sizes)
   }
+  // float16/bfloat16 losses are summed in float32 (widen.h) for a mean: the sum itself may pass
+  // float16's 65504 where the mean does not. The quotient is rounded once, as at::mean's is.
   return total_of(widened(loss)).div_(loss_count(loss, reduction, batch)).to(loss.scalar_type());
 }
 
